@@ -1,0 +1,71 @@
+#pragma once
+// DeviceProfile: how fast one device computes. Either from a spec sheet
+// (peak FLOP/s, memory bandwidth, efficiency per op class) or measured on a
+// machine by `splitsim profile` (per-unit seconds plus fitted efficiencies).
+// JSON schema "splitsim.device/1" (scenarios/devices/*.json).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "splitsim/costmodel/model_profile.h"
+
+namespace splitsim {
+
+// Fraction of peak reached per op class; per_op_s is a fixed cost per ATen op
+// (framework and launch overhead).
+struct Efficiency {
+  double conv = 0.5;
+  double depthwise = 0.1;
+  double matmul = 0.6;
+  double elementwise = 0.6;  // of memory bandwidth
+  double per_op_s = 0.0;
+};
+
+struct UnitTiming {
+  std::string unit;
+  double fwd_s = 0;     // per measured batch
+  double bwd_s = 0;
+  double update_s = 0;  // optimizer step for this unit's parameters
+};
+
+struct DeviceProfile {
+  std::string name;
+  std::string description;
+  double peak_flops = 0;            // FP32 FLOP/s (1 MAC = 2 FLOP)
+  double memory_bandwidth_Bps = 0;
+  double memory_bytes = 0;
+  Efficiency efficiency;
+  std::vector<std::string> sources;
+  // Present when measured by `splitsim profile`: timings of one model.
+  std::string measured_model;            // ModelSpec::name
+  std::vector<int64_t> measured_input_shape;
+  int64_t measured_batch = 0;
+  int64_t threads = 0;
+  std::vector<UnitTiming> timings;
+
+  double peak_macs_per_s() const { return peak_flops / 2; }
+  // Returns the timing of `unit` of `model` at `input_shape`, or nullptr.
+  const UnitTiming* timing_for(const std::string& model, const std::vector<int64_t>& input_shape,
+                               const std::string& unit) const;
+};
+
+// Seconds to run `work` on `device` by the spec-sheet formula:
+//   sum_class macs / (peak_macs * eff_class) + 8 B * elems / (mem_bw * eff_elem) + ops * per_op_s.
+double formula_seconds(const DeviceProfile& device, const OpCounts& work);
+// Seconds for an optimizer step over `param_count` parameters keeping
+// `state_copies` state tensors: (3 + 2*state_copies) * 4 B per parameter moved.
+double update_formula_seconds(const DeviceProfile& device, int64_t param_count,
+                              int64_t state_copies);
+
+void to_json(nlohmann::json& j, const DeviceProfile& d);
+// Throws InputError naming `where` on a malformed profile.
+DeviceProfile parse_device(const nlohmann::json& j, const std::string& where);
+// `name_or_file` is a path to a .json file or a name looked up as
+// <dir>/<name>.json in each of `search_dirs`. Throws InputError naming `where`
+// and the names that exist.
+DeviceProfile load_device(const std::string& name_or_file,
+                          const std::vector<std::string>& search_dirs, const std::string& where);
+
+}  // namespace splitsim

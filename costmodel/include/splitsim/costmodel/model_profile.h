@@ -1,0 +1,65 @@
+#pragma once
+// ModelProfile: what the cost model measured about a model, unit by unit.
+// A plain value type (no LibTorch): produced by costmodel/src/measure.cpp,
+// consumed by the planner, the simulator and the explorer. JSON schema
+// "splitsim.model_profile/1" (see README, "Model profile").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace splitsim {
+
+// Work observed in ATen ops. One MAC = one multiply-add. Element-wise,
+// normalisation, pooling, softmax and loss ops are not MACs: they are counted
+// as elements produced (`elementwise_elems`), reported separately.
+struct OpCounts {
+  int64_t conv_macs = 0;          // convolutions with groups < in_channels
+  int64_t depthwise_macs = 0;     // convolutions with groups == in_channels > 1
+  int64_t matmul_macs = 0;        // mm, addmm, bmm, baddbmm (linear, attention)
+  int64_t elementwise_elems = 0;  // elements written by all other counted ops
+  int64_t ops = 0;                // outermost ATen ops observed
+
+  int64_t macs() const { return conv_macs + depthwise_macs + matmul_macs; }
+  OpCounts& operator+=(const OpCounts& o);
+  // Every field multiplied by `factor`, rounded to the nearest integer.
+  OpCounts scaled(double factor) const;
+  bool operator==(const OpCounts& o) const;
+};
+
+struct UnitProfile {
+  std::string name;
+  std::vector<int> inputs;                     // producer units; -1 = model input
+  std::vector<int64_t> output_shape;           // per sample (batch dim removed)
+  int64_t output_elem_bytes = 4;
+  OpCounts fwd;                                // per sample
+  OpCounts bwd;                                // per sample
+  int64_t param_count = 0;
+  int64_t param_bytes = 0;
+  int64_t stash_bytes_per_sample = 0;          // retained after forward, for backward
+
+  int64_t output_numel() const;                // per sample
+  int64_t output_bytes() const { return output_numel() * output_elem_bytes; }
+};
+
+struct ModelProfile {
+  std::string model;                           // "mobilenet_v2", ...
+  std::vector<int64_t> input_shape;            // per sample
+  std::string input_dtype = "float32";         // or "int64" for token ids
+  int64_t measured_batch = 0;                  // batch the counts were taken at
+  std::vector<UnitProfile> units;
+
+  // Returns the index of the unit called `name`, or -1.
+  int index_of(const std::string& name) const;
+  std::vector<std::string> unit_names() const;
+};
+
+void to_json(nlohmann::json& j, const OpCounts& c);
+void from_json(const nlohmann::json& j, OpCounts& c);
+void to_json(nlohmann::json& j, const UnitProfile& u);
+void from_json(const nlohmann::json& j, UnitProfile& u);
+void to_json(nlohmann::json& j, const ModelProfile& p);
+void from_json(const nlohmann::json& j, ModelProfile& p);
+
+}  // namespace splitsim

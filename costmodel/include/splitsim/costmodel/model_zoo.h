@@ -1,0 +1,54 @@
+#pragma once
+// The model zoo (LibTorch): every model as an ordered list of partition units.
+// Unit names and layouts follow SPEC "Models"; README lists them.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim {
+
+// One partition unit: a tensor in, a tensor out.
+class UnitModule : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+};
+
+enum class TaskKind {
+  kImageClassification,     // input [B,3,H,W] float, target [B] class ids
+  kSequenceClassification,  // input [B,T] token ids, target [B] labels
+  kMaskedLmAndNsp,          // input [B,T] token ids, target [B,T+1]: MLM ids then NSP label
+  kRegression,              // TorchScript models: target = output-shaped noise, MSE loss
+};
+
+struct SplitModel {
+  ModelSpec spec;                            // resolved (no 0 defaults left)
+  TaskKind task = TaskKind::kImageClassification;
+  std::vector<std::string> names;            // unit names, model order
+  std::vector<std::shared_ptr<UnitModule>> units;
+  std::vector<std::vector<int>> inputs;      // producers of each unit; -1 = model input
+
+  int size() const { return static_cast<int>(units.size()); }
+  // Runs units [first, last] in order.
+  torch::Tensor forward(const torch::Tensor& x, int first, int last) const;
+  torch::Tensor forward(const torch::Tensor& x) const { return forward(x, 0, size() - 1); }
+  // Deterministic synthetic batch for `seed`.
+  torch::Tensor make_input(int64_t batch, uint64_t seed) const;
+  torch::Tensor make_target(int64_t batch, uint64_t seed) const;
+  // Mean loss of the model's task.
+  torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& target) const;
+  // Parameters of units [first, last].
+  std::vector<torch::Tensor> parameters(int first, int last) const;
+  void train(bool on = true);
+};
+
+// Builds `spec` (resolved with resolve_model_defaults) with weights drawn
+// from `seed`. Throws InputError for an unknown model or an unreadable
+// TorchScript file.
+SplitModel build_model(const ModelSpec& spec, uint64_t seed = 0);
+
+}  // namespace splitsim

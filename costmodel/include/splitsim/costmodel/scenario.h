@@ -1,0 +1,106 @@
+#pragma once
+// Scenario: one experiment, as read from a scenario JSON file (schema
+// "splitsim.scenario/1", documented in README "Scenario files").
+// Parsing is strict: unknown keys, wrong types and out-of-range values throw
+// InputError naming the JSON path and what is allowed. Checks that need the
+// model's units (cut names, codec applicability) happen in make_plan().
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "splitsim/costmodel/codec.h"
+
+namespace splitsim {
+
+struct ModelSpec {
+  // mobilenet_v2 | mobilenet_v2_cifar | resnet20 | roberta_base | bert_small | torchscript
+  std::string name;
+  int64_t num_classes = 0;    // image classes / sequence labels (0 = model default)
+  int64_t image_size = 0;     // image models: H = W (0 = model default)
+  int64_t seq_len = 0;        // transformers (0 = model default), same for the rest
+  int64_t hidden = 0, layers = 0, heads = 0, ffn = 0, vocab_size = 0, max_positions = 0;
+  std::string path;                   // torchscript: the .pt file
+  std::vector<int64_t> input_shape;   // torchscript: per-sample input shape
+  std::string input_dtype = "float32";
+};
+std::vector<std::string> known_models();
+// Fills every 0 field with the model's default (SPEC "Models"). Throws
+// InputError at `path` for an unknown model or an option it does not take.
+ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path);
+// Per-sample input shape: [3,H,W] for images, [T] for token ids.
+std::vector<int64_t> model_input_shape(const ModelSpec& spec);
+
+struct PartSpec {
+  std::string party;  // a key of Scenario::devices ("client", "server", "gpu0", ...)
+  std::string from;   // first unit (inclusive)
+  std::string to;     // last unit (inclusive)
+};
+
+struct BoundaryCodecs {
+  CodecSpec forward;   // activation, from part i to part i+1
+  CodecSpec backward;  // its gradient, back from part i+1 to part i
+};
+
+enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr };
+const char* schedule_name(Schedule s);
+std::vector<std::string> schedule_names();
+
+struct OptimizerSpec {
+  std::string name = "sgd";  // sgd | adamw | adam
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  // Optimizer state per parameter, in parameter-sized copies (momentum: 1, adam: 2).
+  int64_t state_copies() const;
+};
+
+struct NetworkSpec {
+  double bandwidth_bit_per_s = 1e9;       // both directions unless overridden
+  double up_bandwidth_bit_per_s = 0;      // client->server (0 = bandwidth_bit_per_s)
+  double down_bandwidth_bit_per_s = 0;    // server->client (0 = bandwidth_bit_per_s)
+  double latency_s = 0.0;
+  std::string bandwidth_trace;            // optional SimGrid profile file
+  double per_message_overhead_s = 0.0;    // calibration knob (simulator)
+  double bandwidth_factor = 1.0;          // calibration knob (simulator)
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  ModelSpec model;
+  int64_t batch_size = 1;
+  std::string precision = "fp32";         // fp32 | fp16 | bf16 (activations on the wire)
+  std::vector<PartSpec> partition;        // >= 2 parts, in model order
+  std::vector<BoundaryCodecs> compression;  // one per boundary (partition.size()-1)
+  int64_t chunks = 1;
+  Schedule schedule = Schedule::kSequential;
+  OptimizerSpec optimizer;
+  std::map<std::string, std::string> devices;  // party -> device profile name or file
+  NetworkSpec network;
+  int64_t iterations = 20;                // batches to run / simulate
+  int64_t warmup = 2;                     // first batches left out of steady state
+  int64_t clients = 1;
+  std::string dataset = "synthetic";      // synthetic | fashion_mnist | cifar10
+  uint64_t seed = 0;
+};
+
+// One point of a scenario's sweep. `label` is "base" without a sweep, else
+// "chunks=4 compression=conv32" (the axes that vary, in file order).
+struct ScenarioVariant {
+  std::string label;
+  Scenario scenario;
+  nlohmann::json json;  // the scenario with the sweep applied (no "sweep" key)
+};
+
+// Parses one scenario object (no "sweep"). Throws InputError.
+Scenario parse_scenario(const nlohmann::json& j);
+// Expands the optional "sweep" section into the cartesian product of its
+// axes and parses every variant. Throws InputError.
+std::vector<ScenarioVariant> expand_scenario(const nlohmann::json& j);
+// Reads and expands a scenario file. Throws InputError naming the file.
+std::vector<ScenarioVariant> load_scenario_file(const std::string& file);
+
+}  // namespace splitsim
