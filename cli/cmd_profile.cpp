@@ -1,1 +1,139 @@
-// (being written)
+// `splitsim profile`: measure this machine on a model and write a device profile.
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "splitsim/costmodel/efficiency_fit.h"
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/measure.h"
+#include "splitsim/costmodel/timing.h"
+
+namespace splitsim {
+namespace {
+
+struct ProfileArgs {
+  std::string model;
+  std::string scenario;
+  int64_t image_size = 0, seq_len = 0, num_classes = 0;
+  std::string output;
+  std::string name = "cpu_this_machine";
+  ProfileOptions opts;
+};
+
+// Writes `text` to `path` through a temporary file, so a failure leaves no half file.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!(out << text)) throw InputError("-o", "cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+int run_profile(ProfileArgs& args) {
+  ModelSpec spec;
+  if (!args.scenario.empty()) {
+    const auto variants = load_scenario_file(args.scenario);
+    spec = variants.front().scenario.model;
+    args.opts.optimizer = variants.front().scenario.optimizer;
+  } else {
+    if (args.model.empty()) throw InputError("--model", "give --model NAME or --scenario FILE");
+    spec.name = args.model;
+    spec.image_size = args.image_size;
+    spec.seq_len = args.seq_len;
+    spec.num_classes = args.num_classes;
+    spec = resolve_model_defaults(spec, "--model");
+  }
+  auto log = [](const std::string& line) { std::cerr << line << "\n"; };
+
+  DeviceProfile device =
+      profile_this_machine(spec, args.opts, [&](const std::string& l) { log("profile: " + l); });
+  device.name = args.name;
+  device.peak_flops = measure_peak_flops();
+  device.memory_bandwidth_Bps = measure_memory_bandwidth();
+  char host[256] = "this machine";
+  gethostname(host, sizeof host);
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  device.description = std::string("CPU of ") + host + ", " + std::to_string(args.opts.threads) +
+                       " thread(s), measured by splitsim profile on " + date;
+  device.sources = {"measured: splitsim profile --model " + spec.name + " --batch " +
+                    std::to_string(args.opts.batch) + " --threads " +
+                    std::to_string(args.opts.threads)};
+
+  log("profile: counting MACs per unit");
+  const ModelProfile counts = measure_model(spec);
+  std::vector<TimedWork> data;
+  for (size_t i = 0; i < counts.units.size(); ++i) {
+    const auto& t = device.timings[i];
+    data.push_back({counts.units[i].fwd.scaled(args.opts.batch), t.fwd_s});
+    data.push_back({counts.units[i].bwd.scaled(args.opts.batch), t.bwd_s});
+  }
+  const FitResult fit = fit_efficiency(device, data);
+  device.efficiency = fit.efficiency;
+
+  nlohmann::json j = device;
+  j["fit"] = {{"observations", fit.observations},
+              {"rms_rel_error", fit.rms_rel_error},
+              {"max_rel_error", fit.max_rel_error},
+              {"fitted", fit.fitted}};
+  write_atomically(args.output, j.dump(2) + "\n");
+
+  std::printf("peak %.1f GFLOP/s (1024^3 matmul), memory %.1f GB/s (copy)\n",
+              device.peak_flops / 1e9, device.memory_bandwidth_Bps / 1e9);
+  std::printf("fitted efficiency: conv %.3f  depthwise %.3f  matmul %.3f  elementwise %.3f  "
+              "per-op %.1f us\n",
+              fit.efficiency.conv, fit.efficiency.depthwise, fit.efficiency.matmul,
+              fit.efficiency.elementwise, fit.efficiency.per_op_s * 1e6);
+  std::printf("fit error over %d unit timings: rms %.1f%%, max %.1f%%\n", fit.observations,
+              100 * fit.rms_rel_error, 100 * fit.max_rel_error);
+  std::printf("wrote %s\n", args.output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App& app) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "profile",
+      "Measure per-unit forward, backward and optimizer-step seconds of a model on this machine "
+      "(warm-up, then the median of repeats), fit per-op-class efficiencies (least squares) and "
+      "write a device profile JSON usable in scenarios' \"devices\".");
+  auto* model = sub->add_option("--model", args->model,
+                                "model name (mobilenet_v2, mobilenet_v2_cifar, resnet20, "
+                                "roberta_base, bert_small)");
+  sub->add_option("--scenario", args->scenario,
+                  "take the model and optimizer from this scenario file instead")
+      ->excludes(model);
+  sub->add_option("--image-size", args->image_size, "image models: input H = W");
+  sub->add_option("--seq-len", args->seq_len, "transformers: sequence length");
+  sub->add_option("--num-classes", args->num_classes, "classes / labels");
+  sub->add_option("--batch", args->opts.batch, "batch size to time")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--threads", args->opts.threads, "LibTorch compute threads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--repeats", args->opts.repeats, "timed rounds (median)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--warmup", args->opts.warmup, "untimed rounds first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--name", args->name, "device name written in the profile")
+      ->capture_default_str();
+  sub->add_option("-o,--output", args->output, "device profile JSON to write")->required();
+  return {sub, [args] { return run_profile(*args); }};
+}
+
+}  // namespace splitsim

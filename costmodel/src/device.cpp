@@ -1,1 +1,170 @@
-// (being written)
+#include "splitsim/costmodel/device.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+
+const UnitTiming* DeviceProfile::timing_for(const std::string& model,
+                                            const std::vector<int64_t>& input_shape,
+                                            const std::string& unit) const {
+  if (model != measured_model || input_shape != measured_input_shape) return nullptr;
+  for (const auto& t : timings)
+    if (t.unit == unit) return &t;
+  return nullptr;
+}
+
+double formula_seconds(const DeviceProfile& d, const OpCounts& w) {
+  const double macs_per_s = d.peak_macs_per_s();
+  const Efficiency& e = d.efficiency;
+  double s = 0;
+  s += w.conv_macs / (macs_per_s * e.conv);
+  s += w.depthwise_macs / (macs_per_s * e.depthwise);
+  s += w.matmul_macs / (macs_per_s * e.matmul);
+  s += 8.0 * w.elementwise_elems / (d.memory_bandwidth_Bps * e.elementwise);
+  s += w.ops * e.per_op_s;
+  return s;
+}
+
+double update_formula_seconds(const DeviceProfile& d, int64_t param_count, int64_t state_copies) {
+  const double bytes = (3.0 + 2.0 * state_copies) * 4.0 * param_count;
+  return bytes / (d.memory_bandwidth_Bps * d.efficiency.elementwise);
+}
+
+void to_json(nlohmann::json& j, const DeviceProfile& d) {
+  j = {{"schema", "splitsim.device/1"},
+       {"name", d.name},
+       {"description", d.description},
+       {"peak_flops", d.peak_flops},
+       {"memory_bandwidth_Bps", d.memory_bandwidth_Bps},
+       {"memory_bytes", d.memory_bytes},
+       {"efficiency",
+        {{"conv", d.efficiency.conv},
+         {"depthwise", d.efficiency.depthwise},
+         {"matmul", d.efficiency.matmul},
+         {"elementwise", d.efficiency.elementwise},
+         {"per_op_s", d.efficiency.per_op_s}}},
+       {"sources", d.sources}};
+  if (!d.timings.empty()) {
+    nlohmann::json units = nlohmann::json::array();
+    for (const auto& t : d.timings)
+      units.push_back({{"unit", t.unit}, {"fwd_s", t.fwd_s}, {"bwd_s", t.bwd_s},
+                       {"update_s", t.update_s}});
+    j["measured"] = {{"model", d.measured_model},
+                     {"input_shape", d.measured_input_shape},
+                     {"batch", d.measured_batch},
+                     {"threads", d.threads},
+                     {"units", units}};
+  }
+}
+
+namespace {
+
+// Reads j[key] as a number > 0 (or >= 0 when `allow_zero`).
+double number(const nlohmann::json& j, const std::string& key, const std::string& where,
+              bool required, double fallback, bool allow_zero = false) {
+  if (!j.contains(key)) {
+    if (required) throw InputError(where + "." + key, "missing; expected a number");
+    return fallback;
+  }
+  const auto& v = j.at(key);
+  if (!v.is_number()) throw InputError(where + "." + key, "expected a number, got " + v.dump());
+  const double x = v.get<double>();
+  if (x < 0 || (x == 0 && !allow_zero))
+    throw InputError(where + "." + key, "must be " + std::string(allow_zero ? ">= 0" : "> 0"));
+  return x;
+}
+
+void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed,
+                const std::string& where) {
+  if (!j.is_object()) throw InputError(where, "expected an object");
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw InputError(where + "." + key, "unknown key; allowed keys: " + list);
+  }
+}
+
+}  // namespace
+
+DeviceProfile parse_device(const nlohmann::json& j, const std::string& where) {
+  check_keys(j, {"schema", "name", "description", "peak_flops", "memory_bandwidth_Bps",
+                 "memory_bytes", "efficiency", "sources", "measured", "fit"},
+             where);
+  if (j.value("schema", "") != "splitsim.device/1")
+    throw InputError(where + ".schema", "expected \"splitsim.device/1\"");
+  DeviceProfile d;
+  if (!j.contains("name") || !j.at("name").is_string())
+    throw InputError(where + ".name", "missing; expected a string");
+  d.name = j.at("name").get<std::string>();
+  d.description = j.value("description", "");
+  d.peak_flops = number(j, "peak_flops", where, true, 0);
+  d.memory_bandwidth_Bps = number(j, "memory_bandwidth_Bps", where, true, 0);
+  d.memory_bytes = number(j, "memory_bytes", where, false, 0, true);
+  if (j.contains("efficiency")) {
+    const auto& e = j.at("efficiency");
+    const std::string ew = where + ".efficiency";
+    check_keys(e, {"conv", "depthwise", "matmul", "elementwise", "per_op_s"}, ew);
+    d.efficiency.conv = number(e, "conv", ew, false, d.efficiency.conv);
+    d.efficiency.depthwise = number(e, "depthwise", ew, false, d.efficiency.depthwise);
+    d.efficiency.matmul = number(e, "matmul", ew, false, d.efficiency.matmul);
+    d.efficiency.elementwise = number(e, "elementwise", ew, false, d.efficiency.elementwise);
+    d.efficiency.per_op_s = number(e, "per_op_s", ew, false, 0, true);
+  }
+  if (j.contains("sources")) d.sources = j.at("sources").get<std::vector<std::string>>();
+  if (j.contains("measured")) {
+    const auto& m = j.at("measured");
+    const std::string mw = where + ".measured";
+    check_keys(m, {"model", "input_shape", "batch", "threads", "units"}, mw);
+    d.measured_model = m.at("model").get<std::string>();
+    d.measured_input_shape = m.at("input_shape").get<std::vector<int64_t>>();
+    d.measured_batch = m.at("batch").get<int64_t>();
+    d.threads = m.value("threads", 0);
+    if (d.measured_batch <= 0) throw InputError(mw + ".batch", "must be > 0");
+    for (const auto& u : m.at("units"))
+      d.timings.push_back({u.at("unit").get<std::string>(), u.at("fwd_s").get<double>(),
+                           u.at("bwd_s").get<double>(), u.value("update_s", 0.0)});
+  }
+  return d;
+}
+
+DeviceProfile load_device(const std::string& name_or_file,
+                          const std::vector<std::string>& search_dirs, const std::string& where) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  const bool is_file = fs::path(name_or_file).extension() == ".json";
+  if (is_file) {
+    candidates.push_back(name_or_file);
+  } else {
+    for (const auto& dir : search_dirs) candidates.push_back(fs::path(dir) / (name_or_file + ".json"));
+  }
+  for (const auto& path : candidates) {
+    std::ifstream in(path);
+    if (!in) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(path.string(), std::string("not valid JSON: ") + e.what());
+    }
+    return parse_device(j, path.string() + ":$");
+  }
+  std::string known;
+  for (const auto& dir : search_dirs) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".json")
+        known += (known.empty() ? "" : ", ") + entry.path().stem().string();
+  }
+  throw InputError(where, "no device profile \"" + name_or_file + "\"" +
+                              (is_file ? "" : "; known devices: " + known) +
+                              " (or give a path to a .json file)");
+}
+
+}  // namespace splitsim

@@ -1,1 +1,88 @@
-// (being written)
+#include "splitsim/costmodel/measure.h"
+
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "memory_probe.h"
+#include "splitsim/costmodel/mac_counter.h"
+#include "splitsim/costmodel/model_zoo.h"
+
+namespace splitsim {
+namespace {
+
+std::vector<int64_t> per_sample(const torch::Tensor& t) {
+  return std::vector<int64_t>(t.sizes().begin() + 1, t.sizes().end());
+}
+
+}  // namespace
+
+ModelProfile measure_model(const ModelSpec& spec, int64_t batch) {
+  if (batch < 2) throw std::invalid_argument("measure_model: batch must be >= 2 (BatchNorm)");
+  SplitModel model = build_model(spec, /*seed=*/0);
+  model.train(true);
+  const int n = model.size();
+  const torch::Tensor input = model.make_input(batch, /*seed=*/1);
+  const torch::Tensor target = model.make_target(batch, /*seed=*/1);
+
+  ModelProfile profile;
+  profile.model = model.spec.name;
+  profile.input_shape = per_sample(input);
+  profile.input_dtype = input.is_floating_point() ? "float32" : "int64";
+  profile.measured_batch = batch;
+  profile.units.resize(n);
+
+  // Forward, unit by unit, each on a detached copy of its input so that the
+  // backward of each unit can be observed on its own (as a split run does).
+  std::vector<torch::Tensor> inputs(n), outputs(n);
+  std::vector<OpCounts> fwd(n), bwd(n);
+  torch::Tensor x = input;
+  for (int i = 0; i < n; ++i) {
+    inputs[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(true);
+    MemoryProbe memory;
+    {
+      MacCounter counter;
+      outputs[i] = model.units[i]->forward(inputs[i]);
+      fwd[i] = counter.counts();
+    }
+    UnitProfile& u = profile.units[i];
+    u.name = model.names[i];
+    u.inputs = model.inputs[i];
+    u.output_shape = per_sample(outputs[i]);
+    u.output_elem_bytes = outputs[i].element_size();
+    u.stash_bytes_per_sample = memory.live_bytes() / batch;
+    for (const auto& p : model.units[i]->parameters()) {
+      u.param_count += p.numel();
+      u.param_bytes += p.numel() * p.element_size();
+    }
+    x = outputs[i];
+  }
+
+  // The loss belongs to the last unit, forward and backward.
+  torch::Tensor loss;
+  {
+    MacCounter counter;
+    loss = model.loss(outputs[n - 1], target);
+    fwd[n - 1] += counter.counts();
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    MacCounter counter;
+    if (i == n - 1) {
+      loss.backward();
+    } else {
+      const torch::Tensor& g = inputs[i + 1].grad();
+      if (!g.defined()) throw std::logic_error("no gradient reached unit " + model.names[i + 1]);
+      outputs[i].backward(g);
+    }
+    bwd[i] = counter.counts();
+  }
+
+  const double per = 1.0 / static_cast<double>(batch);
+  for (int i = 0; i < n; ++i) {
+    profile.units[i].fwd = fwd[i].scaled(per);
+    profile.units[i].bwd = bwd[i].scaled(per);
+  }
+  return profile;
+}
+
+}  // namespace splitsim

@@ -1,1 +1,195 @@
-// (being written)
+// Model names, their options and defaults (SPEC "Models"). No LibTorch here:
+// the scenario parser and the simulator use these without building a model.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim {
+namespace {
+
+// One integer option of ModelSpec, by its JSON key.
+struct IntOption {
+  const char* key;
+  int64_t ModelSpec::*field;
+};
+
+const IntOption kIntOptions[] = {
+    {"num_classes", &ModelSpec::num_classes}, {"image_size", &ModelSpec::image_size},
+    {"seq_len", &ModelSpec::seq_len},         {"hidden", &ModelSpec::hidden},
+    {"layers", &ModelSpec::layers},           {"heads", &ModelSpec::heads},
+    {"ffn", &ModelSpec::ffn},                 {"vocab_size", &ModelSpec::vocab_size},
+    {"max_positions", &ModelSpec::max_positions},
+};
+
+// The integer options a model takes, with their defaults, in JSON key order.
+struct ModelOptions {
+  const char* name;
+  std::vector<std::pair<std::string, int64_t>> defaults;
+};
+
+const std::vector<ModelOptions>& model_table() {
+  static const std::vector<ModelOptions> kTable = {
+      {"mobilenet_v2", {{"image_size", 224}, {"num_classes", 10}}},
+      {"mobilenet_v2_cifar", {{"image_size", 32}, {"num_classes", 10}}},
+      {"resnet20", {{"image_size", 32}, {"num_classes", 10}}},
+      {"roberta_base",
+       {{"vocab_size", 50265},
+        {"max_positions", 514},
+        {"hidden", 768},
+        {"layers", 12},
+        {"heads", 12},
+        {"ffn", 3072},
+        {"seq_len", 128},
+        {"num_classes", 2}}},
+      {"bert_small",
+       {{"vocab_size", 30522},
+        {"max_positions", 512},
+        {"hidden", 768},
+        {"layers", 3},
+        {"heads", 12},
+        {"ffn", 3072},
+        {"seq_len", 512}}},
+      // TorchScript takes path, input_shape, input_dtype; vocab_size (the
+      // range of synthetic token ids) only with input_dtype int64.
+      {"torchscript", {}},
+  };
+  return kTable;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// Default range of synthetic token ids for an int64 TorchScript input: ids
+// 0 and 1 exist in any embedding table.
+constexpr int64_t kTorchScriptDefaultVocab = 2;
+
+void check_torchscript(ModelSpec& spec, const std::string& path) {
+  if (spec.path.empty()) {
+    throw InputError(path + ".path", "torchscript needs \"path\"; give the .pt file written by "
+                                     "torch.jit.save");
+  }
+  if (spec.input_shape.empty()) {
+    throw InputError(path + ".input_shape",
+                     "torchscript needs \"input_shape\"; give the per-sample input shape, "
+                     "e.g. [3, 32, 32] (batch dimension left out)");
+  }
+  for (size_t i = 0; i < spec.input_shape.size(); ++i) {
+    if (spec.input_shape[i] <= 0) {
+      throw InputError(path + ".input_shape[" + std::to_string(i) + "]",
+                       "dimension " + std::to_string(spec.input_shape[i]) +
+                           " is not positive; every dimension must be >= 1");
+    }
+  }
+  if (spec.input_dtype.empty()) spec.input_dtype = "float32";
+  if (spec.input_dtype == "int64") {
+    if (spec.vocab_size == 0) spec.vocab_size = kTorchScriptDefaultVocab;
+  } else if (spec.input_dtype == "float32") {
+    if (spec.vocab_size != 0) {
+      throw InputError(path + ".vocab_size",
+                       "vocab_size applies only to torchscript with input_dtype \"int64\"");
+    }
+  } else {
+    throw InputError(path + ".input_dtype", "unknown input dtype \"" + spec.input_dtype +
+                                                "\"; allowed: float32, int64");
+  }
+}
+
+// Checks that need several options at once (transformers).
+void check_transformer(const ModelSpec& spec, const std::string& path) {
+  if (spec.hidden % spec.heads != 0) {
+    throw InputError(path + ".heads", "hidden " + std::to_string(spec.hidden) +
+                                          " is not divisible by heads " +
+                                          std::to_string(spec.heads) +
+                                          "; choose heads that divide hidden");
+  }
+  // RoBERTa's position ids start at padding_idx + 1 = 2.
+  const int64_t offset = spec.name == "roberta_base" ? 2 : 0;
+  if (spec.seq_len + offset > spec.max_positions) {
+    throw InputError(path + ".seq_len",
+                     "seq_len " + std::to_string(spec.seq_len) + " needs " +
+                         std::to_string(spec.seq_len + offset) +
+                         " positions but max_positions is " +
+                         std::to_string(spec.max_positions) + "; allowed: seq_len <= " +
+                         std::to_string(spec.max_positions - offset));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> known_models() {
+  std::vector<std::string> names;
+  for (const auto& m : model_table()) names.push_back(m.name);
+  return names;
+}
+
+ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
+  const ModelOptions* model = nullptr;
+  for (const auto& m : model_table()) {
+    if (spec.name == m.name) model = &m;
+  }
+  if (model == nullptr) {
+    throw InputError(path + ".name",
+                     "unknown model \"" + spec.name + "\"; known: " + join(known_models()));
+  }
+  const bool torchscript = spec.name == "torchscript";
+  std::vector<std::string> taken;
+  for (const auto& [key, value] : model->defaults) taken.push_back(key);
+  if (torchscript) taken = {"path", "input_shape", "input_dtype", "vocab_size (int64 only)"};
+  const std::string allowed = "\"" + spec.name + "\" takes: " + join(taken);
+
+  for (const IntOption& opt : kIntOptions) {
+    int64_t& value = spec.*opt.field;
+    const std::string where = path + "." + opt.key;
+    int64_t default_value = 0;
+    bool takes = torchscript && std::string(opt.key) == "vocab_size";
+    for (const auto& [key, def] : model->defaults) {
+      if (key == opt.key) {
+        takes = true;
+        default_value = def;
+      }
+    }
+    if (!takes) {
+      if (value != 0) throw InputError(where, "option not taken by this model; " + allowed);
+      continue;
+    }
+    if (value < 0) {
+      throw InputError(where, std::to_string(value) + " is not positive; give a value >= 1");
+    }
+    if (value == 0) value = default_value;
+  }
+  if (torchscript) {
+    check_torchscript(spec, path);
+    return spec;
+  }
+  if (!spec.path.empty()) throw InputError(path + ".path", "option not taken; " + allowed);
+  if (!spec.input_shape.empty()) {
+    throw InputError(path + ".input_shape", "option not taken; " + allowed);
+  }
+  if (!spec.input_dtype.empty() && spec.input_dtype != "float32") {
+    throw InputError(path + ".input_dtype", "option not taken (the model fixes its input); " +
+                                                allowed);
+  }
+  if (spec.name == "mobilenet_v2_cifar" && spec.image_size % 8 != 0) {
+    throw InputError(path + ".image_size",
+                     std::to_string(spec.image_size) +
+                         " is not a multiple of 8; mobilenet_v2_cifar downsamples by 8 and "
+                         "pools what is left (allowed: 8, 16, 24, 32, ...)");
+  }
+  if (spec.name == "roberta_base" || spec.name == "bert_small") check_transformer(spec, path);
+  return spec;
+}
+
+std::vector<int64_t> model_input_shape(const ModelSpec& spec) {
+  if (spec.name == "torchscript") return spec.input_shape;
+  if (spec.name == "roberta_base" || spec.name == "bert_small") return {spec.seq_len};
+  return {3, spec.image_size, spec.image_size};
+}
+
+}  // namespace splitsim

@@ -1,1 +1,164 @@
-// (being written)
+#include "splitsim/costmodel/plan.h"
+
+#include <cstdio>
+#include <numeric>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+namespace splitsim {
+
+int64_t Plan::bytes_sent(const std::string& party) const {
+  int64_t total = 0;
+  for (const auto& b : boundaries) {
+    const auto& from = stages[b.from_stage].party;
+    const auto& to = stages[b.to_stage].party;
+    if (from == to) continue;  // same machine: nothing crosses a link
+    if (from == party) total += b.forward.wire_bytes_per_batch;
+    if (to == party) total += b.backward.wire_bytes_per_batch;
+  }
+  return total;
+}
+
+int64_t Plan::bytes_received(const std::string& party) const {
+  int64_t total = 0;
+  for (const auto& b : boundaries) {
+    const auto& from = stages[b.from_stage].party;
+    const auto& to = stages[b.to_stage].party;
+    if (from == to) continue;
+    if (to == party) total += b.forward.wire_bytes_per_batch;
+    if (from == party) total += b.backward.wire_bytes_per_batch;
+  }
+  return total;
+}
+
+namespace {
+
+double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+
+nlohmann::json transfer_json(const PlanTransfer& t) {
+  return {{"method", method_name(t.codec.method)},
+          {"codec", codec_to_json(t.codec)},
+          {"description", describe(t.codec)},
+          {"carried_shape_per_sample", t.carried_shape},
+          {"wire_bytes_per_batch", t.wire_bytes_per_batch},
+          {"wire_bytes_per_microbatch", t.wire_bytes},
+          {"encode_s_per_batch", sum(t.encode_s)},
+          {"decode_s_per_batch", sum(t.decode_s)}};
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// 1234567 -> "1.23 M" (decimal prefixes).
+std::string si(double v, const char* unit) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+  int p = 0;
+  while (v >= 1000 && p < 5) {
+    v /= 1000;
+    ++p;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, p == 0 ? "%.0f %s%s" : "%.2f %s%s", v, prefixes[p], unit);
+  return buf;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  return buf;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const Plan& p) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : p.stages) {
+    stages.push_back({{"name", s.name},
+                      {"party", s.party},
+                      {"device", s.device},
+                      {"units", s.units},
+                      {"fwd_macs_per_batch", s.fwd_per_batch.macs()},
+                      {"bwd_macs_per_batch", s.bwd_per_batch.macs()},
+                      {"fwd_work_per_batch", s.fwd_per_batch},
+                      {"bwd_work_per_batch", s.bwd_per_batch},
+                      {"param_count", s.param_count},
+                      {"param_bytes", s.param_bytes},
+                      {"optimizer_state_bytes", s.optimizer_state_bytes},
+                      {"stash_bytes_per_microbatch", s.stash_bytes_per_microbatch},
+                      {"stashed_microbatches", s.stashed_microbatches},
+                      {"weight_versions", s.weight_versions},
+                      {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"fwd_s_per_microbatch", s.fwd_s},
+                      {"bwd_s_per_microbatch", s.bwd_s},
+                      {"fwd_s_per_batch", sum(s.fwd_s)},
+                      {"bwd_s_per_batch", sum(s.bwd_s)},
+                      {"update_s_per_batch", s.update_s},
+                      {"timed_from", s.timed_from_measurement ? "measured" : "formula"}});
+  }
+  nlohmann::json boundaries = nlohmann::json::array();
+  for (const auto& b : p.boundaries) {
+    boundaries.push_back({{"from_stage", b.from_stage},
+                          {"to_stage", b.to_stage},
+                          {"activation_shape", b.activation_shape},
+                          {"forward", transfer_json(b.forward)},
+                          {"backward", transfer_json(b.backward)}});
+  }
+  j = {{"schema", "splitsim.plan/1"},
+       {"scenario", p.scenario},
+       {"variant", p.variant},
+       {"model", p.model},
+       {"batch_size", p.batch_size},
+       {"chunks", p.chunks()},
+       {"microbatch_sizes", p.microbatch_sizes},
+       {"schedule", schedule_name(p.schedule)},
+       {"stages", stages},
+       {"boundaries", boundaries}};
+}
+
+void print_plan(std::ostream& os, const Plan& p) {
+  char line[512];
+  os << "== " << p.scenario << " [" << p.variant << "]: " << p.model << ", batch " << p.batch_size
+     << " in " << p.chunks() << " micro-batch(es), schedule " << schedule_name(p.schedule)
+     << "\n";
+  std::snprintf(line, sizeof line, "%-7s %-7s %-12s %-34s %11s %11s %10s %11s %11s %10s %10s\n",
+                "stage", "party", "device", "units", "fwd MACs", "bwd MACs", "params",
+                "fwd/batch", "bwd/batch", "update", "peak mem");
+  os << line;
+  for (const auto& s : p.stages) {
+    std::string units = s.units.front();
+    if (s.units.size() > 1) units += " .. " + s.units.back();
+    units += " (" + std::to_string(s.units.size()) + ")";
+    std::snprintf(line, sizeof line,
+                  "%-7s %-7s %-12s %-34s %11s %11s %10s %11s %11s %10s %10s%s\n", s.name.c_str(),
+                  s.party.c_str(), s.device.c_str(), units.c_str(),
+                  si(s.fwd_per_batch.macs(), "").c_str(), si(s.bwd_per_batch.macs(), "").c_str(),
+                  si(s.param_bytes, "B").c_str(), seconds(sum(s.fwd_s)).c_str(),
+                  seconds(sum(s.bwd_s)).c_str(), seconds(s.update_s).c_str(),
+                  si(s.peak_memory_bytes, "B").c_str(), s.timed_from_measurement ? "" : " *");
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "%-9s %-20s %-30s %12s   %-30s %12s\n", "boundary",
+                "activation", "forward codec", "fwd B/batch", "backward codec", "bwd B/batch");
+  os << line;
+  for (const auto& b : p.boundaries) {
+    const std::string name = std::to_string(b.from_stage) + "->" + std::to_string(b.to_stage);
+    std::snprintf(line, sizeof line, "%-9s %-20s %-30s %12s   %-30s %12s\n", name.c_str(),
+                  shape_str(b.activation_shape).c_str(), describe(b.forward.codec).c_str(),
+                  si(b.forward.wire_bytes_per_batch, "B").c_str(),
+                  describe(b.backward.codec).c_str(),
+                  si(b.backward.wire_bytes_per_batch, "B").c_str());
+    os << line;
+  }
+  bool any_formula = false;
+  for (const auto& s : p.stages) any_formula |= !s.timed_from_measurement;
+  if (any_formula)
+    os << "* compute seconds from the device's spec-sheet formula (MACs / peak x efficiency)\n";
+}
+
+}  // namespace splitsim

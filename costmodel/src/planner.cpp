@@ -1,1 +1,267 @@
-// (being written)
+#include "splitsim/costmodel/planner.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/unit_graph.h"
+
+namespace splitsim {
+
+int64_t stashed_microbatches(Schedule s, int k, int K, int64_t m) {
+  assert(0 <= k && k < K && m >= 1);
+  switch (s) {
+    case Schedule::kSequential: return 1;  // each micro-batch finishes before the next
+    case Schedule::kGpipe: return m;       // all forwards before any backward
+    case Schedule::k1F1B: return std::min<int64_t>(m, K - k);
+    case Schedule::kPipeDream:
+    case Schedule::kDdg:
+    case Schedule::kFr: return K - k;      // SPEC: K-k+1 with 1-based k
+  }
+  return 1;
+}
+
+int64_t weight_versions(Schedule s, int k, int K) {
+  return s == Schedule::kPipeDream ? K - k : 1;
+}
+
+namespace {
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "\"" : ", \"") + n + "\"";
+  return out;
+}
+
+WireDType activation_dtype(const std::string& precision) {
+  if (precision == "fp16") return WireDType::kF16;
+  if (precision == "bf16") return WireDType::kBF16;
+  return WireDType::kF32;
+}
+
+std::vector<int64_t> split_batch(int64_t batch, int64_t chunks) {
+  std::vector<int64_t> sizes(chunks, batch / chunks);
+  for (int64_t i = 0; i < batch % chunks; ++i) ++sizes[i];
+  return sizes;
+}
+
+// Resolves every part to a unit range; throws InputError on bad ranges/cuts.
+std::vector<std::pair<int, int>> resolve_parts(const Scenario& sc, const ModelProfile& model) {
+  const int n = static_cast<int>(model.units.size());
+  const auto names = model.unit_names();
+  std::vector<int> cut_ok(n + 1, 0);
+  std::vector<std::string> cut_names;
+  for (const auto& c : valid_cuts(model)) {
+    cut_ok[c.position] = 1;
+    cut_names.push_back(c.after);
+  }
+  std::vector<std::pair<int, int>> ranges;
+  for (size_t p = 0; p < sc.partition.size(); ++p) {
+    const PartSpec& part = sc.partition[p];
+    const std::string at = "$.partition[" + std::to_string(p) + "]";
+    const int from = model.index_of(part.from), to = model.index_of(part.to);
+    if (from < 0)
+      throw InputError(at + ".from", "unknown unit \"" + part.from + "\" in " + model.model +
+                                         "; units: " + quoted_list(names));
+    if (to < 0)
+      throw InputError(at + ".to", "unknown unit \"" + part.to + "\" in " + model.model +
+                                       "; units: " + quoted_list(names));
+    const int expected = ranges.empty() ? 0 : ranges.back().second + 1;
+    if (from != expected)
+      throw InputError(at + ".from", "parts must cover the units in order without gaps; this part "
+                                     "must start at \"" + (expected < n ? names[expected] : "") +
+                                         "\", not \"" + part.from + "\"");
+    if (to < from)
+      throw InputError(at + ".to", "\"" + part.to + "\" comes before \"" + part.from + "\"");
+    if (p > 0 && !cut_ok[from])
+      throw InputError(at + ".from", "cutting before \"" + part.from +
+                                         "\" would split more than one tensor; valid cuts are "
+                                         "before: " + quoted_list(cut_names));
+    ranges.emplace_back(from, to);
+  }
+  if (ranges.empty() || ranges.back().second != n - 1)
+    throw InputError("$.partition[" + std::to_string(sc.partition.size() - 1) + "].to",
+                     "the last part must end at the last unit \"" + names.back() + "\"");
+  return ranges;
+}
+
+OpCounts sum_units(const ModelProfile& model, int first, int last, bool backward) {
+  OpCounts c;
+  for (int i = first; i <= last; ++i) c += backward ? model.units[i].bwd : model.units[i].fwd;
+  return c;
+}
+
+// Codec MACs land in the op class of the module doing them.
+OpCounts codec_counts(const CodecSpec& codec, int64_t macs, int64_t elems) {
+  OpCounts c;
+  (codec.method == CodecMethod::kConvInsert ? c.conv_macs : c.matmul_macs) = macs;
+  c.elementwise_elems = elems;
+  c.ops = codec.method == CodecMethod::kNone ? 0 : 2;
+  return c;
+}
+
+// Seconds of `work_per_sample` on a stage's device for `b` samples, from the
+// device's measured unit timings when it has them for every unit, else the formula.
+double stage_seconds(const DeviceProfile& dev, const ModelProfile& model, int first, int last,
+                     bool backward, int64_t b, bool* measured) {
+  double s = 0;
+  *measured = true;
+  for (int i = first; i <= last; ++i) {
+    const UnitTiming* t = dev.timing_for(model.model, model.input_shape, model.units[i].name);
+    if (t == nullptr) {
+      *measured = false;
+      break;
+    }
+    s += (backward ? t->bwd_s : t->fwd_s) * b / dev.measured_batch;
+  }
+  if (*measured) return s;
+  return formula_seconds(dev, sum_units(model, first, last, backward).scaled(b));
+}
+
+}  // namespace
+
+Plan make_plan(const Scenario& sc, const ModelProfile& model,
+               const std::map<std::string, DeviceProfile>& devices, const std::string& label) {
+  const auto ranges = resolve_parts(sc, model);
+  const int K = static_cast<int>(ranges.size());
+  Plan plan;
+  plan.scenario = sc.name;
+  plan.variant = label;
+  plan.model = model.model;
+  plan.batch_size = sc.batch_size;
+  plan.microbatch_sizes = split_batch(sc.batch_size, sc.chunks);
+  plan.schedule = sc.schedule;
+  plan.network = sc.network;
+  plan.iterations = sc.iterations;
+  plan.warmup = sc.warmup;
+  plan.clients = sc.clients;
+  const int64_t m = plan.chunks();
+  const int64_t b_max = plan.microbatch_sizes.front();
+  const WireDType act = activation_dtype(sc.precision);
+  const int64_t state_copies = sc.optimizer.state_copies();
+
+  for (int k = 0; k < K; ++k) {
+    const auto [first, last] = ranges[k];
+    PlanStage st;
+    st.name = "stage" + std::to_string(k);
+    st.party = sc.partition[k].party;
+    const auto dev = devices.find(st.party);
+    if (dev == devices.end())
+      throw InputError("$.partition[" + std::to_string(k) + "].party",
+                       "no device for party \"" + st.party + "\"; add it to $.devices");
+    st.device = dev->second.name;
+    st.first_unit = first;
+    st.last_unit = last;
+    for (int i = first; i <= last; ++i) {
+      st.units.push_back(model.units[i].name);
+      st.param_count += model.units[i].param_count;
+      st.param_bytes += model.units[i].param_bytes;
+      st.stash_bytes_per_microbatch += model.units[i].stash_bytes_per_sample * b_max;
+    }
+    if (sc.schedule == Schedule::kFr) {
+      // Features replay keeps only each micro-batch's stage input; the full
+      // activations of one micro-batch exist again while it is recomputed.
+      int64_t in_bytes = model.input_dtype == "int64" ? 8 : 4;
+      for (int64_t d : model.input_shape) in_bytes *= first == 0 ? d : 1;
+      if (first > 0) in_bytes = model.units[first - 1].output_bytes();
+      st.replay_bytes = st.stash_bytes_per_microbatch;
+      st.stash_bytes_per_microbatch = in_bytes * b_max;
+    }
+    st.fwd_per_batch = sum_units(model, first, last, false).scaled(sc.batch_size);
+    st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);
+    st.fwd_per_batch.ops *= m;
+    st.bwd_per_batch.ops *= m;
+    for (int64_t b : plan.microbatch_sizes) {
+      bool measured = false;
+      st.fwd_s.push_back(stage_seconds(dev->second, model, first, last, false, b, &measured));
+      st.bwd_s.push_back(stage_seconds(dev->second, model, first, last, true, b, &measured));
+      st.timed_from_measurement = measured;
+    }
+    st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
+    st.weight_versions = weight_versions(sc.schedule, k, K);
+    plan.stages.push_back(st);
+  }
+
+  for (int k = 0; k + 1 < K; ++k) {
+    const std::string at = "$.compression[" + std::to_string(k) + "]";
+    const BoundaryCodecs codecs =
+        k < static_cast<int>(sc.compression.size()) ? sc.compression[k] : BoundaryCodecs{};
+    PlanBoundary bd;
+    bd.from_stage = k;
+    bd.to_stage = k + 1;
+    const auto& shape = model.units[ranges[k].second].output_shape;
+    bd.activation_shape = shape;
+    bd.activation_shape.insert(bd.activation_shape.begin(), sc.batch_size);
+    check_applicable(codecs.forward, shape, at + ".forward");
+    const auto carried = carried_shape(codecs.forward, shape);
+    check_applicable(codecs.backward, carried, at + ".backward");
+
+    PlanStage& sender = plan.stages[k];
+    PlanStage& receiver = plan.stages[k + 1];
+    const DeviceProfile& sdev = devices.at(sender.party);
+    const DeviceProfile& rdev = devices.at(receiver.party);
+    bd.forward.codec = codecs.forward;
+    bd.forward.carried_shape = carried;
+    bd.backward.codec = codecs.backward;
+    bd.backward.carried_shape = carried;
+    for (size_t c = 0; c < plan.microbatch_sizes.size(); ++c) {
+      const int64_t b = plan.microbatch_sizes[c];
+      const int64_t fwd_bytes = wire_bytes(codecs.forward, shape, b, act);
+      const int64_t bwd_bytes = wire_bytes(codecs.backward, carried, b, act);
+      bd.forward.wire_bytes.push_back(fwd_bytes);
+      bd.backward.wire_bytes.push_back(bwd_bytes);
+      bd.forward.wire_bytes_per_batch += fwd_bytes;
+      bd.backward.wire_bytes_per_batch += bwd_bytes;
+
+      const CodecWork fw = codec_work(codecs.forward, shape, b);
+      const CodecWork bw = codec_work(codecs.backward, carried, b);
+      const double enc = formula_seconds(sdev, codec_counts(codecs.forward, fw.encode_macs,
+                                                            fw.encode_elems));
+      const double dec = formula_seconds(rdev, codec_counts(codecs.forward, fw.decode_macs,
+                                                            fw.decode_elems));
+      const double benc = formula_seconds(rdev, codec_counts(codecs.backward, bw.encode_macs,
+                                                             bw.encode_elems));
+      const double bdec = formula_seconds(sdev, codec_counts(codecs.backward, bw.decode_macs,
+                                                             bw.decode_elems));
+      const double sback =
+          formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
+      const double rback =
+          formula_seconds(rdev, codec_counts(codecs.forward, fw.receiver_backward_macs, 0));
+      bd.forward.encode_s.push_back(enc);
+      bd.forward.decode_s.push_back(dec);
+      bd.backward.encode_s.push_back(benc);
+      bd.backward.decode_s.push_back(bdec);
+      sender.fwd_s[c] += enc;
+      receiver.fwd_s[c] += dec;
+      receiver.bwd_s[c] += benc + rback;
+      sender.bwd_s[c] += bdec + sback;
+      if (c == 0) {
+        sender.param_count += fw.sender_param_count;
+        sender.param_bytes += 4 * fw.sender_param_count;
+        receiver.param_count += fw.receiver_param_count;
+        receiver.param_bytes += 4 * fw.receiver_param_count;
+      }
+    }
+    plan.boundaries.push_back(bd);
+  }
+
+  for (int k = 0; k < K; ++k) {
+    PlanStage& st = plan.stages[k];
+    const DeviceProfile& dev = devices.at(st.party);
+    st.optimizer_state_bytes = st.param_bytes * state_copies;
+    double update = 0;
+    bool measured = true;
+    for (int i = st.first_unit; i <= st.last_unit; ++i) {
+      const UnitTiming* t = dev.timing_for(model.model, model.input_shape, model.units[i].name);
+      if (t == nullptr) measured = false;
+      else update += t->update_s;
+    }
+    st.update_s = measured ? update : update_formula_seconds(dev, st.param_count, state_copies);
+    st.peak_memory_bytes = st.param_bytes * (1 + st.weight_versions) + st.optimizer_state_bytes +
+                           st.stash_bytes_per_microbatch * st.stashed_microbatches +
+                           st.replay_bytes;
+  }
+  return plan;
+}
+
+}  // namespace splitsim

@@ -1,1 +1,119 @@
-// (being written)
+#include "splitsim/costmodel/timing.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <torch/torch.h>
+
+#include "splitsim/costmodel/model_zoo.h"
+
+namespace splitsim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& o,
+                                                        std::vector<torch::Tensor> params) {
+  if (o.name == "adam")
+    return std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  if (o.name == "adamw")
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
+  return std::make_unique<torch::optim::SGD>(
+      params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+}
+
+}  // namespace
+
+double measure_peak_flops() {
+  torch::NoGradGuard no_grad;
+  const int64_t n = 1024;
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    auto c = torch::mm(a, b);
+    best = std::min(best, since(t0));
+  }
+  return 2.0 * n * n * n / best;
+}
+
+double measure_memory_bandwidth() {
+  torch::NoGradGuard no_grad;
+  auto src = torch::randn({16 << 20});
+  auto dst = torch::empty_like(src);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    dst.copy_(src);
+    best = std::min(best, since(t0));
+  }
+  return 2.0 * src.numel() * 4 / best;
+}
+
+DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,
+                                   const std::function<void(const std::string&)>& progress) {
+  torch::set_num_threads(opts.threads);
+  SplitModel model = build_model(spec, /*seed=*/0);
+  model.train(true);
+  const int n = model.size();
+  std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers;
+  for (int i = 0; i < n; ++i) {
+    auto params = model.parameters(i, i);
+    optimizers.push_back(params.empty() ? nullptr : make_optimizer(opts.optimizer, params));
+  }
+  const torch::Tensor input = model.make_input(opts.batch, 1);
+  const torch::Tensor target = model.make_target(opts.batch, 1);
+
+  std::vector<std::vector<double>> fwd(n), bwd(n), upd(n);
+  const int rounds = opts.warmup + opts.repeats;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<torch::Tensor> ins(n), outs(n);
+    torch::Tensor x = input;
+    for (int i = 0; i < n; ++i) {
+      ins[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(true);
+      const auto t0 = Clock::now();
+      outs[i] = model.units[i]->forward(ins[i]);
+      if (r >= opts.warmup) fwd[i].push_back(since(t0));
+      x = outs[i];
+    }
+    for (int i = n - 1; i >= 0; --i) {
+      const auto t0 = Clock::now();
+      if (i == n - 1) model.loss(outs[i], target).backward();
+      else outs[i].backward(ins[i + 1].grad());
+      if (r >= opts.warmup) bwd[i].push_back(since(t0));
+    }
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = Clock::now();
+      if (optimizers[i]) {
+        optimizers[i]->step();
+        optimizers[i]->zero_grad();
+      }
+      if (r >= opts.warmup) upd[i].push_back(since(t0));
+    }
+    progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) +
+             (r < opts.warmup ? " (warm-up)" : ""));
+  }
+
+  DeviceProfile d;
+  d.measured_model = model.spec.name;
+  d.measured_input_shape = std::vector<int64_t>(input.sizes().begin() + 1, input.sizes().end());
+  d.measured_batch = opts.batch;
+  d.threads = opts.threads;
+  for (int i = 0; i < n; ++i)
+    d.timings.push_back({model.names[i], median(fwd[i]), median(bwd[i]), median(upd[i])});
+  return d;
+}
+
+}  // namespace splitsim

@@ -1,1 +1,124 @@
-// (being written)
+// Device profiles: the spec-sheet formula, parsing, and the efficiency fit.
+#include "splitsim/costmodel/device.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "splitsim/costmodel/efficiency_fit.h"
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+namespace {
+
+DeviceProfile unit_device() {
+  DeviceProfile d;
+  d.name = "d";
+  d.peak_flops = 2e9;  // 1e9 MAC/s
+  d.memory_bandwidth_Bps = 8e9;
+  d.efficiency = {0.5, 0.1, 0.8, 1.0, 1e-5};
+  return d;
+}
+
+TEST(DeviceTest, FormulaAddsEachClass) {
+  OpCounts w;
+  w.conv_macs = 1'000'000'000;       // 2 s at 0.5
+  w.depthwise_macs = 100'000'000;    // 1 s at 0.1
+  w.matmul_macs = 800'000'000;       // 1 s at 0.8
+  w.elementwise_elems = 1'000'000'000;  // 8 GB / 8 GB/s = 1 s
+  w.ops = 100'000;                   // 1 s
+  EXPECT_NEAR(formula_seconds(unit_device(), w), 6.0, 1e-9);
+}
+
+TEST(DeviceTest, FitRecoversKnownEfficiencies) {
+  const DeviceProfile truth = unit_device();
+  std::vector<TimedWork> data;
+  for (int i = 1; i <= 12; ++i) {
+    OpCounts w;
+    w.conv_macs = (i % 3) * 1'000'000LL * i;
+    w.depthwise_macs = (i % 2) * 300'000LL * i;
+    w.matmul_macs = ((i + 1) % 4) * 2'000'000LL;
+    w.elementwise_elems = 500'000LL * (13 - i);
+    w.ops = 3 + i % 5;
+    data.push_back({w, formula_seconds(truth, w)});
+  }
+  DeviceProfile prior = truth;
+  prior.efficiency = Efficiency{};
+  const FitResult fit = fit_efficiency(prior, data);
+  EXPECT_NEAR(fit.efficiency.conv, 0.5, 1e-6);
+  EXPECT_NEAR(fit.efficiency.depthwise, 0.1, 1e-6);
+  EXPECT_NEAR(fit.efficiency.matmul, 0.8, 1e-6);
+  EXPECT_NEAR(fit.efficiency.elementwise, 1.0, 1e-6);
+  EXPECT_NEAR(fit.efficiency.per_op_s, 1e-5, 1e-10);
+  EXPECT_LT(fit.rms_rel_error, 1e-9);
+  EXPECT_EQ(fit.observations, 12);
+}
+
+TEST(DeviceTest, FitKeepsThePriorForClassesWithoutData) {
+  DeviceProfile d = unit_device();
+  std::vector<TimedWork> data;
+  for (int i = 1; i <= 4; ++i) {
+    OpCounts w;
+    w.matmul_macs = 1'000'000LL * i;
+    data.push_back({w, 1e-3 * i * 1.25});  // efficiency 0.8
+  }
+  const FitResult fit = fit_efficiency(d, data);
+  EXPECT_NEAR(fit.efficiency.matmul, 0.8, 1e-9);
+  EXPECT_DOUBLE_EQ(fit.efficiency.conv, 0.5);
+  EXPECT_EQ(fit.fitted, std::vector<std::string>{"matmul"});
+}
+
+TEST(DeviceTest, ShippedProfilesLoad) {
+  const std::string dir = std::string(SPLITSIM_SOURCE_DIR) + "/scenarios/devices";
+  for (const char* name : {"xeon_40core", "gtx1080", "v100", "a100", "h100"}) {
+    const DeviceProfile d = load_device(name, {dir}, "$.devices.x");
+    EXPECT_EQ(d.name, name);
+    EXPECT_GT(d.peak_flops, 1e12);
+    EXPECT_FALSE(d.sources.empty()) << name << " must cite its sources";
+  }
+}
+
+TEST(DeviceTest, UnknownDeviceListsTheKnownOnes) {
+  const std::string dir = std::string(SPLITSIM_SOURCE_DIR) + "/scenarios/devices";
+  try {
+    load_device("gtx9999", {dir}, "$.devices.server");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.devices.server");
+    EXPECT_NE(std::string(e.what()).find("gtx1080"), std::string::npos);
+  }
+}
+
+TEST(DeviceTest, MalformedProfilesAreRefused) {
+  nlohmann::json j = {{"schema", "splitsim.device/1"}, {"name", "x"}, {"peak_flops", 1e12},
+                      {"memory_bandwidth_Bps", 1e11}};
+  EXPECT_NO_THROW(parse_device(j, "$"));
+  auto bad = j;
+  bad["peak_flop"] = 1;
+  EXPECT_THROW(parse_device(bad, "$"), InputError);
+  bad = j;
+  bad["peak_flops"] = -1;
+  EXPECT_THROW(parse_device(bad, "$"), InputError);
+  bad = j;
+  bad["efficiency"] = {{"conv", "fast"}};
+  EXPECT_THROW(parse_device(bad, "$"), InputError);
+}
+
+TEST(DeviceTest, JsonRoundTripKeepsTimings) {
+  DeviceProfile d = unit_device();
+  d.measured_model = "resnet20";
+  d.measured_input_shape = {3, 32, 32};
+  d.measured_batch = 16;
+  d.threads = 1;
+  d.timings = {{"conv1", 0.1, 0.2, 0.01}};
+  const nlohmann::json j = d;
+  const DeviceProfile back = parse_device(j, "$");
+  ASSERT_NE(back.timing_for("resnet20", {3, 32, 32}, "conv1"), nullptr);
+  EXPECT_DOUBLE_EQ(back.timing_for("resnet20", {3, 32, 32}, "conv1")->bwd_s, 0.2);
+  EXPECT_EQ(back.timing_for("resnet20", {3, 64, 64}, "conv1"), nullptr);
+  EXPECT_DOUBLE_EQ(back.efficiency.per_op_s, 1e-5);
+}
+
+}  // namespace
+}  // namespace splitsim

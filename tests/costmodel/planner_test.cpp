@@ -1,1 +1,191 @@
-// (being written)
+// make_plan on a synthetic model with known costs.
+#include "splitsim/costmodel/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+namespace {
+
+// Four units, each 1000 fwd / 2000 bwd matmul MACs per sample, output [8,4,4].
+ModelProfile toy_model() {
+  ModelProfile p;
+  p.model = "toy";
+  p.input_shape = {8, 4, 4};
+  p.measured_batch = 2;
+  for (int i = 0; i < 4; ++i) {
+    UnitProfile u;
+    u.name = "u" + std::to_string(i);
+    u.inputs = {i - 1};
+    u.output_shape = {8, 4, 4};
+    u.fwd.matmul_macs = 1000;
+    u.bwd.matmul_macs = 2000;
+    u.param_count = 100;
+    u.param_bytes = 400;
+    u.stash_bytes_per_sample = 512;
+    p.units.push_back(u);
+  }
+  return p;
+}
+
+DeviceProfile device(const std::string& name, double peak_flops) {
+  DeviceProfile d;
+  d.name = name;
+  d.peak_flops = peak_flops;
+  d.memory_bandwidth_Bps = 1e9;
+  d.efficiency.matmul = 1.0;
+  return d;
+}
+
+Scenario ushape() {
+  Scenario s;
+  s.name = "toy";
+  s.batch_size = 8;
+  s.chunks = 2;
+  s.schedule = Schedule::kGpipe;
+  s.partition = {{"client", "u0", "u0"}, {"server", "u1", "u2"}, {"client", "u3", "u3"}};
+  s.compression.resize(2);
+  s.devices = {{"client", "c"}, {"server", "s"}};
+  return s;
+}
+
+std::map<std::string, DeviceProfile> devices() {
+  return {{"client", device("c", 2e6)}, {"server", device("s", 2e7)}};
+}
+
+TEST(PlannerTest, StagesCarryUnitsMacsAndSeconds) {
+  const Plan plan = make_plan(ushape(), toy_model(), devices());
+  ASSERT_EQ(plan.stages.size(), 3u);
+  EXPECT_EQ(plan.stages[1].units, (std::vector<std::string>{"u1", "u2"}));
+  EXPECT_EQ(plan.stages[1].fwd_per_batch.macs(), 2 * 1000 * 8);
+  EXPECT_EQ(plan.stages[1].bwd_per_batch.macs(), 2 * 2000 * 8);
+  EXPECT_EQ(plan.microbatch_sizes, (std::vector<int64_t>{4, 4}));
+  // client: 1e6 MAC/s; one micro-batch of u0 = 4000 MACs = 4 ms.
+  ASSERT_EQ(plan.stages[0].fwd_s.size(), 2u);
+  EXPECT_DOUBLE_EQ(plan.stages[0].fwd_s[0], 4e-3);
+  EXPECT_DOUBLE_EQ(plan.stages[1].bwd_s[1], 2 * 2000 * 4 / 1e7);
+}
+
+TEST(PlannerTest, BoundaryBytesFollowTheCodec) {
+  Scenario s = ushape();
+  s.compression[0].forward.method = CodecMethod::kFp16;
+  const Plan plan = make_plan(s, toy_model(), devices());
+  ASSERT_EQ(plan.boundaries.size(), 2u);
+  EXPECT_EQ(plan.boundaries[0].activation_shape, (std::vector<int64_t>{8, 8, 4, 4}));
+  EXPECT_EQ(plan.boundaries[0].forward.wire_bytes_per_batch, 8 * 128 * 2);
+  EXPECT_EQ(plan.boundaries[0].backward.wire_bytes_per_batch, 8 * 128 * 4);
+  EXPECT_EQ(plan.bytes_sent("client"), 8 * 128 * 2 + 8 * 128 * 4);
+  EXPECT_EQ(plan.bytes_received("client"), 8 * 128 * 4 + 8 * 128 * 4);
+  EXPECT_EQ(plan.bytes_sent("server"), plan.bytes_received("client"));
+}
+
+TEST(PlannerTest, UnevenChunksSplitLikeTorchChunk) {
+  Scenario s = ushape();
+  s.batch_size = 10;
+  s.chunks = 4;
+  EXPECT_EQ(make_plan(s, toy_model(), devices()).microbatch_sizes,
+            (std::vector<int64_t>{3, 3, 2, 2}));
+}
+
+TEST(PlannerTest, MeasuredTimingsWinOverTheFormula) {
+  auto devs = devices();
+  devs["server"].measured_model = "toy";
+  devs["server"].measured_input_shape = {8, 4, 4};
+  devs["server"].measured_batch = 2;
+  devs["server"].timings = {{"u1", 0.1, 0.2, 0.01}, {"u2", 0.3, 0.4, 0.02}};
+  const Plan plan = make_plan(ushape(), toy_model(), devs);
+  EXPECT_TRUE(plan.stages[1].timed_from_measurement);
+  EXPECT_NEAR(plan.stages[1].fwd_s[0], (0.1 + 0.3) * 4 / 2, 1e-12);
+  EXPECT_NEAR(plan.stages[1].update_s, 0.03, 1e-12);
+  EXPECT_FALSE(plan.stages[0].timed_from_measurement);
+}
+
+TEST(PlannerTest, UnknownUnitNamesTheAllowedOnes) {
+  Scenario s = ushape();
+  s.partition[1].to = "u9";
+  try {
+    make_plan(s, toy_model(), devices());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.partition[1].to");
+    EXPECT_NE(std::string(e.what()).find("\"u3\""), std::string::npos);
+  }
+}
+
+TEST(PlannerTest, GapsAndOverlapsAreRefused) {
+  Scenario s = ushape();
+  s.partition[1].from = "u2";
+  EXPECT_THROW(make_plan(s, toy_model(), devices()), InputError);
+  s = ushape();
+  s.partition[2] = {"client", "u3", "u2"};
+  EXPECT_THROW(make_plan(s, toy_model(), devices()), InputError);
+  s = ushape();
+  s.partition.pop_back();
+  s.compression.pop_back();
+  EXPECT_THROW(make_plan(s, toy_model(), devices()), InputError);  // u3 not covered
+}
+
+TEST(PlannerTest, CutAcrossASkipConnectionIsRefusedWithTheValidCuts) {
+  ModelProfile m = toy_model();
+  m.units[2].inputs = {1, 0};  // u0's output also feeds u2: two tensors cross before u2
+  Scenario s = ushape();
+  s.partition = {{"client", "u0", "u1"}, {"server", "u2", "u2"}, {"client", "u3", "u3"}};
+  EXPECT_NO_THROW(make_plan(ushape(), m, devices()));  // cuts before u1 and u3 are fine
+  try {
+    make_plan(s, m, devices());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.partition[1].from");
+    EXPECT_NE(std::string(e.what()).find("valid cuts"), std::string::npos);
+  }
+}
+
+TEST(PlannerTest, CodecThatDoesNotApplyNamesTheBoundary) {
+  Scenario s = ushape();
+  s.compression[1].forward.method = CodecMethod::kLinearInsert;  // needs [T,H]
+  s.compression[1].forward.out_features = 2;
+  try {
+    make_plan(s, toy_model(), devices());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().rfind("$.compression[1].forward", 0), 0u) << e.where();
+  }
+}
+
+TEST(PlannerTest, PartyWithoutDeviceIsRefused) {
+  auto devs = devices();
+  devs.erase("server");
+  EXPECT_THROW(make_plan(ushape(), toy_model(), devs), InputError);
+}
+
+TEST(PlannerTest, StashTableBySchedule) {
+  // K = 4 stages, m = 8 micro-batches.
+  const int K = 4;
+  const int64_t m = 8;
+  const int64_t gpipe[] = {8, 8, 8, 8}, f1b1[] = {4, 3, 2, 1}, pd[] = {4, 3, 2, 1};
+  for (int k = 0; k < K; ++k) {
+    EXPECT_EQ(stashed_microbatches(Schedule::kSequential, k, K, m), 1);
+    EXPECT_EQ(stashed_microbatches(Schedule::kGpipe, k, K, m), gpipe[k]);
+    EXPECT_EQ(stashed_microbatches(Schedule::k1F1B, k, K, m), f1b1[k]);
+    EXPECT_EQ(stashed_microbatches(Schedule::kPipeDream, k, K, m), pd[k]);
+    EXPECT_EQ(stashed_microbatches(Schedule::kDdg, k, K, m), pd[k]);
+    EXPECT_EQ(weight_versions(Schedule::kPipeDream, k, K), pd[k]);
+    EXPECT_EQ(weight_versions(Schedule::kGpipe, k, K), 1);
+  }
+  EXPECT_EQ(stashed_microbatches(Schedule::k1F1B, 0, K, 2), 2);  // fewer micro-batches than stages
+}
+
+TEST(PlannerTest, PeakMemoryAddsParamsGradsStateAndStash) {
+  Scenario s = ushape();
+  s.optimizer.name = "adamw";
+  const Plan plan = make_plan(s, toy_model(), devices());
+  const PlanStage& st = plan.stages[1];
+  EXPECT_EQ(st.optimizer_state_bytes, 2 * 800);
+  EXPECT_EQ(st.stash_bytes_per_microbatch, 2 * 512 * 4);
+  EXPECT_EQ(st.stashed_microbatches, 2);
+  EXPECT_EQ(st.peak_memory_bytes, 800 + 800 + 1600 + 2 * 4096);
+}
+
+}  // namespace
+}  // namespace splitsim

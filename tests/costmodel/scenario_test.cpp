@@ -1,1 +1,439 @@
-// (being written)
+// Scenario files: strict parsing, the sweep section, codec objects, and the
+// scenario files the product ships.
+#include "splitsim/costmodel/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+namespace {
+
+using nlohmann::json;
+
+// A small valid scenario: resnet20 split in three parts.
+json base() {
+  return json::parse(R"({
+    "schema": "splitsim.scenario/1",
+    "name": "t",
+    "model": {"name": "resnet20"},
+    "batch_size": 8,
+    "partition": [{"party": "client", "from": "conv1", "to": "layer1.0"},
+                  {"party": "server", "from": "layer1.1", "to": "layer3.2"},
+                  {"party": "client", "from": "head", "to": "head"}],
+    "devices": {"client": "xeon_40core", "server": "gtx1080"}
+  })");
+}
+
+// Runs `f`, expecting InputError at `where` whose message contains `phrase`.
+template <class F>
+void expect_error(F f, const std::string& where, const std::string& phrase) {
+  try {
+    f();
+    ADD_FAILURE() << "no InputError; expected one at " << where;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), where) << e.what();
+    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos)
+        << "\"" << phrase << "\" not in: " << e.what();
+  }
+}
+
+void expect_parse_error(const json& j, const std::string& where, const std::string& phrase) {
+  expect_error([&] { expand_scenario(j); }, where, phrase);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("splitsim_scenario_test_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+json codec(const std::string& text) { return json::parse(text); }
+
+TEST(ScenarioParse, MinimalScenarioGetsDefaults) {
+  const Scenario s = parse_scenario(base());
+  EXPECT_EQ(s.name, "t");
+  EXPECT_EQ(s.model.name, "resnet20");
+  EXPECT_EQ(s.model.image_size, 32);  // resolved by resolve_model_defaults
+  EXPECT_EQ(s.batch_size, 8);
+  ASSERT_EQ(s.partition.size(), 3u);
+  EXPECT_EQ(s.partition[1].party, "server");
+  EXPECT_EQ(s.partition[1].from, "layer1.1");
+  EXPECT_EQ(s.partition[1].to, "layer3.2");
+  ASSERT_EQ(s.compression.size(), 2u);
+  EXPECT_EQ(s.compression[1].backward.method, CodecMethod::kNone);
+  EXPECT_EQ(s.schedule, Schedule::kSequential);
+  EXPECT_EQ(s.chunks, 1);
+  EXPECT_EQ(s.devices.at("server"), "gtx1080");
+  EXPECT_EQ(s.optimizer.state_copies(), 0);
+}
+
+TEST(ScenarioParse, ReadsEveryKey) {
+  json j = base();
+  j["description"] = "d";
+  j["precision"] = "bf16";
+  j["compression"] = json::parse(R"([{"forward": {"method": "quantize", "bits": 4}},
+                                     {"backward": {"method": "topk", "keep_ratio": 0.5}}])");
+  j["chunks"] = 4;
+  j["schedule"] = "1f1b";
+  j["optimizer"] = {{"name", "adamw"}, {"lr", 1e-4}, {"weight_decay", 0.01}};
+  j["network"] = json::parse(R"({"bandwidth_bit_per_s": 1e9, "up_bandwidth_bit_per_s": 2e8,
+    "down_bandwidth_bit_per_s": 3e8, "latency_s": 0.001, "bandwidth_trace": "t.txt",
+    "per_message_overhead_s": 1e-5, "bandwidth_factor": 0.9})");
+  j["iterations"] = 30;
+  j["warmup"] = 5;
+  j["clients"] = 2;
+  j["dataset"] = "cifar10";
+  j["seed"] = 7;
+  const Scenario s = parse_scenario(j);
+  EXPECT_EQ(s.description, "d");
+  EXPECT_EQ(s.precision, "bf16");
+  EXPECT_EQ(s.compression[0].forward.bits, 4);
+  EXPECT_EQ(s.compression[0].backward.method, CodecMethod::kNone);
+  EXPECT_EQ(s.compression[1].backward.keep_ratio, 0.5);
+  EXPECT_EQ(s.chunks, 4);
+  EXPECT_EQ(s.schedule, Schedule::k1F1B);
+  EXPECT_EQ(s.optimizer.name, "adamw");
+  EXPECT_EQ(s.optimizer.state_copies(), 2);
+  EXPECT_DOUBLE_EQ(s.network.up_bandwidth_bit_per_s, 2e8);
+  EXPECT_DOUBLE_EQ(s.network.down_bandwidth_bit_per_s, 3e8);
+  EXPECT_DOUBLE_EQ(s.network.latency_s, 0.001);
+  EXPECT_EQ(s.network.bandwidth_trace, "t.txt");
+  EXPECT_DOUBLE_EQ(s.network.bandwidth_factor, 0.9);
+  EXPECT_EQ(s.iterations, 30);
+  EXPECT_EQ(s.warmup, 5);
+  EXPECT_EQ(s.clients, 2);
+  EXPECT_EQ(s.dataset, "cifar10");
+  EXPECT_EQ(s.seed, 7u);
+}
+
+TEST(ScenarioParse, ScheduleNamesAndStateCopies) {
+  EXPECT_EQ(schedule_names(),
+            (std::vector<std::string>{"sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr"}));
+  EXPECT_STREQ(schedule_name(Schedule::kPipeDream), "pipedream");
+  OptimizerSpec o;
+  o.momentum = 0.1;
+  EXPECT_EQ(o.state_copies(), 1);
+  o.name = "adam";
+  o.momentum = 0;
+  EXPECT_EQ(o.state_copies(), 2);
+}
+
+TEST(ScenarioErrors, UnknownKeySuggestsClosest) {
+  json j = base();
+  j["chunk"] = 2;
+  expect_parse_error(j, "$.chunk", "did you mean \"chunks\"?");
+  j = base();
+  j["network"] = {{"latency", 0.1}};
+  expect_parse_error(j, "$.network.latency", "did you mean \"latency_s\"?");
+}
+
+TEST(ScenarioErrors, WrongType) {
+  json j = base();
+  j["batch_size"] = "4";
+  expect_parse_error(j, "$.batch_size", "expected a positive integer, got \"4\"");
+  j["batch_size"] = 2.5;
+  expect_parse_error(j, "$.batch_size", "expected a positive integer, got 2.5");
+  j = base();
+  j["partition"] = "conv1";
+  expect_parse_error(j, "$.partition", "a list of at least 2 parts");
+  j = base();
+  j["schedule"] = "gpip";
+  expect_parse_error(j, "$.schedule", "did you mean \"gpipe\"?");
+}
+
+TEST(ScenarioErrors, UnknownModel) {
+  json j = base();
+  j["model"]["name"] = "mobilenet";
+  expect_parse_error(j, "$.model.name", "unknown model \"mobilenet\"");
+  j["model"] = {{"name", "resnet20"}, {"seq_len", 128}};
+  expect_parse_error(j, "$.model.seq_len", "not taken");
+}
+
+TEST(ScenarioErrors, NonPositiveSizesAndBandwidths) {
+  json j = base();
+  j["batch_size"] = 0;
+  expect_parse_error(j, "$.batch_size", "expected a positive integer, got 0");
+  j = base();
+  j["network"] = {{"bandwidth_bit_per_s", 0}};
+  expect_parse_error(j, "$.network.bandwidth_bit_per_s", "expected a positive number, got 0");
+  j["network"] = {{"latency_s", -1e-3}};
+  expect_parse_error(j, "$.network.latency_s", "expected a non-negative number");
+  j["network"] = {{"bandwidth_factor", 1.5}};
+  expect_parse_error(j, "$.network.bandwidth_factor", "a number in (0, 1]");
+  j = base();
+  j["optimizer"] = {{"name", "sgd"}, {"lr", 0}};
+  expect_parse_error(j, "$.optimizer.lr", "positive number");
+  j = base();
+  j["iterations"] = 2;
+  j["warmup"] = 2;
+  expect_parse_error(j, "$.warmup", "warmup < iterations");
+}
+
+TEST(ScenarioErrors, ChunksOverBatch) {
+  json j = base();
+  j["chunks"] = 9;
+  expect_parse_error(j, "$.chunks", "chunks 9 > batch_size 8");
+}
+
+TEST(ScenarioErrors, CompressionLengthMismatch) {
+  json j = base();
+  j["compression"] = json::array({{{"forward", codec(R"({"method": "fp16"})")}}});
+  expect_parse_error(j, "$.compression",
+                     "has 1 entries but the partition has 3 parts, so 2 "
+                     "boundaries");
+}
+
+TEST(ScenarioErrors, CodecErrorsNameTheirPath) {
+  json j = base();
+  j["compression"] = json::array({json::object(), json::object()});
+  j["compression"][1]["forward"] = codec(R"({"method": "quantise", "bits": 8})");
+  expect_parse_error(j, "$.compression[1].forward.method", "did you mean \"quantize\"?");
+  j["compression"][1]["forward"] = codec(R"({"method": "conv_insert", "kernel": 2, "rank": 3})");
+  expect_parse_error(j, "$.compression[1].forward.rank", "belongs to power_iteration");
+}
+
+TEST(ScenarioErrors, TrainableInsertAsBackwardMethod) {
+  json j = base();
+  j["compression"] = json::array({json::object(), json::object()});
+  j["compression"][0]["backward"] = codec(R"({"method": "linear_insert", "out_features": 8})");
+  expect_parse_error(j, "$.compression[0].backward.method", "cannot be a backward method");
+}
+
+TEST(ScenarioErrors, PartyWithoutDevice) {
+  json j = base();
+  j["partition"][1]["party"] = "sever";
+  expect_parse_error(j, "$.partition[1].party", "party \"sever\" has no device");
+  expect_parse_error(j, "$.partition[1].party", "did you mean \"server\"?");
+  // A device no part uses is fine (sweeps share one "devices" map).
+  j = base();
+  j["devices"]["spare"] = "v100";
+  EXPECT_EQ(parse_scenario(j).devices.size(), 3u);
+  j["devices"]["server"] = "dir/v100";
+  expect_parse_error(j, "$.devices.server", "path ending in .json");
+}
+
+TEST(ScenarioErrors, BadSchema) {
+  json j = base();
+  j["schema"] = "splitsim.scenario/2";
+  expect_parse_error(j, "$.schema", "unsupported schema \"splitsim.scenario/2\"");
+  j.erase("schema");
+  expect_parse_error(j, "$.schema", "missing required key \"schema\"");
+  expect_parse_error(json::array(), "$", "expected a scenario object");
+}
+
+TEST(ScenarioErrors, BadSweepAxis) {
+  json j = base();
+  j["sweep"] = {{"chunk", {1, 2}}};
+  expect_parse_error(j, "$.sweep.chunk", "did you mean \"chunks\"?");
+  j["sweep"] = {{"network.latency", {0.1}}};
+  expect_parse_error(j, "$.sweep[\"network.latency\"]", "did you mean \"latency_s\"?");
+  j["sweep"] = {{"name", {"a", "b"}}};
+  expect_parse_error(j, "$.sweep.name", "unknown sweep axis");
+  j["sweep"] = {{"chunks", json::array()}};
+  expect_parse_error(j, "$.sweep.chunks", "non-empty list");
+  j["sweep"] = {{"network", {json::object()}}, {"network.latency_s", {0.1}}};
+  expect_parse_error(j, "$.sweep[\"network.latency_s\"]", "overlaps axis \"network\"");
+  j["sweep"] = {{"chunks", {{{"label", "a"}, {"value", 1}}, {{"label", "a"}, {"value", 2}}}}};
+  expect_parse_error(j, "$.sweep.chunks[1]", "duplicate label \"a\"");
+}
+
+TEST(ScenarioErrors, ErrorInSweepValueNamesSweepPath) {
+  json j = base();
+  j["sweep"]["chunks"] = {1, 0};
+  expect_parse_error(j, "$.sweep.chunks[1]", "expected a positive integer, got 0");
+  j = base();
+  json pi = json::array(
+      {{{"forward", codec(R"({"method": "power_iteration", "rank": 0})")}}, json::object()});
+  j["sweep"]["compression"] = {json::array({json::object(), json::object()}),
+                               {{"label", "pi"}, {"value", pi}}};
+  expect_parse_error(j, "$.sweep.compression[1].value[0].forward.rank", "positive integer");
+  j = base();
+  j["sweep"]["network.bandwidth_bit_per_s"] = {1e9, -1};
+  expect_parse_error(j, "$.sweep[\"network.bandwidth_bit_per_s\"][1]", "positive number");
+}
+
+TEST(ScenarioErrors, ErrorOutsideSweepValueNamesVariant) {
+  json j = base();
+  j["chunks"] = 4;
+  j["sweep"]["batch_size"] = {8, 2};
+  expect_parse_error(j, "$.chunks", "(in sweep variant \"batch_size=2\")");
+}
+
+TEST(ScenarioErrors, JsonSyntaxErrorGivesLineAndColumn) {
+  const std::string file =
+      write_temp("syntax.json", "{\n  \"schema\": \"splitsim.scenario/1\",\n  \"name\": ,\n}\n");
+  expect_error([&] { load_scenario_file(file); }, file + ":3:11", "JSON syntax error");
+}
+
+TEST(ScenarioErrors, FileErrorsNameTheFile) {
+  expect_error([] { load_scenario_file("/nonexistent/x.json"); }, "/nonexistent/x.json",
+               "cannot read scenario file");
+  const std::string dup =
+      write_temp("dup.json", R"({"network": {"latency_s": 1, "latency_s": 2}})");
+  expect_error([&] { load_scenario_file(dup); }, "$.network.latency_s", "duplicate key");
+  json j = base();
+  j["chunks"] = 9;
+  const std::string bad = write_temp("bad.json", j.dump());
+  expect_error([&] { load_scenario_file(bad); }, "$.chunks", "[in " + bad + "]");
+}
+
+TEST(ScenarioSweep, NoSweepGivesBase) {
+  const auto v = expand_scenario(base());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].label, "base");
+  EXPECT_EQ(v[0].json, base());
+}
+
+TEST(ScenarioSweep, CartesianProductInFileOrderWithLabels) {
+  json j = base();
+  j.erase("devices");
+  // Written in this order on purpose: not alphabetical.
+  const std::string text = j.dump().substr(0, j.dump().size() - 1) + R"(,
+    "sweep": {
+      "schedule": ["gpipe", "fr"],
+      "network.bandwidth_bit_per_s": [1e9, {"label": "slow", "value": 1e6}],
+      "devices": [{"client": "xeon_40core", "server": "v100"},
+                  {"client": "xeon_40core", "server": "a100"}]
+    }})";
+  const auto v = load_scenario_file(write_temp("order.json", text));
+  ASSERT_EQ(v.size(), 8u);
+  EXPECT_EQ(v[0].label, "schedule=gpipe network.bandwidth_bit_per_s=1000000000.0 devices=#0");
+  EXPECT_EQ(v[1].label, "schedule=gpipe network.bandwidth_bit_per_s=1000000000.0 devices=#1");
+  EXPECT_EQ(v[2].label, "schedule=gpipe network.bandwidth_bit_per_s=slow devices=#0");
+  EXPECT_EQ(v[7].label, "schedule=fr network.bandwidth_bit_per_s=slow devices=#1");
+  EXPECT_EQ(v[7].scenario.schedule, Schedule::kFr);
+  EXPECT_DOUBLE_EQ(v[7].scenario.network.bandwidth_bit_per_s, 1e6);  // "network" was created
+  EXPECT_EQ(v[7].scenario.devices.at("server"), "a100");
+  EXPECT_FALSE(v[7].json.contains("sweep"));
+  EXPECT_EQ(v[7].json["network"]["bandwidth_bit_per_s"], 1e6);
+  // expand_scenario sees nlohmann's sorted keys: axes in alphabetical order.
+  const auto sorted = expand_scenario(json::parse(text));
+  EXPECT_EQ(sorted[1].label, "devices=#0 network.bandwidth_bit_per_s=1000000000.0 schedule=fr");
+}
+
+TEST(ScenarioSweep, DottedAxisIntoDevicesAndModel) {
+  json j = base();
+  j["sweep"]["devices.server"] = {"v100", "h100"};
+  j["sweep"]["model.image_size"] = {32, 64};
+  const auto v = expand_scenario(j);
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[3].label, "devices.server=h100 model.image_size=64");
+  EXPECT_EQ(v[3].scenario.devices.at("server"), "h100");
+  EXPECT_EQ(v[3].scenario.devices.at("client"), "xeon_40core");
+  EXPECT_EQ(v[3].scenario.model.image_size, 64);
+}
+
+TEST(CodecParse, RoundTripAndDescribeEveryMethod) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"method": "none"})", "none"},
+      {R"({"method": "fp16"})", "fp16"},
+      {R"({"method": "bf16"})", "bf16"},
+      {R"({"method": "conv_insert", "out_channels": 20, "kernel": 4})", "conv_insert(->20 k4 s4)"},
+      {R"({"method": "linear_insert", "out_features": 64})", "linear_insert(->64)"},
+      {R"({"method": "decaying_linear", "rate": 0.5, "every_steps": 100, "iterations": 4,
+           "l1": 0.001, "sequence_axis": true})",
+       "decaying_linear(rate 0.5 every 100 x4 l1 0.001 +seq)"},
+      {R"({"method": "power_iteration", "rank": 3, "iters": 2})",
+       "power_iteration(rank 3 iters 2)"},
+      {R"({"method": "quantize", "bits": 10})", "quantize(10 bit)"},
+      {R"({"method": "topk", "keep_ratio": 0.6})", "topk(keep 0.6)"},
+  };
+  ASSERT_EQ(cases.size(), method_names().size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const CodecSpec spec = parse_codec(json::parse(cases[i].first), "$.c");
+    EXPECT_EQ(method_name(spec.method), method_names()[i]);
+    EXPECT_EQ(describe(spec), cases[i].second);
+    const json out = codec_to_json(spec);
+    EXPECT_EQ(out["method"], method_names()[i]);
+    EXPECT_EQ(parse_codec(out, "$.c"), spec) << out.dump();
+  }
+}
+
+TEST(CodecParse, Defaults) {
+  const CodecSpec conv = parse_codec(codec(R"({"method": "conv_insert", "out_channels": 8,
+                                               "kernel": 3})"),
+                                     "$");
+  EXPECT_EQ(conv.stride, 3);
+  EXPECT_EQ(parse_codec(codec(R"({"method": "power_iteration", "rank": 7})"), "$").iters, 1);
+  const CodecSpec d = parse_codec(codec(R"({"method": "decaying_linear", "rate": 1,
+                                            "every_steps": 1, "iterations": 0})"),
+                                  "$");
+  EXPECT_EQ(d.l1, 0.0);
+  EXPECT_FALSE(d.sequence_axis);
+  EXPECT_EQ(parse_codec(codec(R"({"method": "none"})"), "$"), CodecSpec{});
+}
+
+TEST(CodecParse, Errors) {
+  auto parse = [](const std::string& text) { return [text] { parse_codec(codec(text), "$.c"); }; };
+  expect_error(parse(R"({"method": "zip"})"), "$.c.method",
+               "allowed: none, fp16, bf16, conv_insert, linear_insert, decaying_linear, "
+               "power_iteration, quantize, topk");
+  expect_error(parse(R"({"method": "none", "bits": 8})"), "$.c.bits",
+               "belongs to quantize, not none; none takes no other keys");
+  expect_error(parse(R"({"method": "conv_insert", "out_channels": 8, "kernel": 3, "rank": 2})"),
+               "$.c.rank", "conv_insert takes: out_channels, kernel, stride");
+  expect_error(parse(R"({"method": "power_iteration", "ranks": 2})"), "$.c.ranks",
+               "did you mean \"rank\"?");
+  expect_error(parse(R"({"method": "power_iteration"})"), "$.c.rank", "missing required key");
+  expect_error(parse(R"({"method": "quantize", "bits": 17})"), "$.c.bits",
+               "an integer from 2 to 16, got 17");
+  expect_error(parse(R"({"method": "topk", "keep_ratio": 0})"), "$.c.keep_ratio",
+               "a number in (0, 1], got 0");
+  expect_error(parse(R"({"method": "decaying_linear", "rate": 0.5, "every_steps": 1,
+                         "iterations": 2, "sequence_axis": 1})"),
+               "$.c.sequence_axis", "expected true or false");
+  expect_error(parse(R"("none")"), "$.c", "expected a codec object");
+  expect_error(parse(R"({"bits": 8})"), "$.c.method", "missing required key \"method\"");
+}
+
+TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
+  const std::map<std::string, size_t> expected = {
+      {"mobilenet_v2_ushape.json", 15},      {"roberta_cola_ushape.json", 6},
+      {"mobilenet_v2_cifar_5stage.json", 2}, {"roberta_rte_5stage.json", 7},
+      {"resnet20_kstage.json", 20},          {"bert_small_schedules.json", 4},
+  };
+  std::map<std::string, size_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string name = entry.path().filename().string();
+    std::vector<ScenarioVariant> variants;
+    ASSERT_NO_THROW(variants = load_scenario_file(entry.path().string())) << name;
+    found[name] = variants.size();
+    for (const auto& v : variants) EXPECT_EQ(v.scenario.name + ".json", name);
+  }
+  EXPECT_EQ(found, expected) << "every shipped scenario is listed here with its variant count";
+}
+
+TEST(ScenarioFiles, DefaultScenarioMatchesTheReports) {
+  const auto v = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/mobilenet_v2_ushape.json");
+  ASSERT_EQ(v.size(), 15u);
+  EXPECT_EQ(v.front().label, "chunks=1 compression=none");
+  EXPECT_EQ(v[7].label, "chunks=4 compression=conv20");
+  EXPECT_EQ(v.back().label, "chunks=8 compression=q8");
+  const Scenario& conv20 = v[7].scenario;
+  EXPECT_EQ(conv20.chunks, 4);
+  EXPECT_EQ(describe(conv20.compression[0].forward), "conv_insert(->20 k4 s4)");
+  EXPECT_EQ(describe(conv20.compression[1].forward), "conv_insert(->320 k1 s1)");
+  EXPECT_EQ(conv20.compression[0].backward.method, CodecMethod::kNone);
+  const Scenario& pi = v[8].scenario;
+  EXPECT_EQ(v[8].label, "chunks=4 compression=pi_3_7");
+  EXPECT_EQ(pi.compression[0].forward.rank, 3);
+  EXPECT_EQ(pi.compression[1].backward.rank, 7);
+  EXPECT_EQ(conv20.batch_size, 64);
+  EXPECT_EQ(conv20.model.image_size, 224);
+  EXPECT_EQ(conv20.optimizer.state_copies(), 1);
+  EXPECT_EQ(conv20.partition[0].to, "features.0.bn");
+  EXPECT_EQ(conv20.partition[1].from, "features.0.relu");
+  EXPECT_DOUBLE_EQ(conv20.network.bandwidth_bit_per_s, 4e9);
+}
+
+}  // namespace
+}  // namespace splitsim

@@ -1,1 +1,132 @@
-// (being written)
+// SplitModel: running a unit range, synthetic batches, the task's loss, and
+// build_model's dispatch to the model builders.
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cassert>
+#include <string>
+#include <vector>
+
+#include "models/models_impl.h"
+#include "splitsim/costmodel/model_zoo.h"
+
+namespace splitsim {
+namespace {
+
+// Targets use their own stream, so they are not a function of the inputs.
+constexpr uint64_t kTargetSeedSalt = 0x9e3779b97f4a7c15ULL;
+
+std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> out{batch};
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor SplitModel::forward(const torch::Tensor& x, int first, int last) const {
+  assert(0 <= first && first <= last && last < size());
+  torch::Tensor y = x;
+  // The unit graph is a chain (inputs[i] == {i - 1}) for every model here.
+  for (int i = first; i <= last; ++i) y = units[i]->forward(y);
+  return y;
+}
+
+torch::Tensor SplitModel::make_input(int64_t batch, uint64_t seed) const {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  const std::vector<int64_t> shape = with_batch(batch, model_input_shape(spec));
+  switch (task) {
+    case TaskKind::kImageClassification:
+      return torch::randn(shape, gen, torch::kFloat32);
+    case TaskKind::kSequenceClassification:
+    case TaskKind::kMaskedLmAndNsp:
+      return torch::randint(0, spec.vocab_size, shape, gen, torch::kInt64);
+    case TaskKind::kRegression:
+      if (spec.input_dtype == "int64") {
+        return torch::randint(0, spec.vocab_size, shape, gen, torch::kInt64);
+      }
+      return torch::randn(shape, gen, torch::kFloat32);
+  }
+  assert(false && "unknown task");
+  return {};
+}
+
+torch::Tensor SplitModel::make_target(int64_t batch, uint64_t seed) const {
+  at::Generator gen = at::detail::createCPUGenerator(seed ^ kTargetSeedSalt);
+  switch (task) {
+    case TaskKind::kImageClassification:
+    case TaskKind::kSequenceClassification:
+      return torch::randint(0, spec.num_classes, {batch}, gen, torch::kInt64);
+    case TaskKind::kMaskedLmAndNsp: {
+      torch::Tensor mlm = torch::randint(0, spec.vocab_size, {batch, spec.seq_len}, gen,
+                                         torch::kInt64);
+      torch::Tensor nsp = torch::randint(0, 2, {batch, 1}, gen, torch::kInt64);
+      return torch::cat({mlm, nsp}, 1);
+    }
+    case TaskKind::kRegression:
+      return torch::randn(with_batch(batch, output_shape), gen, torch::kFloat32);
+  }
+  assert(false && "unknown task");
+  return {};
+}
+
+torch::Tensor SplitModel::loss(const torch::Tensor& output, const torch::Tensor& target) const {
+  switch (task) {
+    case TaskKind::kImageClassification:
+    case TaskKind::kSequenceClassification:
+      return torch::nn::functional::cross_entropy(output, target);
+    case TaskKind::kMaskedLmAndNsp: {
+      // output [B, T*V + 2] = MLM logits then NSP logits; target [B, T+1].
+      const int64_t seq = spec.seq_len, vocab = spec.vocab_size;
+      assert(output.size(1) == seq * vocab + 2 && target.size(1) == seq + 1);
+      torch::Tensor mlm_logits = output.narrow(1, 0, seq * vocab).reshape({-1, vocab});
+      torch::Tensor nsp_logits = output.narrow(1, seq * vocab, 2);
+      torch::Tensor mlm_target = target.narrow(1, 0, seq).reshape({-1});
+      torch::Tensor nsp_target = target.select(1, seq);
+      return torch::nn::functional::cross_entropy(mlm_logits, mlm_target) +
+             torch::nn::functional::cross_entropy(nsp_logits, nsp_target);
+    }
+    case TaskKind::kRegression:
+      return torch::mse_loss(output, target.to(output.dtype()));
+  }
+  assert(false && "unknown task");
+  return {};
+}
+
+std::vector<torch::Tensor> SplitModel::parameters(int first, int last) const {
+  assert(0 <= first && first <= last && last < size());
+  std::vector<torch::Tensor> params;
+  for (int i = first; i <= last; ++i) {
+    for (const torch::Tensor& p : units[i]->parameters()) params.push_back(p);
+  }
+  return params;
+}
+
+void SplitModel::train(bool on) {
+  for (auto& unit : units) unit->train(on);
+}
+
+SplitModel build_model(const ModelSpec& spec, uint64_t seed) {
+  SplitModel m;
+  m.spec = resolve_model_defaults(spec, "$.model");
+  torch::manual_seed(seed);
+  const std::string& name = m.spec.name;
+  if (name == "mobilenet_v2") {
+    models::add_mobilenet_v2(m);
+  } else if (name == "mobilenet_v2_cifar") {
+    models::add_mobilenet_v2_cifar(m);
+  } else if (name == "resnet20") {
+    models::add_resnet20(m);
+  } else if (name == "roberta_base") {
+    models::add_roberta_base(m);
+  } else if (name == "bert_small") {
+    models::add_bert_small(m);
+  } else {
+    assert(name == "torchscript");  // resolve_model_defaults knows no others
+    models::add_torchscript(m);
+  }
+  for (int i = 0; i < m.size(); ++i) m.inputs.push_back({i - 1});
+  m.train(true);
+  return m;
+}
+
+}  // namespace splitsim

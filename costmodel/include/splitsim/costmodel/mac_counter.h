@@ -21,6 +21,7 @@ class MacCounter {
 
  private:
   uint64_t handle_;
+  OpCounts counts_;  // the callbacks add here through a thread-local pointer
 };
 
 }  // namespace splitsim

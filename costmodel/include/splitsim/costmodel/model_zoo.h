@@ -31,6 +31,7 @@ struct SplitModel {
   std::vector<std::string> names;            // unit names, model order
   std::vector<std::shared_ptr<UnitModule>> units;
   std::vector<std::vector<int>> inputs;      // producers of each unit; -1 = model input
+  std::vector<int64_t> output_shape;         // per sample (batch dim removed), of the last unit
 
   int size() const { return static_cast<int>(units.size()); }
   // Runs units [first, last] in order.

@@ -28,6 +28,7 @@ struct PlanStage {
   int64_t stash_bytes_per_microbatch = 0;  // largest micro-batch
   int64_t stashed_microbatches = 0;        // peak, for the schedule
   int64_t weight_versions = 1;             // pipedream keeps several
+  int64_t replay_bytes = 0;                // fr: one micro-batch recomputed in backward
   int64_t peak_memory_bytes = 0;           // params+grads+state+versions+stash
   std::vector<double> fwd_s;        // per micro-batch, incl. codec work on this stage
   std::vector<double> bwd_s;        // per micro-batch, incl. codec work on this stage

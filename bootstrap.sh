@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# splitsim set-up: installs what is missing (Debian 12 packages only), builds,
+# then runs the main job on the default scenario (`./bootstrap.sh`) or the
+# whole test suite (`./bootstrap.sh test`). Safe to run again: it installs and
+# rebuilds only what is missing or changed.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+mode="${1:-run}"
+case "$mode" in
+  run|test|build) ;;
+  *) echo "usage: $0 [run|test|build]" >&2; exit 2 ;;
+esac
+
+packages=(
+  cmake g++ ninja-build pkg-config
+  libtorch-dev libgloo-dev libopenblas0-openmp  # LibTorch; without OpenBLAS matmuls run ~50x slower
+  libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libgtest-dev libcli11-dev
+  iproute2                                      # network namespaces for `validate`
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "missing Debian packages: ${missing[*]}" >&2
+    echo "run this script as root, or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "== installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+echo "== building (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
+
+case "$mode" in
+  run)
+    echo "== splitsim plan scenarios/mobilenet_v2_ushape.json"
+    ./build/cli/splitsim plan scenarios/mobilenet_v2_ushape.json
+    ;;
+  test)
+    echo "== ctest"
+    ctest --test-dir build --output-on-failure -j"$(nproc)"
+    ;;
+esac

@@ -1,0 +1,18 @@
+#pragma once
+// The CLI's subcommands. Each registers a subcommand and its flags on `app`
+// and returns it with the function that runs it (returning the exit code).
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace splitsim {
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_plan_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
+
+}  // namespace splitsim

@@ -1,0 +1,60 @@
+#include "workspace.h"
+
+#include <filesystem>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/measure.h"
+#include "splitsim/costmodel/planner.h"
+
+namespace splitsim {
+
+Workspace::Workspace(const std::string& scenario_file, Progress progress)
+    : file_(scenario_file), progress_(std::move(progress)) {
+  variants_ = load_scenario_file(scenario_file);
+  const auto dir = std::filesystem::path(scenario_file).parent_path();
+  device_dirs_ = {(dir / "devices").string(), SPLITSIM_DEVICES_DIR};
+}
+
+void Workspace::select(const std::string& filter) {
+  if (filter.empty()) return;
+  std::vector<ScenarioVariant> kept;
+  std::string labels;
+  for (const auto& v : variants_) {
+    labels += (labels.empty() ? "\"" : ", \"") + v.label + "\"";
+    if (v.label.find(filter) != std::string::npos) kept.push_back(v);
+  }
+  if (kept.empty())
+    throw InputError("--variant", "no variant label contains \"" + filter + "\"; labels: " + labels);
+  variants_ = kept;
+}
+
+const ModelProfile& Workspace::model(const ScenarioVariant& v) {
+  const std::string key = v.json.at("model").dump();
+  auto it = models_.find(key);
+  if (it != models_.end()) return it->second;
+  progress_("measuring " + v.scenario.model.name + " (MACs and sizes, one training step)");
+  return models_.emplace(key, measure_model(v.scenario.model)).first->second;
+}
+
+std::map<std::string, DeviceProfile> Workspace::devices(const ScenarioVariant& v) {
+  std::map<std::string, DeviceProfile> out;
+  for (const auto& [party, name] : v.scenario.devices) {
+    auto it = device_cache_.find(name);
+    if (it == device_cache_.end())
+      it = device_cache_.emplace(name, load_device(name, device_dirs_, "$.devices." + party)).first;
+    out.emplace(party, it->second);
+  }
+  return out;
+}
+
+Plan Workspace::plan(const ScenarioVariant& v) {
+  try {
+    return make_plan(v.scenario, model(v), devices(v), v.label);
+  } catch (const InputError& e) {
+    if (variants_.size() <= 1) throw;
+    throw InputError("variant \"" + v.label + "\" " + e.where(),
+                     std::string(e.what()).substr(e.where().size() + 2));
+  }
+}
+
+}  // namespace splitsim

@@ -1,0 +1,31 @@
+#pragma once
+// Measuring this machine: per-unit forward, backward and optimizer-step
+// seconds of a model (the `splitsim profile` command), plus peak rates.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "splitsim/costmodel/device.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim {
+
+struct ProfileOptions {
+  int64_t batch = 32;
+  int threads = 1;
+  int warmup = 1;
+  int repeats = 5;          // median of these
+  OptimizerSpec optimizer;  // the step that is timed
+};
+
+// Best matmul rate (FLOP/s) of a 1024^3 product and copy bandwidth (bytes
+// read + written per second) of a 64 MiB tensor, with the current threads.
+double measure_peak_flops();
+double measure_memory_bandwidth();
+
+// Times every unit of `spec` (resolved) at `opts.batch` on this machine's CPU
+// with `opts.threads` threads. `progress` gets one line per step.
+DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,
+                                   const std::function<void(const std::string&)>& progress);
+
+}  // namespace splitsim

@@ -1,0 +1,327 @@
+// The "sweep" section of a scenario file and reading scenario files.
+// A sweep maps axes (a top-level key, or "object.key" inside model,
+// optimizer, network or devices) to lists of values; the variants are the
+// cartesian product of the axes, the first axis outermost.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "json_read.h"
+#include "scenario_internal.h"
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim {
+namespace {
+
+namespace jr = json_read;
+using nlohmann::json;
+
+// More variants than this is almost surely a mistake (and would take hours).
+constexpr size_t kMaxVariants = 100000;
+
+// Objects whose members a dotted axis may name.
+const std::vector<std::string> kDottedObjects = {"model", "optimizer", "network", "devices"};
+
+struct AxisValue {
+  json value;
+  std::string label;
+  std::string path;  // of the value itself in the file: $.sweep.chunks[1] or ...[1].value
+};
+
+struct Axis {
+  std::string key;            // "chunks", "network.latency_s"
+  std::string scenario_path;  // "$.chunks", "$.network.latency_s"
+  std::vector<AxisValue> values;
+};
+
+// Axes that may stand alone: every top-level key except the identity ones.
+std::vector<std::string> plain_axes() {
+  std::vector<std::string> keys;
+  for (const auto& k : scenario_internal::top_level_keys()) {
+    if (k != "schema" && k != "name" && k != "description") keys.push_back(k);
+  }
+  return keys;
+}
+
+// Validates an axis name; returns its path in the scenario.
+std::string axis_scenario_path(const std::string& key, const std::string& where) {
+  const std::vector<std::string> plain = plain_axes();
+  const std::string allowed =
+      "an axis is a top-level key (" + jr::join(plain) +
+      ") or a dotted path into model, optimizer, network or devices (e.g. "
+      "\"network.bandwidth_bit_per_s\", \"model.image_size\", \"devices.server\")";
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos) {
+    if (std::find(plain.begin(), plain.end(), key) == plain.end()) {
+      throw InputError(
+          where, "unknown sweep axis \"" + key + "\"; " + allowed + jr::did_you_mean(key, plain));
+    }
+    return jr::member_path("$", key);
+  }
+  const std::string object = key.substr(0, dot), member = key.substr(dot + 1);
+  if (std::find(kDottedObjects.begin(), kDottedObjects.end(), object) == kDottedObjects.end()) {
+    throw InputError(where, "unknown sweep axis \"" + key + "\": \"" + object +
+                                "\" is not model, optimizer, network or devices; " + allowed);
+  }
+  if (member.empty() || member.find('.') != std::string::npos) {
+    throw InputError(where, "unknown sweep axis \"" + key + "\": give one key inside \"" + object +
+                                "\"; " + allowed);
+  }
+  const std::vector<std::string>* members = scenario_internal::nested_keys(object);
+  if (members != nullptr && std::find(members->begin(), members->end(), member) == members->end()) {
+    throw InputError(where, "unknown sweep axis \"" + key + "\": \"" + object + "\" has no key \"" +
+                                member + "\"; allowed: " + jr::join(*members) +
+                                jr::did_you_mean(member, *members));
+  }
+  return jr::member_path(jr::member_path("$", object), member);
+}
+
+Axis parse_axis(const std::string& key, const json& values, const std::string& where) {
+  Axis axis{key, axis_scenario_path(key, where), {}};
+  jr::require_array(values, where,
+                    "a non-empty list of values (each a value, or {\"label\": ..., \"value\": "
+                    "...})",
+                    1);
+  std::set<std::string> labels;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string at = jr::index_path(where, i);
+    const json& v = values[i];
+    AxisValue av;
+    if (v.is_object() && v.contains("label")) {
+      jr::check_keys(v, at, {"label", "value"});
+      jr::require_key(v, at, "value", "the value of \"" + key + "\" this label names");
+      av.label = jr::read_string(v.at("label"), at + ".label");
+      av.value = v.at("value");
+      av.path = at + ".value";
+    } else {
+      av.value = v;
+      av.path = at;
+      if (v.is_string()) {
+        av.label = v.get<std::string>();
+      } else if (v.is_primitive()) {
+        av.label = v.dump();
+      } else {
+        av.label = "#" + std::to_string(i);
+      }
+    }
+    if (!labels.insert(av.label).second) {
+      throw InputError(at, "duplicate label \"" + av.label + "\" in sweep axis \"" + key +
+                               "\"; labels name the variants, so give each value its own "
+                               "{\"label\": ..., \"value\": ...}");
+    }
+    axis.values.push_back(std::move(av));
+  }
+  return axis;
+}
+
+std::vector<Axis> parse_sweep(const json& sweep, const std::vector<std::string>& order) {
+  jr::require_object(sweep, "$.sweep",
+                     "an object mapping axes to value lists, such as {\"chunks\": [1, 4]}");
+  if (sweep.empty()) throw InputError("$.sweep", "no axes; remove \"sweep\" or add an axis");
+  std::vector<Axis> axes;
+  for (const auto& key : order) {
+    axes.push_back(parse_axis(key, sweep.at(key), jr::member_path("$.sweep", key)));
+  }
+  // "network" and "network.latency_s" would overwrite each other.
+  for (const Axis& a : axes) {
+    for (const Axis& b : axes) {
+      if (b.key.size() > a.key.size() && b.key.compare(0, a.key.size() + 1, a.key + ".") == 0) {
+        throw InputError(jr::member_path("$.sweep", b.key),
+                         "sweep axis \"" + b.key + "\" overlaps axis \"" + a.key +
+                             "\"; sweep either the whole object or keys inside it");
+      }
+    }
+  }
+  size_t count = 1;
+  for (const Axis& a : axes) {
+    count *= a.values.size();
+    if (count > kMaxVariants) {
+      throw InputError(
+          "$.sweep", "more than " + std::to_string(kMaxVariants) + " variants; sweep fewer values");
+    }
+  }
+  return axes;
+}
+
+// Sets the axis' key in `j` to `value`.
+void apply(json& j, const Axis& axis, const json& value) {
+  const size_t dot = axis.key.find('.');
+  if (dot == std::string::npos) {
+    j[axis.key] = value;
+    return;
+  }
+  const std::string object = axis.key.substr(0, dot);
+  if (!j.contains(object)) j[object] = json::object();
+  if (!j[object].is_object()) {
+    throw InputError(jr::member_path("$", object),
+                     "sweep axis \"" + axis.key + "\" sets a key inside \"" + object +
+                         "\", which must then be an object; got " + jr::show(j[object]));
+  }
+  j[object][axis.key.substr(dot + 1)] = value;
+}
+
+// Rethrows an error found in one variant at the sweep value it comes from
+// when its path lies under a swept key, else at the scenario path with the
+// variant named.
+[[noreturn]] void rethrow_in_variant(const InputError& e, const std::vector<Axis>& axes,
+                                     const std::vector<size_t>& index, const std::string& label) {
+  const std::string& where = e.where();
+  const std::string message = std::string(e.what()).substr(where.size() + 2);
+  for (size_t a = 0; a < axes.size(); ++a) {
+    const std::string& p = axes[a].scenario_path;
+    if (where.compare(0, p.size(), p) != 0) continue;
+    const std::string rest = where.substr(p.size());
+    if (!rest.empty() && rest[0] != '.' && rest[0] != '[') continue;
+    throw InputError(axes[a].values[index[a]].path + rest,
+                     message + " (sweep variant \"" + label + "\")");
+  }
+  throw InputError(where, message + " (in sweep variant \"" + label + "\")");
+}
+
+std::vector<ScenarioVariant> expand_in_order(const json& j, const std::vector<std::string>& order) {
+  scenario_internal::check_schema(j);
+  json base = j;
+  std::vector<Axis> axes;
+  if (j.contains("sweep")) {
+    axes = parse_sweep(j.at("sweep"), order);
+    base.erase("sweep");
+  }
+  std::vector<ScenarioVariant> variants;
+  std::vector<size_t> index(axes.size(), 0);
+  while (true) {
+    ScenarioVariant v;
+    v.json = base;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const AxisValue& av = axes[a].values[index[a]];
+      apply(v.json, axes[a], av.value);
+      v.label += (a == 0 ? "" : " ") + axes[a].key + "=" + av.label;
+    }
+    if (axes.empty()) v.label = "base";
+    try {
+      v.scenario = parse_scenario(v.json);
+    } catch (const InputError& e) {
+      if (axes.empty()) throw;
+      rethrow_in_variant(e, axes, index, v.label);
+    }
+    variants.push_back(std::move(v));
+    // Next index, the last axis fastest.
+    size_t a = axes.size();
+    while (a > 0 && ++index[a - 1] == axes[a - 1].values.size()) index[--a] = 0;
+    if (a == 0) break;
+  }
+  return variants;
+}
+
+// Parses `text`, refusing duplicate keys (the JSON library would keep the
+// last one silently). Throws InputError at file:line:column.
+json parse_text(const std::string& text, const std::string& file) {
+  struct Frame {
+    bool is_array = false;
+    size_t index = 0;
+    std::set<std::string> keys;
+    std::string key;
+  };
+  std::vector<Frame> stack;
+  auto path = [&stack] {
+    std::string p = "$";
+    for (size_t i = 0; i + 1 < stack.size(); ++i) {
+      p = stack[i].is_array ? jr::index_path(p, stack[i].index) : jr::member_path(p, stack[i].key);
+    }
+    return p;
+  };
+  auto element_done = [&stack] {
+    if (!stack.empty() && stack.back().is_array) ++stack.back().index;
+  };
+  json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        stack.emplace_back();
+        stack.back().is_array = event == json::parse_event_t::array_start;
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = stack.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          throw InputError(jr::member_path(path(), f.key),
+                           "duplicate key \"" + f.key + "\" in " + file + "; give each key once");
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        stack.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, callback);
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based and points at the offending character.
+    const size_t pos = std::min(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    const std::string before = text.substr(0, pos);
+    const size_t line = 1 + std::count(before.begin(), before.end(), '\n');
+    const size_t last_newline = before.rfind('\n');
+    const size_t column = last_newline == std::string::npos ? pos + 1 : pos - last_newline;
+    std::string detail = e.what();
+    const size_t column_at = detail.find("column ");
+    const size_t colon = detail.find(": ", column_at == std::string::npos ? 0 : column_at);
+    if (colon != std::string::npos) detail = detail.substr(colon + 2);
+    throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(column),
+                     "JSON syntax error: " + detail);
+  }
+}
+
+}  // namespace
+
+std::vector<ScenarioVariant> expand_scenario(const json& j) {
+  // nlohmann::json keeps object keys sorted: without the file's own order
+  // (load_scenario_file), the axes come in alphabetical order.
+  std::vector<std::string> order;
+  if (j.is_object() && j.contains("sweep") && j.at("sweep").is_object()) {
+    for (const auto& item : j.at("sweep").items()) order.push_back(item.key());
+  }
+  return expand_in_order(j, order);
+}
+
+std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    throw InputError(file, "is a directory; give a scenario .json file");
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    throw InputError(file, std::string("cannot read scenario file: ") + std::strerror(errno));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  const json j = parse_text(text, file);
+  std::vector<std::string> order;
+  if (j.is_object() && j.contains("sweep") && j.at("sweep").is_object()) {
+    // The file's own axis order: the first axis is the outermost loop.
+    const auto ordered = nlohmann::ordered_json::parse(text);
+    for (const auto& item : ordered.at("sweep").items()) order.push_back(item.key());
+  }
+  try {
+    return expand_in_order(j, order);
+  } catch (const InputError& e) {
+    const std::string message = std::string(e.what()).substr(e.where().size() + 2);
+    throw InputError(e.where(), message + " [in " + file + "]");
+  }
+}
+
+}  // namespace splitsim
