@@ -14,5 +14,7 @@ struct Command {
 
 Command add_plan_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
+Command add_simulate_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 }  // namespace splitsim

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   const std::vector<splitsim::Command> commands = {
       splitsim::add_plan_command(app),
       splitsim::add_profile_command(app),
+      splitsim::add_simulate_command(app),
+      splitsim::add_bench_command(app),
   };
   try {
     app.parse(argc, argv);
