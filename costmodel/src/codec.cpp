@@ -58,30 +58,42 @@ bool CodecSpec::operator==(const CodecSpec& o) const {
   return method == o.method && out_channels == o.out_channels && kernel == o.kernel &&
          stride == o.stride && out_features == o.out_features && rate == o.rate &&
          every_steps == o.every_steps && iterations == o.iterations && l1 == o.l1 &&
-         sequence_axis == o.sequence_axis && rank == o.rank && iters == o.iters &&
-         bits == o.bits && keep_ratio == o.keep_ratio;
+         sequence_axis == o.sequence_axis && rank == o.rank && iters == o.iters && bits == o.bits &&
+         keep_ratio == o.keep_ratio;
 }
 
 int64_t dtype_bytes(WireDType t) {
   switch (t) {
-    case WireDType::kF32: return 4;
-    case WireDType::kF16: return 2;
-    case WireDType::kBF16: return 2;
-    case WireDType::kU8: return 1;
-    case WireDType::kI32: return 4;
-    case WireDType::kI64: return 8;
+    case WireDType::kF32:
+      return 4;
+    case WireDType::kF16:
+      return 2;
+    case WireDType::kBF16:
+      return 2;
+    case WireDType::kU8:
+      return 1;
+    case WireDType::kI32:
+      return 4;
+    case WireDType::kI64:
+      return 8;
   }
   return 0;
 }
 
 const char* dtype_name(WireDType t) {
   switch (t) {
-    case WireDType::kF32: return "f32";
-    case WireDType::kF16: return "f16";
-    case WireDType::kBF16: return "bf16";
-    case WireDType::kU8: return "u8";
-    case WireDType::kI32: return "i32";
-    case WireDType::kI64: return "i64";
+    case WireDType::kF32:
+      return "f32";
+    case WireDType::kF16:
+      return "f16";
+    case WireDType::kBF16:
+      return "bf16";
+    case WireDType::kU8:
+      return "u8";
+    case WireDType::kI32:
+      return "i32";
+    case WireDType::kI64:
+      return "i64";
   }
   return "?";
 }
@@ -123,8 +135,9 @@ void check_ratio(double value, const char* what, const std::string& path) {
 
 std::string not_here(const char* method, const char* applies_to, const std::vector<int64_t>& shape,
                      const char* instead) {
-  return std::string(method) + " applies to " + applies_to + ", but the tensor at this boundary is " +
-         shape_str(shape) + " (per sample); use " + instead;
+  return std::string(method) + " applies to " + applies_to +
+         ", but the tensor at this boundary is " + shape_str(shape) + " (per sample); use " +
+         instead;
 }
 
 // The methods that do apply to a tensor of this rank, for the error messages.
@@ -147,7 +160,9 @@ std::vector<int64_t> batched(int64_t batch, const std::vector<int64_t>& shape) {
 void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
                       const std::string& path) {
   for (int64_t d : shape) {
-    if (d <= 0) refuse(path, "the tensor at this boundary has an empty dimension " + shape_str(shape));
+    if (d <= 0) {
+      refuse(path, "the tensor at this boundary has an empty dimension " + shape_str(shape));
+    }
   }
   switch (spec.method) {
     case CodecMethod::kNone:
@@ -156,7 +171,8 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
       return;
     case CodecMethod::kConvInsert: {
       if (shape.size() != 3) {
-        refuse(path, not_here("conv_insert", "image activations [C,H,W]", shape, alternatives(shape)));
+        refuse(path,
+               not_here("conv_insert", "image activations [C,H,W]", shape, alternatives(shape)));
       }
       require_positive(spec.out_channels, "conv_insert out_channels", path);
       require_positive(spec.kernel, "conv_insert kernel", path);
@@ -164,8 +180,8 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
       const int64_t max_kernel = std::min(shape[1], shape[2]);
       if (spec.kernel > max_kernel) {
         refuse(path, "conv_insert kernel " + std::to_string(spec.kernel) + " does not fit in the " +
-                         shape_str(shape) + " activation; kernel must be <= " +
-                         std::to_string(max_kernel));
+                         shape_str(shape) +
+                         " activation; kernel must be <= " + std::to_string(max_kernel));
       }
       // The ConvTranspose2d needs output_padding = (in - k) % stride, which is
       // always < stride, as LibTorch requires: nothing more to refuse.
@@ -189,16 +205,16 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
       check_ratio(spec.rate, "decaying_linear rate", path);
       require_positive(spec.every_steps, "decaying_linear every_steps", path);
       if (spec.iterations < 0) {
-        refuse(path, "decaying_linear iterations must be >= 0, got " +
-                         std::to_string(spec.iterations));
+        refuse(path,
+               "decaying_linear iterations must be >= 0, got " + std::to_string(spec.iterations));
       }
       if (!(spec.l1 >= 0.0)) refuse(path, "decaying_linear l1 must be >= 0");
       return;
     }
     case CodecMethod::kPowerIteration: {
       if (shape.size() != 2 && shape.size() != 3) {
-        refuse(path, not_here("power_iteration", "image activations [C,H,W] or transformer "
-                              "activations [T,H]", shape, alternatives(shape)));
+        const char* applies_to = "image activations [C,H,W] or transformer activations [T,H]";
+        refuse(path, not_here("power_iteration", applies_to, shape, alternatives(shape)));
       }
       require_positive(spec.iters, "power_iteration iters", path);
       const ci::MatrixSides m = ci::matrix_sides(shape);
@@ -206,8 +222,8 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
       if (spec.rank < 1 || spec.rank > max_rank) {
         refuse(path, "power_iteration rank must be in 1.." + std::to_string(max_rank) +
                          " for the " + shape_str(shape) + " activation (viewed as [" +
-                         std::to_string(m.rows) + "," + std::to_string(m.cols) +
-                         "]), got " + std::to_string(spec.rank));
+                         std::to_string(m.rows) + "," + std::to_string(m.cols) + "]), got " +
+                         std::to_string(spec.rank));
       }
       return;
     }

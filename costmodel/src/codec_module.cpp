@@ -15,25 +15,38 @@ namespace splitsim {
 
 torch::ScalarType to_torch(WireDType t) {
   switch (t) {
-    case WireDType::kF32: return torch::kFloat;
-    case WireDType::kF16: return torch::kHalf;
-    case WireDType::kBF16: return torch::kBFloat16;
-    case WireDType::kU8: return torch::kByte;
-    case WireDType::kI32: return torch::kInt;
-    case WireDType::kI64: return torch::kLong;
+    case WireDType::kF32:
+      return torch::kFloat;
+    case WireDType::kF16:
+      return torch::kHalf;
+    case WireDType::kBF16:
+      return torch::kBFloat16;
+    case WireDType::kU8:
+      return torch::kByte;
+    case WireDType::kI32:
+      return torch::kInt;
+    case WireDType::kI64:
+      return torch::kLong;
   }
   TORCH_CHECK(false, "unknown WireDType");
 }
 
 WireDType to_wire(torch::ScalarType t) {
   switch (t) {
-    case torch::kFloat: return WireDType::kF32;
-    case torch::kHalf: return WireDType::kF16;
-    case torch::kBFloat16: return WireDType::kBF16;
-    case torch::kByte: return WireDType::kU8;
-    case torch::kInt: return WireDType::kI32;
-    case torch::kLong: return WireDType::kI64;
-    default: TORCH_CHECK(false, "no wire dtype for torch dtype ", t);
+    case torch::kFloat:
+      return WireDType::kF32;
+    case torch::kHalf:
+      return WireDType::kF16;
+    case torch::kBFloat16:
+      return WireDType::kBF16;
+    case torch::kByte:
+      return WireDType::kU8;
+    case torch::kInt:
+      return WireDType::kI32;
+    case torch::kLong:
+      return WireDType::kI64;
+    default:
+      TORCH_CHECK(false, "no wire dtype for torch dtype ", t);
   }
 }
 
@@ -98,8 +111,9 @@ torch::Tensor CastDecoder::unpack(const std::vector<torch::Tensor>& wire, int64_
 ConvInsertEncoder::ConvInsertEncoder(const CodecSpec& spec, const std::vector<int64_t>& shape,
                                      uint64_t seed) {
   conv_ = register_module(
-      "conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(shape[0], spec.out_channels, spec.kernel)
-                                    .stride(spec.stride)));
+      "conv",
+      torch::nn::Conv2d(
+          torch::nn::Conv2dOptions(shape[0], spec.out_channels, spec.kernel).stride(spec.stride)));
   init_uniform(conv_->weight, conv_->bias, shape[0] * spec.kernel * spec.kernel, seed);
 }
 
@@ -144,7 +158,8 @@ LinearInsertEncoder::LinearInsertEncoder(const CodecSpec& spec, const std::vecto
 torch::Tensor LinearInsertEncoder::carry(const torch::Tensor& x) {
   const std::vector<int64_t> carried = carried_shape(spec_, shape_, step_);
   const int64_t rt = carried[0], r = carried[1];
-  torch::Tensor y = torch::linear(x, hidden_->weight.narrow(0, 0, r), hidden_->bias.narrow(0, 0, r));
+  torch::Tensor y =
+      torch::linear(x, hidden_->weight.narrow(0, 0, r), hidden_->bias.narrow(0, 0, r));
   if (sequence_) {  // [b,T,r] -> [b,r,T] -> [b,r,rt] -> [b,rt,r]
     y = torch::linear(y.transpose(1, 2), sequence_->weight.narrow(0, 0, rt),
                       sequence_->bias.narrow(0, 0, rt))
@@ -188,16 +203,23 @@ std::shared_ptr<CodecEncoder> make_encoder(const CodecSpec& spec, const std::vec
                                            uint64_t seed) {
   check_applicable(spec, shape, "make_encoder");
   switch (spec.method) {
-    case CodecMethod::kNone: return std::make_shared<cm::CastEncoder>(c10::nullopt);
-    case CodecMethod::kFp16: return std::make_shared<cm::CastEncoder>(torch::kHalf);
-    case CodecMethod::kBf16: return std::make_shared<cm::CastEncoder>(torch::kBFloat16);
-    case CodecMethod::kConvInsert: return std::make_shared<cm::ConvInsertEncoder>(spec, shape, seed);
+    case CodecMethod::kNone:
+      return std::make_shared<cm::CastEncoder>(c10::nullopt);
+    case CodecMethod::kFp16:
+      return std::make_shared<cm::CastEncoder>(torch::kHalf);
+    case CodecMethod::kBf16:
+      return std::make_shared<cm::CastEncoder>(torch::kBFloat16);
+    case CodecMethod::kConvInsert:
+      return std::make_shared<cm::ConvInsertEncoder>(spec, shape, seed);
     case CodecMethod::kLinearInsert:
-    case CodecMethod::kDecayingLinear: return std::make_shared<cm::LinearInsertEncoder>(spec, shape);
+    case CodecMethod::kDecayingLinear:
+      return std::make_shared<cm::LinearInsertEncoder>(spec, shape);
     case CodecMethod::kPowerIteration:
       return std::make_shared<cm::PowerIterationEncoder>(spec, shape, seed);
-    case CodecMethod::kQuantize: return std::make_shared<cm::QuantizeEncoder>(spec.bits);
-    case CodecMethod::kTopK: return std::make_shared<cm::TopKEncoder>(spec.keep_ratio);
+    case CodecMethod::kQuantize:
+      return std::make_shared<cm::QuantizeEncoder>(spec.bits);
+    case CodecMethod::kTopK:
+      return std::make_shared<cm::TopKEncoder>(spec.keep_ratio);
   }
   TORCH_CHECK(false, "unknown codec method");
 }
@@ -206,15 +228,22 @@ std::shared_ptr<CodecDecoder> make_decoder(const CodecSpec& spec, const std::vec
                                            uint64_t seed) {
   check_applicable(spec, shape, "make_decoder");
   switch (spec.method) {
-    case CodecMethod::kNone: return std::make_shared<cm::CastDecoder>(shape, false);
+    case CodecMethod::kNone:
+      return std::make_shared<cm::CastDecoder>(shape, false);
     case CodecMethod::kFp16:
-    case CodecMethod::kBf16: return std::make_shared<cm::CastDecoder>(shape, true);
-    case CodecMethod::kConvInsert: return std::make_shared<cm::ConvInsertDecoder>(spec, shape, seed);
+    case CodecMethod::kBf16:
+      return std::make_shared<cm::CastDecoder>(shape, true);
+    case CodecMethod::kConvInsert:
+      return std::make_shared<cm::ConvInsertDecoder>(spec, shape, seed);
     case CodecMethod::kLinearInsert:
-    case CodecMethod::kDecayingLinear: return std::make_shared<cm::LinearInsertDecoder>(spec, shape);
-    case CodecMethod::kPowerIteration: return std::make_shared<cm::PowerIterationDecoder>(shape);
-    case CodecMethod::kQuantize: return std::make_shared<cm::QuantizeDecoder>(spec.bits, shape);
-    case CodecMethod::kTopK: return std::make_shared<cm::TopKDecoder>(spec.keep_ratio, shape);
+    case CodecMethod::kDecayingLinear:
+      return std::make_shared<cm::LinearInsertDecoder>(spec, shape);
+    case CodecMethod::kPowerIteration:
+      return std::make_shared<cm::PowerIterationDecoder>(shape);
+    case CodecMethod::kQuantize:
+      return std::make_shared<cm::QuantizeDecoder>(spec.bits, shape);
+    case CodecMethod::kTopK:
+      return std::make_shared<cm::TopKDecoder>(spec.keep_ratio, shape);
   }
   TORCH_CHECK(false, "unknown codec method");
 }

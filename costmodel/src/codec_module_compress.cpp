@@ -5,7 +5,10 @@
 // device they were given.
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <utility>
 
 #include "codec_internal.h"
 #include "codec_modules_impl.h"
@@ -29,7 +32,8 @@ void check_wire(const std::vector<torch::Tensor>& wire, const std::vector<WireTe
     TORCH_CHECK(wire[i].sizes() == torch::IntArrayRef(layout[i].shape) &&
                     wire[i].scalar_type() == to_torch(layout[i].dtype),
                 method, " wire tensor ", i, " is ", wire[i].sizes(), " ", wire[i].scalar_type(),
-                ", expected ", torch::IntArrayRef(layout[i].shape), " ", dtype_name(layout[i].dtype));
+                ", expected ", torch::IntArrayRef(layout[i].shape), " ",
+                dtype_name(layout[i].dtype));
   }
 }
 
@@ -45,8 +49,8 @@ std::vector<torch::Tensor> PowerIterationEncoder::pack(const torch::Tensor& y) {
   const torch::ScalarType dtype = work_dtype(y.scalar_type());
   const torch::Tensor m = y.detach().to(dtype).reshape({b, sides.rows, sides.cols});
   at::Generator gen = at::detail::createCPUGenerator(seed_);
-  torch::Tensor q = torch::randn({b, sides.cols, r}, gen, torch::TensorOptions().dtype(dtype))
-                        .to(y.device());
+  torch::Tensor q =
+      torch::randn({b, sides.cols, r}, gen, torch::TensorOptions().dtype(dtype)).to(y.device());
   torch::Tensor p;
   for (int64_t i = 0; i < spec_.iters; ++i) {
     p = std::get<0>(torch::linalg_qr(torch::bmm(m, q)));
@@ -60,9 +64,8 @@ torch::Tensor PowerIterationDecoder::unpack(const std::vector<torch::Tensor>& wi
   const ci::MatrixSides sides = ci::matrix_sides(shape_);
   const torch::Tensor& p = wire[0];
   const torch::Tensor& qt = wire[1];
-  TORCH_CHECK(p.dim() == 3 && p.size(0) == batch && p.size(1) == sides.rows &&
-                  qt.dim() == 3 && qt.size(0) == batch && qt.size(1) == p.size(2) &&
-                  qt.size(2) == sides.cols,
+  TORCH_CHECK(p.dim() == 3 && p.size(0) == batch && p.size(1) == sides.rows && qt.dim() == 3 &&
+                  qt.size(0) == batch && qt.size(1) == p.size(2) && qt.size(2) == sides.cols,
               "power_iteration wire tensors ", p.sizes(), " and ", qt.sizes(), " do not fit ",
               torch::IntArrayRef(shape_));
   const torch::ScalarType dtype = work_dtype(p.scalar_type());
@@ -72,7 +75,7 @@ torch::Tensor PowerIterationDecoder::unpack(const std::vector<torch::Tensor>& wi
 
 // Affine per micro-batch: lo = min, scale = (max - min) / (2^bits - 1), or 1
 // when max == min; q = round((x - lo) / scale) clamped to [0, 2^bits - 1]
-// (round half to even), written as `bits` bits per value, little-endian:
+// (round half up), written as `bits` bits per value, little-endian:
 // value i occupies stream bits [i*bits, (i+1)*bits), stream bit j is bit
 // j % 8 of byte j / 8. Wire: the ceil(n*bits/8) bytes, then f32 {lo, scale}.
 std::vector<torch::Tensor> QuantizeEncoder::pack(const torch::Tensor& y) {
@@ -92,8 +95,9 @@ std::vector<torch::Tensor> QuantizeEncoder::pack(const torch::Tensor& y) {
   uint64_t acc = 0;  // pending bits, the oldest in the low end
   int64_t pending = 0;
   for (int64_t i = 0; i < n; ++i) {
-    double q = std::nearbyint((static_cast<double>(in[i]) - lo) * inv_scale);
-    q = q < 0.0 ? 0.0 : (q > max_q ? max_q : q);
+    // x >= lo, so truncating v + 0.5 rounds half up; the clamp also maps NaN to 0.
+    const double v = (static_cast<double>(in[i]) - lo) * inv_scale + 0.5;
+    const double q = v >= 1.0 ? (v < max_q ? v : max_q) : 0.0;
     acc |= static_cast<uint64_t>(q) << pending;
     pending += bits;
     while (pending >= 8) {
@@ -135,32 +139,71 @@ torch::Tensor QuantizeDecoder::unpack(const std::vector<torch::Tensor>& wire, in
   return x.view(batched(batch, shape_)).to(wire[0].device());
 }
 
-// The k = clamp(ceil(keep_ratio * n), 1, n) largest |x| of the micro-batch
-// (ties broken arbitrarily). Positions as a bitmap (bit i % 8 of byte i / 8
-// is set iff position i is kept; values in ascending position order) when
-// ceil(n/8) < 4k, else as ascending int32 indices with their values.
+namespace {
+
+// |x| as an order-preserving key: the float's bits without the sign.
+inline uint32_t magnitude_key(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits & 0x7fffffffu;
+}
+
+// Radix selection of the k-th largest magnitude key in two 16-bit passes.
+// Returns that key and how many of the values with exactly that key to keep
+// (the first ones by position), so that exactly k values are kept.
+std::pair<uint32_t, int64_t> kth_largest_key(const float* x, int64_t n, int64_t k) {
+  std::vector<int64_t> hist(1 << 16);
+  for (int64_t i = 0; i < n; ++i) ++hist[magnitude_key(x[i]) >> 16];
+  int64_t above = 0;  // values with a larger key than the selected bins
+  uint32_t high = 0xffff;
+  while (above + hist[high] < k) above += hist[high--];
+  std::fill(hist.begin(), hist.end(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t key = magnitude_key(x[i]);
+    if ((key >> 16) == high) ++hist[key & 0xffff];
+  }
+  uint32_t low = 0xffff;
+  while (above + hist[low] < k) above += hist[low--];
+  return {(high << 16) | low, k - above};
+}
+
+}  // namespace
+
+// The k = clamp(ceil(keep_ratio * n), 1, n) largest |x| of the micro-batch;
+// of equal magnitudes at the cut-off, the first by position are kept. Found
+// by radix selection in O(n). Positions as a bitmap (bit i % 8 of byte i / 8
+// is set iff position i is kept) when ceil(n/8) < 4k, else as int32
+// indices; values follow in ascending position order either way.
 std::vector<torch::Tensor> TopKEncoder::pack(const torch::Tensor& y) {
   torch::NoGradGuard no_grad;
   const torch::Tensor x = y.detach().to(torch::kCPU, torch::kFloat).contiguous().view(-1);
   const int64_t n = x.numel();
   const int64_t k = ci::topk_keep_count(keep_ratio_, n);
-  torch::Tensor values, positions;
-  torch::Tensor kept;  // int64 positions, ascending only where needed
-  if (k < n) kept = std::get<1>(x.abs().topk(k, 0, /*largest=*/true, /*sorted=*/false));
-  if (ci::topk_uses_bitmap(k, n)) {
-    torch::Tensor mask = k < n ? torch::zeros({n}, torch::kBool).index_fill_(0, kept, true)
-                               : torch::ones({n}, torch::kBool);
-    values = k < n ? x.masked_select(mask) : x.clone();
-    positions = torch::zeros({(n + 7) / 8}, torch::kByte);
-    const bool* m = mask.data_ptr<bool>();
-    uint8_t* out = positions.data_ptr<uint8_t>();
-    for (int64_t i = 0; i < n; ++i) out[i >> 3] |= static_cast<uint8_t>(m[i]) << (i & 7);
-  } else {
-    TORCH_CHECK(n <= INT32_MAX, "topk: ", n, " positions do not fit int32 indices");
-    kept = std::get<0>(kept.sort());
-    values = x.index_select(0, kept);
-    positions = kept.to(torch::kInt);
+  const bool bitmap = ci::topk_uses_bitmap(k, n);
+  TORCH_CHECK(bitmap || n <= INT32_MAX, "topk: ", n, " positions do not fit int32 indices");
+  const float* in = x.data_ptr<float>();
+  const auto [threshold, ties] =
+      k < n ? kth_largest_key(in, n, k) : std::pair<uint32_t, int64_t>{0, n};
+  int64_t ties_left = ties;
+
+  torch::Tensor values = torch::empty({k}, torch::kFloat);
+  torch::Tensor positions =
+      bitmap ? torch::zeros({(n + 7) / 8}, torch::kByte) : torch::empty({k}, torch::kInt);
+  float* out = values.data_ptr<float>();
+  uint8_t* bits = bitmap ? positions.data_ptr<uint8_t>() : nullptr;
+  int32_t* index = bitmap ? nullptr : positions.data_ptr<int32_t>();
+  int64_t j = 0;
+  for (int64_t i = 0; i < n && j < k; ++i) {
+    const uint32_t key = magnitude_key(in[i]);
+    if (key < threshold || (key == threshold && ties_left-- <= 0)) continue;
+    out[j++] = in[i];
+    if (bitmap) {
+      bits[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+    } else {
+      index[j - 1] = static_cast<int32_t>(i);
+    }
   }
+  TORCH_CHECK(j == k, "topk selected ", j, " of ", k, " values");
   return {values.to(y.device()), positions.to(y.device())};
 }
 
@@ -169,21 +212,28 @@ torch::Tensor TopKDecoder::unpack(const std::vector<torch::Tensor>& wire, int64_
   spec.method = CodecMethod::kTopK;
   spec.keep_ratio = keep_ratio_;
   check_wire(wire, wire_layout(spec, shape_, batch), "topk");
-  const int64_t n = batch * ci::numel_of(shape_);
-  const torch::Tensor values = wire[0].to(torch::kCPU);
+  const int64_t n = batch * ci::numel_of(shape_), k = wire[0].numel();
+  const torch::Tensor values = wire[0].to(torch::kCPU).contiguous();
+  const torch::Tensor positions = wire[1].to(torch::kCPU).contiguous();
   torch::Tensor x = torch::zeros({n}, torch::kFloat);
-  if (wire[1].scalar_type() == torch::kByte) {
-    const torch::Tensor bytes = wire[1].to(torch::kCPU).contiguous();
-    torch::Tensor mask = torch::empty({n}, torch::kBool);
-    const uint8_t* in = bytes.data_ptr<uint8_t>();
-    bool* m = mask.data_ptr<bool>();
-    int64_t set = 0;
-    for (int64_t i = 0; i < n; ++i) set += m[i] = (in[i >> 3] >> (i & 7)) & 1;
-    TORCH_CHECK(set == values.numel(), "topk bitmap marks ", set, " positions for ",
-                values.numel(), " values");
-    x.masked_scatter_(mask, values);
+  const float* in = values.data_ptr<float>();
+  float* out = x.data_ptr<float>();
+  int64_t j = 0;
+  if (positions.scalar_type() == torch::kByte) {
+    const uint8_t* bits = positions.data_ptr<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if ((bits[i >> 3] >> (i & 7)) & 1) {
+        TORCH_CHECK(j < k, "topk bitmap marks more than ", k, " positions");
+        out[i] = in[j++];
+      }
+    }
+    TORCH_CHECK(j == k, "topk bitmap marks ", j, " positions for ", k, " values");
   } else {
-    x.index_copy_(0, wire[1].to(torch::kCPU, torch::kLong), values);
+    const int32_t* index = positions.data_ptr<int32_t>();
+    for (; j < k; ++j) {
+      TORCH_CHECK(index[j] >= 0 && index[j] < n, "topk index ", index[j], " out of ", n);
+      out[index[j]] = in[j];
+    }
   }
   return x.view(batched(batch, shape_)).to(wire[0].device());
 }

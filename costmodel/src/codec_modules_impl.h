@@ -4,10 +4,10 @@
 // each unpack() returns [batch, ...carried_shape] without grad.
 // Trainable inserts live in codec_module.cpp, the wire-only compressors in
 // codec_module_compress.cpp.
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "splitsim/costmodel/codec_module.h"
 

@@ -18,10 +18,14 @@ struct IntOption {
 };
 
 const IntOption kIntOptions[] = {
-    {"num_classes", &ModelSpec::num_classes}, {"image_size", &ModelSpec::image_size},
-    {"seq_len", &ModelSpec::seq_len},         {"hidden", &ModelSpec::hidden},
-    {"layers", &ModelSpec::layers},           {"heads", &ModelSpec::heads},
-    {"ffn", &ModelSpec::ffn},                 {"vocab_size", &ModelSpec::vocab_size},
+    {"num_classes", &ModelSpec::num_classes},
+    {"image_size", &ModelSpec::image_size},
+    {"seq_len", &ModelSpec::seq_len},
+    {"hidden", &ModelSpec::hidden},
+    {"layers", &ModelSpec::layers},
+    {"heads", &ModelSpec::heads},
+    {"ffn", &ModelSpec::ffn},
+    {"vocab_size", &ModelSpec::vocab_size},
     {"max_positions", &ModelSpec::max_positions},
 };
 
@@ -72,8 +76,9 @@ constexpr int64_t kTorchScriptDefaultVocab = 2;
 
 void check_torchscript(ModelSpec& spec, const std::string& path) {
   if (spec.path.empty()) {
-    throw InputError(path + ".path", "torchscript needs \"path\"; give the .pt file written by "
-                                     "torch.jit.save");
+    throw InputError(path + ".path",
+                     "torchscript needs \"path\"; give the .pt file written by "
+                     "torch.jit.save");
   }
   if (spec.input_shape.empty()) {
     throw InputError(path + ".input_shape",
@@ -96,18 +101,17 @@ void check_torchscript(ModelSpec& spec, const std::string& path) {
                        "vocab_size applies only to torchscript with input_dtype \"int64\"");
     }
   } else {
-    throw InputError(path + ".input_dtype", "unknown input dtype \"" + spec.input_dtype +
-                                                "\"; allowed: float32, int64");
+    throw InputError(path + ".input_dtype",
+                     "unknown input dtype \"" + spec.input_dtype + "\"; allowed: float32, int64");
   }
 }
 
 // Checks that need several options at once (transformers).
 void check_transformer(const ModelSpec& spec, const std::string& path) {
   if (spec.hidden % spec.heads != 0) {
-    throw InputError(path + ".heads", "hidden " + std::to_string(spec.hidden) +
-                                          " is not divisible by heads " +
-                                          std::to_string(spec.heads) +
-                                          "; choose heads that divide hidden");
+    throw InputError(path + ".heads",
+                     "hidden " + std::to_string(spec.hidden) + " is not divisible by heads " +
+                         std::to_string(spec.heads) + "; choose heads that divide hidden");
   }
   // RoBERTa's position ids start at padding_idx + 1 = 2.
   const int64_t offset = spec.name == "roberta_base" ? 2 : 0;
@@ -115,9 +119,8 @@ void check_transformer(const ModelSpec& spec, const std::string& path) {
     throw InputError(path + ".seq_len",
                      "seq_len " + std::to_string(spec.seq_len) + " needs " +
                          std::to_string(spec.seq_len + offset) +
-                         " positions but max_positions is " +
-                         std::to_string(spec.max_positions) + "; allowed: seq_len <= " +
-                         std::to_string(spec.max_positions - offset));
+                         " positions but max_positions is " + std::to_string(spec.max_positions) +
+                         "; allowed: seq_len <= " + std::to_string(spec.max_positions - offset));
   }
 }
 
@@ -173,8 +176,8 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
     throw InputError(path + ".input_shape", "option not taken; " + allowed);
   }
   if (!spec.input_dtype.empty() && spec.input_dtype != "float32") {
-    throw InputError(path + ".input_dtype", "option not taken (the model fixes its input); " +
-                                                allowed);
+    throw InputError(path + ".input_dtype",
+                     "option not taken (the model fixes its input); " + allowed);
   }
   if (spec.name == "mobilenet_v2_cifar" && spec.image_size % 8 != 0) {
     throw InputError(path + ".image_size",

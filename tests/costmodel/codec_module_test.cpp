@@ -65,10 +65,17 @@ Shape batched(int64_t batch, const Shape& shape) {
 
 // Every method, with parameters that apply to `shape`.
 std::vector<CodecSpec> specs_for(const Shape& shape) {
-  std::vector<CodecSpec> specs{make(CodecMethod::kNone), make(CodecMethod::kFp16),
-                               make(CodecMethod::kBf16), quantize(2),  quantize(8),
-                               quantize(10), quantize(12), quantize(16), topk(1.0),
-                               topk(0.5), topk(0.01)};
+  std::vector<CodecSpec> specs{make(CodecMethod::kNone),
+                               make(CodecMethod::kFp16),
+                               make(CodecMethod::kBf16),
+                               quantize(2),
+                               quantize(8),
+                               quantize(10),
+                               quantize(12),
+                               quantize(16),
+                               topk(1.0),
+                               topk(0.5),
+                               topk(0.01)};
   const int64_t rows = shape[0], cols = shape.size() == 3 ? shape[1] * shape[2] : shape[1];
   specs.push_back(power(std::min<int64_t>(3, std::min(rows, cols)), 2));
   if (shape.size() == 3) {
@@ -268,18 +275,33 @@ TEST(CodecModule, TopKKeepsExactlyTheLargestMagnitudes) {
   }
 }
 
+TEST(CodecModule, TopKKeepsExactlyKUnderTiesFirstByPosition) {
+  // |x| = 2 at positions 3 and 7, |x| = 1 everywhere else; k = 5.
+  torch::Tensor x =
+      torch::tensor({1.f, -1.f, 1.f, 2.f, -1.f, 1.f, 1.f, -2.f, 1.f, -1.f}).view({1, 10});
+  std::vector<torch::Tensor> wire;
+  torch::Tensor x_hat = round_trip(topk(0.5), x, &wire);
+  EXPECT_TRUE(torch::equal(
+      x_hat, torch::tensor({1.f, -1.f, 1.f, 2.f, 0.f, 0.f, 0.f, -2.f, 0.f, 0.f}).view({1, 10})));
+  EXPECT_TRUE(torch::equal(wire[0], torch::tensor({1.f, -1.f, 1.f, 2.f, -2.f})));
+  EXPECT_EQ(wire[1][0].item<int>(), 0b10001111);  // bitmap, bit i of byte 0 = position i
+  EXPECT_EQ(wire[1][1].item<int>(), 0);
+  // All zeros: still exactly k values (zeros) on the wire.
+  EXPECT_TRUE(torch::equal(round_trip(topk(0.3), torch::zeros({2, 5})), torch::zeros({2, 5})));
+}
+
 TEST(CodecModule, PowerIterationReconstructsExactlyLowRank) {
   torch::manual_seed(8);
   struct Case {
     Shape shape;
     int64_t rows, cols, rank;
   };
-  for (const Case& c : {Case{{16, 10, 10}, 16, 100, 3}, Case{{64, 96}, 64, 96, 4},
-                        Case{{5, 7, 9}, 5, 63, 5}}) {
+  for (const Case& c :
+       {Case{{16, 10, 10}, 16, 100, 3}, Case{{64, 96}, 64, 96, 4}, Case{{5, 7, 9}, 5, 63, 5}}) {
     for (int64_t iters : {1, 3}) {
-      torch::Tensor m = torch::bmm(torch::randn({3, c.rows, c.rank}),
-                                   torch::randn({3, c.rank, c.cols}))
-                            .view(batched(3, c.shape));
+      torch::Tensor m =
+          torch::bmm(torch::randn({3, c.rows, c.rank}), torch::randn({3, c.rank, c.cols}))
+              .view(batched(3, c.shape));
       std::vector<torch::Tensor> wire;
       torch::Tensor m_hat = round_trip(power(c.rank, iters), m, &wire);
       EXPECT_LT(rel_error(m, m_hat), 1e-4) << c.rank << " " << iters;
@@ -322,10 +344,11 @@ void expect_all_grads(const torch::nn::Module& m, const char* side) {
 
 TEST(CodecModule, ConvInsertRestoresTheShapeAndTrains) {
   torch::manual_seed(9);
-  for (const auto& [shape, spec] : {std::pair<Shape, CodecSpec>{{32, 28, 28}, conv(20, 4, 4)},
-                                    {{8, 15, 13}, conv(4, 3, 2)},
-                                    {{5, 7, 9}, conv(2, 4, 3)},
-                                    {{64, 7, 7}, conv(16, 1, 1)}}) {
+  const std::vector<std::pair<Shape, CodecSpec>> cases{{{32, 28, 28}, conv(20, 4, 4)},
+                                                       {{8, 15, 13}, conv(4, 3, 2)},
+                                                       {{5, 7, 9}, conv(2, 4, 3)},
+                                                       {{64, 7, 7}, conv(16, 1, 1)}};
+  for (const auto& [shape, spec] : cases) {
     auto enc = make_encoder(spec, shape, 3);
     auto dec = make_decoder(spec, shape, 3);
     torch::Tensor x = torch::randn(batched(3, shape)).requires_grad_();
@@ -393,9 +416,9 @@ TEST(CodecModule, DecayingLinearSlicesItsFullSizeWeights) {
 TEST(CodecModule, WorkFormulasCountWhatTheModulesCompute) {
   const int64_t b = 3;
   // conv: b * Ho * Wo * weight.numel() on both sides, from the real modules.
-  for (const auto& [shape, spec] : {std::pair<Shape, CodecSpec>{{32, 28, 28}, conv(20, 4, 4)},
-                                    {{5, 7, 9}, conv(2, 3, 2)},
-                                    {{1280, 7, 7}, conv(320, 1, 1)}}) {
+  const std::vector<std::pair<Shape, CodecSpec>> cases{
+      {{32, 28, 28}, conv(20, 4, 4)}, {{5, 7, 9}, conv(2, 3, 2)}, {{1280, 7, 7}, conv(320, 1, 1)}};
+  for (const auto& [shape, spec] : cases) {
     auto enc = make_encoder(spec, shape);
     auto dec = make_decoder(spec, shape);
     torch::Tensor y = enc->carry(torch::randn(batched(b, shape)));
@@ -424,7 +447,8 @@ TEST(CodecModule, WorkFormulasCountWhatTheModulesCompute) {
   // power iteration: per iteration bmm [C,N]x[N,r] and [N,C]x[C,r]; decode [C,r]x[r,N].
   const Shape shape{24, 6, 7};
   const CodecSpec spec = power(4, 3);
-  std::vector<torch::Tensor> wire = make_encoder(spec, shape)->pack(torch::randn(batched(b, shape)));
+  std::vector<torch::Tensor> wire =
+      make_encoder(spec, shape)->pack(torch::randn(batched(b, shape)));
   const int64_t c = wire[0].size(1), r = wire[0].size(2), n = wire[1].size(2);
   const CodecWork w = codec_work(spec, shape, b);
   EXPECT_EQ(w.encode_macs, b * 3 * (c * n * r + n * c * r));

@@ -278,9 +278,9 @@ TEST(CodecApplicable, ConvInsertRefusals) {
 }
 
 TEST(CodecApplicable, LinearRefusals) {
-  expect_refused(linear(64), {32, 112, 112},
-                 {"linear_insert applies to transformer activations [T,H]", "[32,112,112]",
-                  "conv_insert"});
+  expect_refused(
+      linear(64), {32, 112, 112},
+      {"linear_insert applies to transformer activations [T,H]", "[32,112,112]", "conv_insert"});
   expect_refused(linear(0), {128, 768}, {"out_features", "1..768", "got 0"});
   expect_refused(linear(769), {128, 768}, {"1..768", "got 769"});
   expect_refused(decaying(0.5, 1, 1, false), {10}, {"decaying_linear applies", "[10]"});

@@ -1,6 +1,9 @@
 // The model zoo: unit names, shapes, published parameter counts, split
 // transparency, losses, synthetic batches, TorchScript loading, and the
 // model options of scenario files.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -8,10 +11,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <torch/script.h>
-#include <torch/torch.h>
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/model_zoo.h"
@@ -56,8 +55,8 @@ ModelSpec small_mobilenet() {
 
 // Every model in a configuration cheap enough to run forward and backward.
 std::vector<ModelSpec> cheap_specs() {
-  return {small_mobilenet(), spec_of("mobilenet_v2_cifar"), spec_of("resnet20"),
-          small_roberta(), small_bert()};
+  return {small_mobilenet(), spec_of("mobilenet_v2_cifar"), spec_of("resnet20"), small_roberta(),
+          small_bert()};
 }
 
 InputError resolve_error(const ModelSpec& spec) {
@@ -104,9 +103,9 @@ TEST(ModelSpecTest, FillsDefaults) {
 }
 
 TEST(ModelSpecTest, KnownModels) {
-  EXPECT_EQ(known_models(), (std::vector<std::string>{"mobilenet_v2", "mobilenet_v2_cifar",
-                                                      "resnet20", "roberta_base", "bert_small",
-                                                      "torchscript"}));
+  EXPECT_EQ(known_models(),
+            (std::vector<std::string>{"mobilenet_v2", "mobilenet_v2_cifar", "resnet20",
+                                      "roberta_base", "bert_small", "torchscript"}));
 }
 
 TEST(ModelSpecTest, UnknownModelNamesPathAndListsModels) {
@@ -285,7 +284,9 @@ TEST(ModelZooTest, PublishedParameterCounts) {
   EXPECT_EQ(count_params(build_model(mb)), 3504872);  // torchvision mobilenet_v2
   EXPECT_EQ(count_params(build_model(spec_of("mobilenet_v2_cifar"))), 2296922);  // kuangliu
   SplitModel resnet = build_model(spec_of("resnet20"));
-  EXPECT_EQ(count_params(resnet), 272474);  // He et al.: 0.27M
+  // He et al.: 0.27M. Option A shortcuts have no parameters; the often-quoted
+  // 272,474 is option B's, whose two 1x1 projections + BN add 576 + 2,176.
+  EXPECT_EQ(count_params(resnet), 269722);
   EXPECT_EQ(count_params(resnet, 10, 10), 64 * 10 + 10);
   // Option A shortcut: a stage's first block has no extra parameters.
   EXPECT_EQ(count_params(resnet, 4, 4), count_params(resnet, 5, 5) - 32 * 32 * 9 + 16 * 32 * 9);
@@ -425,21 +426,25 @@ TEST(ModelZooTest, UnknownModelThrows) {
 // encoder (with a nested submodule) then decoder; [B,4] -> [B,3].
 // `chain` false adds 1 after the children, so forward is not their chain.
 torch::jit::Module scripted_net(bool chain) {
-  torch::jit::Module inner("Inner");
-  inner.register_parameter("weight", torch::randn({4, 8}), /*is_buffer=*/false);
+  // One compilation unit for every class, as torch.jit.script makes.
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module inner("Inner", cu);
+  inner.register_parameter("weight", torch::randn({4, 8}).requires_grad_(), /*is_buffer=*/false);
   inner.define("def forward(self, x):\n  return torch.matmul(x, self.weight)\n");
-  torch::jit::Module encoder("Encoder");
+  torch::jit::Module encoder("Encoder", cu);
   encoder.register_module("inner", inner);
-  encoder.register_parameter("bias", torch::zeros({8}), /*is_buffer=*/false);
-  encoder.define("def forward(self, x):\n  return torch.relu(self.inner(x) + self.bias)\n");
-  torch::jit::Module decoder("Decoder");
-  decoder.register_parameter("weight", torch::randn({8, 3}), /*is_buffer=*/false);
+  encoder.register_parameter("bias", torch::zeros({8}).requires_grad_(), /*is_buffer=*/false);
+  encoder.define("def forward(self, x):\n  return torch.relu(self.inner.forward(x) + self.bias)\n");
+  torch::jit::Module decoder("Decoder", cu);
+  decoder.register_parameter("weight", torch::randn({8, 3}).requires_grad_(), /*is_buffer=*/false);
   decoder.define("def forward(self, x):\n  return torch.matmul(x, self.weight)\n");
-  torch::jit::Module net("Net");
+  torch::jit::Module net("Net", cu);
   net.register_module("encoder", encoder);
   net.register_module("decoder", decoder);
-  net.define(chain ? "def forward(self, x):\n  return self.decoder(self.encoder(x))\n"
-                   : "def forward(self, x):\n  return self.decoder(self.encoder(x)) + 1.0\n");
+  net.define(chain
+                 ? "def forward(self, x):\n  return self.decoder.forward(self.encoder.forward(x))\n"
+                 : "def forward(self, x):\n  return self.decoder.forward(self.encoder.forward(x)) "
+                   "+ 1.0\n");
   return net;
 }
 
@@ -488,13 +493,39 @@ TEST(ModelTorchScriptTest, ChildrenAreUnits) {
   for (const auto& p : m.parameters(0, 1)) EXPECT_TRUE(p.grad().defined());
 }
 
-TEST(ModelTorchScriptTest, Int64InputsDrawTokenIds) {
-  TempFile file("int");
-  scripted_net(true).save(file.path());
+TEST(ModelTorchScriptTest, Int64InputsAreTokenIds) {
+  // embed: ids [B,T] -> [B,T,4] from a 7-row table; pool: mean over T.
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module embed("Embed", cu);
+  embed.register_parameter("weight", torch::randn({7, 4}).requires_grad_(), false);
+  embed.define("def forward(self, x):\n  return torch.embedding(self.weight, x)\n");
+  torch::jit::Module pool("Pool", cu);
+  pool.define("def forward(self, x):\n  return torch.mean(x, 1)\n");
+  torch::jit::Module net("TokenNet", cu);
+  net.register_module("embed", embed);
+  net.register_module("pool", pool);
+  net.define("def forward(self, x):\n  return self.pool.forward(self.embed.forward(x))\n");
+  TempFile file("tokens");
+  net.save(file.path());
+
   ModelSpec s = torchscript_spec(file.path());
+  s.input_shape = {5};
   s.input_dtype = "int64";
   s.vocab_size = 7;
-  // The net multiplies floats: an int64 input fails, and the error says so.
+  SplitModel m = build_model(s);
+  EXPECT_EQ(m.names, (std::vector<std::string>{"embed", "pool"}));
+  EXPECT_EQ(m.output_shape, (Shape{4}));
+  torch::Tensor ids = m.make_input(64, 0);
+  EXPECT_EQ(ids.scalar_type(), torch::kInt64);
+  EXPECT_EQ(shape_of(ids), (Shape{64, 5}));
+  EXPECT_GE(ids.min().item<int64_t>(), 0);
+  EXPECT_LT(ids.max().item<int64_t>(), 7);
+  EXPECT_EQ(shape_of(m.forward(ids)), (Shape{64, 4}));
+
+  // A float model given int64 inputs fails at build time, and says why.
+  TempFile float_file("float");
+  scripted_net(true).save(float_file.path());
+  s.path = float_file.path();
   try {
     build_model(s);
     FAIL() << "no InputError";

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,12 +12,16 @@
 #include <string>
 
 #include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/model_zoo.h"
 
 namespace splitsim {
 namespace {
 
 using nlohmann::json;
+
+const char* const kDevicesDir = SPLITSIM_SOURCE_DIR "/scenarios/devices";
 
 // A small valid scenario: resnet20 split in three parts.
 json base() {
@@ -407,7 +412,12 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
     std::vector<ScenarioVariant> variants;
     ASSERT_NO_THROW(variants = load_scenario_file(entry.path().string())) << name;
     found[name] = variants.size();
-    for (const auto& v : variants) EXPECT_EQ(v.scenario.name + ".json", name);
+    for (const auto& v : variants) {
+      EXPECT_EQ(v.scenario.name + ".json", name);
+      for (const auto& [party, device] : v.scenario.devices) {
+        EXPECT_NO_THROW(load_device(device, {kDevicesDir}, "$.devices." + party)) << name;
+      }
+    }
   }
   EXPECT_EQ(found, expected) << "every shipped scenario is listed here with its variant count";
 }
@@ -433,6 +443,30 @@ TEST(ScenarioFiles, DefaultScenarioMatchesTheReports) {
   EXPECT_EQ(conv20.partition[0].to, "features.0.bn");
   EXPECT_EQ(conv20.partition[1].from, "features.0.relu");
   EXPECT_DOUBLE_EQ(conv20.network.bandwidth_bit_per_s, 4e9);
+}
+
+// The partitions cover every unit of the real model once, in order (the
+// planner checks this too, but needs a measured model).
+TEST(ScenarioFiles, ShippedPartitionsCoverTheModelInOrder) {
+  std::map<std::string, std::vector<std::string>> units;  // model JSON -> unit names
+  for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    for (const auto& v : load_scenario_file(entry.path().string())) {
+      const std::string key = v.json["model"].dump();
+      if (units.count(key) == 0) units[key] = build_model(v.scenario.model).names;
+      const std::vector<std::string>& names = units[key];
+      auto index = [&](const std::string& unit) {
+        return std::find(names.begin(), names.end(), unit) - names.begin();
+      };
+      ptrdiff_t next = 0;
+      for (const PartSpec& p : v.scenario.partition) {
+        EXPECT_EQ(index(p.from), next) << entry.path() << " " << v.label << " " << p.from;
+        EXPECT_LE(index(p.from), index(p.to)) << entry.path() << " " << v.label << " " << p.to;
+        next = index(p.to) + 1;
+      }
+      EXPECT_EQ(next, static_cast<ptrdiff_t>(names.size())) << entry.path() << " " << v.label;
+    }
+  }
 }
 
 }  // namespace

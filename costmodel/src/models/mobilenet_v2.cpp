@@ -15,8 +15,7 @@ namespace {
 
 namespace nn = torch::nn;
 
-nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1,
-                int64_t groups = 1) {
+nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t groups = 1) {
   return nn::Conv2d(nn::Conv2dOptions(in, out, kernel)
                         .stride(stride)
                         .padding((kernel - 1) / 2)
@@ -87,7 +86,8 @@ class CifarBlock : public UnitModule {
                                conv(planes, planes, 3, stride, planes), nn::BatchNorm2d(planes),
                                nn::ReLU(), conv(planes, out, 1), nn::BatchNorm2d(out)));
     if (stride == 1 && in != out) {
-      shortcut_ = register_module("shortcut", nn::Sequential(conv(in, out, 1), nn::BatchNorm2d(out)));
+      shortcut_ =
+          register_module("shortcut", nn::Sequential(conv(in, out, 1), nn::BatchNorm2d(out)));
     }
   }
   torch::Tensor forward(const torch::Tensor& x) override {
@@ -135,7 +135,8 @@ void add_mobilenet_v2(SplitModel& m) {
       in = row.c;
     }
   }
-  add_unit(m, "features.18", sequential_unit(conv(in, 1280, 1), nn::BatchNorm2d(1280), nn::ReLU6()));
+  add_unit(m, "features.18",
+           sequential_unit(conv(in, 1280, 1), nn::BatchNorm2d(1280), nn::ReLU6()));
   add_unit(m, "classifier", std::make_shared<TorchvisionClassifier>(1280, m.spec.num_classes));
   m.output_shape = {m.spec.num_classes};
 }

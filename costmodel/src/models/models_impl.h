@@ -4,11 +4,11 @@
 // REQUIRES: m.spec is resolved (resolve_model_defaults) and names the model;
 // m.names and m.units are empty. Weights come from torch's global RNG, which
 // build_model() seeds first.
+#include <torch/torch.h>
+
 #include <memory>
 #include <string>
 #include <utility>
-
-#include <torch/torch.h>
 
 #include "splitsim/costmodel/model_zoo.h"
 
@@ -28,8 +28,7 @@ class SequentialUnit : public UnitModule {
 // Wraps modules, in order, as one SequentialUnit.
 template <typename... Modules>
 std::shared_ptr<UnitModule> sequential_unit(Modules&&... modules) {
-  return std::make_shared<SequentialUnit>(
-      torch::nn::Sequential(std::forward<Modules>(modules)...));
+  return std::make_shared<SequentialUnit>(torch::nn::Sequential(std::forward<Modules>(modules)...));
 }
 
 inline void add_unit(SplitModel& m, std::string name, std::shared_ptr<UnitModule> unit) {
@@ -44,7 +43,7 @@ void add_roberta_base(SplitModel& m);        // transformer.cpp
 void add_bert_small(SplitModel& m);          // transformer.cpp
 // Loads m.spec.path; throws InputError at "$.model.path" when the file cannot
 // be read or its top-level children, run in order, are not the model.
-void add_torchscript(SplitModel& m);         // torchscript.cpp
+void add_torchscript(SplitModel& m);  // torchscript.cpp
 
 }  // namespace models
 }  // namespace splitsim

@@ -57,8 +57,8 @@ torch::Tensor SplitModel::make_target(int64_t batch, uint64_t seed) const {
     case TaskKind::kSequenceClassification:
       return torch::randint(0, spec.num_classes, {batch}, gen, torch::kInt64);
     case TaskKind::kMaskedLmAndNsp: {
-      torch::Tensor mlm = torch::randint(0, spec.vocab_size, {batch, spec.seq_len}, gen,
-                                         torch::kInt64);
+      torch::Tensor mlm =
+          torch::randint(0, spec.vocab_size, {batch, spec.seq_len}, gen, torch::kInt64);
       torch::Tensor nsp = torch::randint(0, 2, {batch, 1}, gen, torch::kInt64);
       return torch::cat({mlm, nsp}, 1);
     }

@@ -2,14 +2,14 @@
 // order, are the partition units, named as the children are. The file's own
 // forward must be those children run one after another; add_torchscript
 // checks that on one sample and refuses the file otherwise.
+#include <torch/script.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <torch/script.h>
 
 #include "models/models_impl.h"
 #include "splitsim/costmodel/errors.h"
@@ -36,9 +36,7 @@ class ScriptChildUnit : public UnitModule {
       register_buffer(sanitize(b.name), b.value);
     }
   }
-  torch::Tensor forward(const torch::Tensor& x) override {
-    return child_.forward({x}).toTensor();
-  }
+  torch::Tensor forward(const torch::Tensor& x) override { return child_.forward({x}).toTensor(); }
   void train(bool on) override {
     torch::nn::Module::train(on);
     child_.train(on);
@@ -58,9 +56,8 @@ torch::jit::Module load_module(const std::string& path) {
   // Read the OS's reason first: torch::jit::load's message buries it.
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    throw InputError(kWhere, "cannot read TorchScript file \"" + path +
-                                 "\": " + std::strerror(errno) +
-                                 "; give a file written by torch.jit.save");
+    throw InputError(kWhere, "cannot read TorchScript file \"" + path + "\": " +
+                                 std::strerror(errno) + "; give a file written by torch.jit.save");
   }
   std::fclose(f);
   try {
@@ -97,15 +94,20 @@ void add_torchscript(SplitModel& m) {
   for (auto& unit : m.units) unit->eval();
   const torch::Tensor x = m.make_input(1, 0);
   torch::Tensor whole, chain;
+  auto fails = [&](const std::string& reason) {
+    return InputError(kWhere, "\"" + m.spec.path + "\" fails on one sample of input_shape [" +
+                                  c10::Join(", ", m.spec.input_shape) + "] " + m.spec.input_dtype +
+                                  " (" + reason +
+                                  "); check input_shape and input_dtype, and that forward and "
+                                  "each child take one tensor and return one");
+  };
   try {
     whole = module.forward({x}).toTensor();
     chain = m.forward(x);
   } catch (const c10::Error& e) {
-    throw InputError(kWhere, "\"" + m.spec.path + "\" fails on input_shape [batch=1, " +
-                                 c10::Join(", ", m.spec.input_shape) + "] " +
-                                 m.spec.input_dtype + " (" + e.what_without_backtrace() +
-                                 "); check input_shape and input_dtype, and that forward "
-                                 "takes one tensor and returns one");
+    throw fails(e.what_without_backtrace());
+  } catch (const std::exception& e) {  // e.g. the interpreter's JITException
+    throw fails(e.what());
   }
   if (!whole.sizes().equals(chain.sizes()) || !torch::allclose(whole, chain, 1e-4, 1e-5)) {
     throw InputError(kWhere, "\"" + m.spec.path +

@@ -39,8 +39,8 @@ class Embeddings : public UnitModule {
                                 nn::Embedding(nn::EmbeddingOptions(o.max_positions, o.hidden)));
     token_type_ = register_module("token_type_embeddings",
                                   nn::Embedding(nn::EmbeddingOptions(o.type_vocab, o.hidden)));
-    norm_ = register_module(
-        "LayerNorm", nn::LayerNorm(nn::LayerNormOptions({o.hidden}).eps(o.eps)));
+    norm_ =
+        register_module("LayerNorm", nn::LayerNorm(nn::LayerNormOptions({o.hidden}).eps(o.eps)));
     dropout_ = register_module("dropout", nn::Dropout(kDropout));
   }
   torch::Tensor forward(const torch::Tensor& ids) override {
@@ -180,9 +180,8 @@ void add_roberta_base(SplitModel& m) {
   const ModelSpec& s = m.spec;
   m.task = TaskKind::kSequenceClassification;
   add_unit(m, "embeddings",
-           std::make_shared<Embeddings>(EmbeddingOptions{s.vocab_size, s.max_positions, 1,
-                                                         s.hidden, kPaddingIdx, kPaddingIdx + 1,
-                                                         kEps}));
+           std::make_shared<Embeddings>(EmbeddingOptions{s.vocab_size, s.max_positions, 1, s.hidden,
+                                                         kPaddingIdx, kPaddingIdx + 1, kEps}));
   add_encoder_layers(m, kEps);
   add_unit(m, "head", std::make_shared<ClassificationHead>(s.hidden, s.num_classes));
   m.output_shape = {s.num_classes};

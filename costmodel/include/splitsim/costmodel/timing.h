@@ -18,8 +18,9 @@ struct ProfileOptions {
   OptimizerSpec optimizer;  // the step that is timed
 };
 
-// Best matmul rate (FLOP/s) of a 1024^3 product and copy bandwidth (bytes
-// read + written per second) of a 64 MiB tensor, with the current threads.
+// Peak FLOP/s: the best of a 1024^3 matmul and a 64->64 3x3 convolution on
+// [8,64,56,56]; and copy bandwidth (bytes read + written per second) of a
+// 64 MiB tensor. Both with the current LibTorch threads.
 double measure_peak_flops();
 double measure_memory_bandwidth();
 
