@@ -1,4 +1,5 @@
 // `splitsim plan SCENARIO`: the Plan of every variant, as a table or JSON.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -17,12 +18,50 @@ struct PlanArgs {
   std::string variant;
   bool json = false;
   bool list_cuts = false;
+  bool units = false;
 };
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+// Per unit: output shape and bytes, parameter / gradient / optimizer-state
+// bytes, MACs and element-wise work per sample, retained activation bytes.
+void print_units(std::ostream& out, const ModelProfile& model, const OptimizerSpec& optimizer,
+                 bool json) {
+  const int64_t state_copies = optimizer.state_copies();
+  if (json) {
+    nlohmann::json j = model;
+    for (auto& u : j["units"]) {
+      u["grad_bytes"] = u["param_bytes"];
+      u["optimizer_state_bytes"] = u["param_bytes"].get<int64_t>() * state_copies;
+    }
+    j["optimizer"] = optimizer.name;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  char line[256];
+  out << model.model << ", per sample (measured at batch " << model.measured_batch
+      << "); optimizer " << optimizer.name << " keeps " << state_copies
+      << " state copies per parameter\n";
+  std::snprintf(line, sizeof line, "%-20s %-16s %12s %10s %12s %12s %12s %12s %12s\n", "unit",
+                "output", "out B", "params", "param B", "opt state B", "fwd MACs", "bwd MACs",
+                "stash B");
+  out << line;
+  for (const auto& u : model.units) {
+    std::snprintf(line, sizeof line,
+                  "%-20s %-16s %12lld %10lld %12lld %12lld %12lld %12lld %12lld\n",
+                  u.name.c_str(), shape_str(u.output_shape).c_str(),
+                  static_cast<long long>(u.output_bytes()), static_cast<long long>(u.param_count),
+                  static_cast<long long>(u.param_bytes),
+                  static_cast<long long>(u.param_bytes * state_copies),
+                  static_cast<long long>(u.fwd.macs()), static_cast<long long>(u.bwd.macs()),
+                  static_cast<long long>(u.stash_bytes_per_sample));
+    out << line;
+  }
+  out << "gradient bytes = parameter bytes; element-wise work and op counts: --units --json\n";
 }
 
 int run_plan(const PlanArgs& args) {
@@ -49,6 +88,12 @@ int run_plan(const PlanArgs& args) {
       out << nlohmann::json{{"schema", "splitsim.cuts/1"}, {"model", model.model}, {"cuts", cuts}}
                  .dump(2)
           << "\n";
+    std::cout << out.str();
+    return 0;
+  }
+  if (args.units) {
+    const ScenarioVariant& v = ws.variants().front();
+    print_units(out, ws.model(v), v.scenario.optimizer, args.json);
     std::cout << out.str();
     return 0;
   }
@@ -83,6 +128,9 @@ Command add_plan_command(CLI::App& app) {
                 "several variants are selected");
   sub->add_flag("--list-cuts", args->list_cuts,
                 "list the model's valid cut points (where exactly one tensor crosses) instead");
+  sub->add_flag("--units", args->units,
+                "print the measured model unit by unit instead (output shape and bytes, "
+                "parameter, gradient and optimizer-state bytes, MACs, retained activations)");
   return {sub, [args] { return run_plan(*args); }};
 }
 
