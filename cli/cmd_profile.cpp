@@ -1,6 +1,7 @@
 // `splitsim profile`: measure this machine on a model and write a device profile.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -50,7 +51,15 @@ int run_profile(ProfileArgs& args) {
     spec.image_size = args.image_size;
     spec.seq_len = args.seq_len;
     spec.num_classes = args.num_classes;
-    spec = resolve_model_defaults(spec, "--model");
+    try {
+      spec = resolve_model_defaults(spec, "$");
+    } catch (const InputError& e) {
+      // "$.image_size" -> "--image-size": name the flag the user typed.
+      std::string flag = e.where().substr(std::min<size_t>(2, e.where().size()));
+      if (flag == "name") flag = "model";
+      for (char& c : flag) c = c == '_' ? '-' : c;
+      throw InputError("--" + flag, std::string(e.what()).substr(e.where().size() + 2));
+    }
   }
   auto log = [](const std::string& line) { std::cerr << line << "\n"; };
 
