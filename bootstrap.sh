@@ -40,8 +40,8 @@ cmake --build build -j"$(nproc)"
 
 case "$mode" in
   run)
-    echo "== splitsim plan scenarios/mobilenet_v2_ushape.json"
-    ./build/cli/splitsim plan scenarios/mobilenet_v2_ushape.json
+    echo "== splitsim simulate scenarios/mobilenet_v2_ushape.json"
+    ./build/cli/splitsim simulate scenarios/mobilenet_v2_ushape.json
     ;;
   test)
     echo "== ctest"

@@ -1,5 +1,7 @@
 // `splitsim bench`: how fast the simulator is, on the default scenario's
 // plans (the model is measured once, outside the timings).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,16 +25,36 @@ struct BenchArgs {
   int jobs = 0;
 };
 
-// Median wall seconds of `repeat` calls of `fn`.
-double median_seconds(int repeat, const std::function<void()>& fn) {
-  std::vector<double> s;
+double cpu_seconds() {
+  double total = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    ::getrusage(who, &u);
+    total +=
+        u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  }
+  return total;
+}
+
+struct Timing {
+  double wall_s, cpu_s;  // medians; cpu: this process and its (reaped) children
+};
+
+// Medians of `repeat` calls of `fn`.
+Timing median_seconds(int repeat, const std::function<void()>& fn) {
+  std::vector<double> wall, cpu;
   for (int i = 0; i < repeat; ++i) {
+    const double c0 = cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     fn();
-    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back(cpu_seconds() - c0);
   }
-  std::sort(s.begin(), s.end());
-  return s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  return {median(wall), median(cpu)};
 }
 
 // Simulates and computes the metrics, as `simulate` does for one variant.
@@ -41,11 +63,19 @@ void estimate(const Plan& plan) {
   if (!(m.time_per_batch_s > 0)) throw std::runtime_error("bench: empty simulation");
 }
 
-void report(const std::string& what, double seconds, double target_s) {
+// The same, for a run whose time per batch may be 0.
+void estimate_any(const Plan& plan) { compute_metrics(simulate(plan), plan, plan.warmup); }
+
+// One line; target_s <= 0: no target.
+void report(const std::string& what, Timing t, double target_s) {
   char line[256];
-  std::snprintf(line, sizeof line, "  %-72s %9.3f s   (target <= %g s%s)\n", what.c_str(), seconds,
-                target_s, seconds <= target_s ? "" : ", MISSED");
-  std::cout << line << std::flush;
+  std::snprintf(line, sizeof line, "  %-66s %8.3f s wall %8.3f s cpu", what.c_str(), t.wall_s,
+                t.cpu_s);
+  std::cout << line;
+  if (target_s > 0)
+    std::cout << "   (target <= " << target_s << " s" << (t.wall_s <= target_s ? "" : ", MISSED")
+              << ")";
+  std::cout << "\n" << std::flush;
 }
 
 const ScenarioVariant& find_variant(const Workspace& ws, const std::string& label) {
@@ -67,7 +97,19 @@ int run_bench(const BenchArgs& args) {
                        ? args.jobs
                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::cout << "splitsim bench: " << base.scenario << ", medians of " << args.repeat
-            << " runs; each simulation in its own child process (simulate + metrics)\n";
+            << " runs (wall clock; cpu = this process and its children); each simulation in its "
+               "own child process, simulate + metrics\n";
+
+  Plan empty = base;  // what a child process costs by itself
+  empty.iterations = 1;
+  empty.warmup = 0;
+  for (auto& st : empty.stages) {
+    std::fill(st.fwd_s.begin(), st.fwd_s.end(), 0.0);
+    std::fill(st.bwd_s.begin(), st.bwd_s.end(), 0.0);
+    st.update_s = 0;
+  }
+  report("overhead: a child process simulating 1 batch at no cost",
+         median_seconds(std::max(args.repeat, 5), [&] { estimate_any(empty); }), 0);
 
   Plan one = base;
   one.iterations = 100;

@@ -77,9 +77,17 @@ std::string party_bytes(const Metrics& m) {
 
 void print_table(std::ostream& os, const std::vector<Metrics>& all) {
   const Metrics& first = all.front();
-  os << "== " << first.scenario << ": " << all.size() << " variant(s), steady state over batches "
-     << first.warmup_batches << ".." << first.batches - 1 << " (schedule " << first.schedule
-     << (first.clients > 1 ? ", " + std::to_string(first.clients) + " clients" : "") << ")\n";
+  bool same_schedule = true, same_window = true;
+  for (const auto& m : all) {
+    same_schedule &= m.schedule == first.schedule;
+    same_window &= m.batches == first.batches && m.warmup_batches == first.warmup_batches;
+  }
+  os << "== " << first.scenario << ": " << all.size() << " variant(s)";
+  if (same_window)
+    os << ", steady state over batches " << first.warmup_batches << ".." << first.batches - 1;
+  if (same_schedule) os << ", schedule " << first.schedule;
+  if (first.clients > 1) os << ", " << first.clients << " clients";
+  os << "\n";
   size_t width = 7;
   for (const auto& m : all) width = std::max(width, m.variant.size());
   char line[1024];
@@ -109,8 +117,9 @@ void print_table(std::ostream& os, const std::vector<Metrics>& all) {
                   party_bytes(m).c_str());
     os << line;
   }
-  os << "avg = a client's bytes / computation time (the reports' definition); peak = the fastest "
-        "single transfer sent by a client / received by the server\n";
+  os << "avg = bytes of the client (the party of stage 0) / computation time (the reports' "
+        "definition); peak = the fastest single transfer sent by a client / received by the "
+        "server (any other party)\n";
 }
 
 int run_simulate(const SimulateArgs& args) {

@@ -14,9 +14,9 @@ int64_t stashed_microbatches(Schedule s, int k, int K, int64_t m) {
     case Schedule::kSequential: return 1;  // each micro-batch finishes before the next
     case Schedule::kGpipe: return m;       // all forwards before any backward
     case Schedule::k1F1B: return std::min<int64_t>(m, K - k);
-    case Schedule::kPipeDream:
+    case Schedule::kPipeDream: return K - k;  // SPEC: K-k+1 with 1-based k
     case Schedule::kDdg:
-    case Schedule::kFr: return K - k;      // SPEC: K-k+1 with 1-based k
+    case Schedule::kFr: return (K - k) * m;   // whole batches are delayed, m micro-batches each
   }
   return 1;
 }

@@ -169,7 +169,8 @@ TEST(PlannerTest, StashTableBySchedule) {
     EXPECT_EQ(stashed_microbatches(Schedule::kGpipe, k, K, m), gpipe[k]);
     EXPECT_EQ(stashed_microbatches(Schedule::k1F1B, k, K, m), f1b1[k]);
     EXPECT_EQ(stashed_microbatches(Schedule::kPipeDream, k, K, m), pd[k]);
-    EXPECT_EQ(stashed_microbatches(Schedule::kDdg, k, K, m), pd[k]);
+    EXPECT_EQ(stashed_microbatches(Schedule::kDdg, k, K, m), pd[k] * m);
+    EXPECT_EQ(stashed_microbatches(Schedule::kFr, k, K, 1), pd[k]);
     EXPECT_EQ(weight_versions(Schedule::kPipeDream, k, K), pd[k]);
     EXPECT_EQ(weight_versions(Schedule::kGpipe, k, K), 1);
   }

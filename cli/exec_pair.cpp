@@ -1,0 +1,139 @@
+#include "exec_pair.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "netns_link.h"
+#include "subprocess.h"
+
+namespace splitsim {
+namespace {
+
+std::vector<std::string> in_netns(const std::string& ns, std::vector<std::string> argv) {
+  if (ns.empty()) return argv;
+  argv.insert(argv.begin(), {"ip", "netns", "exec", ns});
+  return argv;
+}
+
+std::vector<std::string> common(const ExecPairOptions& o, const char* role) {
+  std::vector<std::string> argv = {o.exec_bin, "exec",
+                                   std::filesystem::absolute(o.scenario).string(), "--role", role};
+  return argv;
+}
+
+void add_common_flags(std::vector<std::string>& argv, const ExecPairOptions& o) {
+  if (!o.variant.empty()) argv.insert(argv.end(), {"--variant", o.variant});
+  argv.insert(argv.end(), {"--threads", std::to_string(o.threads), "--timeout-s",
+                           std::to_string(static_cast<long long>(o.timeout_s))});
+}
+
+// A fresh directory for the two processes' output files.
+std::string make_work_dir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "splitsim-validate-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
+  return tmpl;
+}
+
+}  // namespace
+
+std::vector<std::string> exec_server_argv(const ExecPairOptions& o, const ExecEndpoints& e) {
+  auto argv = common(o, "server");
+  argv.insert(argv.end(), {"--listen", e.server_address + ":" + std::to_string(e.port), "--json"});
+  add_common_flags(argv, o);
+  if (o.iterations > 0) argv.insert(argv.end(), {"--iterations", std::to_string(o.iterations)});
+  return in_netns(e.server_netns, argv);
+}
+
+std::vector<std::string> exec_client_argv(const ExecPairOptions& o, const ExecEndpoints& e) {
+  auto argv = common(o, "client");
+  argv.insert(argv.end(), {"--connect", e.server_address + ":" + std::to_string(e.port)});
+  add_common_flags(argv, o);
+  return in_netns(e.client_netns, argv);
+}
+
+nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints& endpoints,
+                             const std::function<void(const std::string&)>& progress) {
+  const std::string dir = make_work_dir();
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  const auto server_argv = exec_server_argv(options, endpoints);
+  const auto client_argv = exec_client_argv(options, endpoints);
+  SpawnOptions server_opts{endpoints.server_cpus, dir + "/server.out", dir + "/server.err"};
+  SpawnOptions client_opts{endpoints.client_cpus, dir + "/client.out", dir + "/client.err"};
+
+  progress("server: " + command_line(server_argv));
+  const pid_t server = spawn(server_argv, server_opts);
+  NetnsLink::register_child(server);
+  // Give the server a moment to listen; the client retries until its timeout anyway.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  progress("client: " + command_line(client_argv));
+  pid_t client = -1;
+  try {
+    client = spawn(client_argv, client_opts);
+  } catch (...) {
+    kill_group(server);
+    NetnsLink::unregister_child(server);
+    throw;
+  }
+  NetnsLink::register_child(client);
+  const std::vector<int> codes = wait_all({server, client}, options.timeout_s);
+  NetnsLink::unregister_child(server);
+  NetnsLink::unregister_child(client);
+
+  auto describe = [](int code) {
+    if (code == 124) return std::string("killed at the --timeout-s deadline");
+    if (code == 143) return std::string("killed because the other side failed");
+    return "exit code " + std::to_string(code);
+  };
+  if (codes[0] != 0 || codes[1] != 0) {
+    std::ostringstream msg;
+    msg << "the real run failed: server " << describe(codes[0]) << ", client "
+        << describe(codes[1]) << "\n--- server stderr (tail) ---\n"
+        << file_tail(dir + "/server.err") << "\n--- client stderr (tail) ---\n"
+        << file_tail(dir + "/client.err");
+    throw std::runtime_error(msg.str());
+  }
+  std::ifstream in(dir + "/server.out");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("the server's stdout is not the metrics JSON (" +
+                             std::string(e.what()) + "); it began with: " +
+                             text.str().substr(0, 300));
+  }
+}
+
+int free_loopback_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = 29500;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+}  // namespace splitsim

@@ -1,0 +1,44 @@
+#pragma once
+// Runs one scenario variant for real: `splitsim exec` as server and as
+// client, each pinned to its own CPUs, optionally inside a network
+// namespace (`ip netns exec NS ...`), bounded by a timeout. The server's
+// stdout is the measured metrics JSON ("splitsim.metrics/1", source "exec").
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace splitsim {
+
+struct ExecPairOptions {
+  std::string exec_bin;      // binary whose `exec` subcommand runs (normally splitsim itself)
+  std::string scenario;      // scenario file (made absolute)
+  std::string variant;       // passed as --variant when non-empty
+  int threads = 1;           // --threads of each process
+  int64_t iterations = 0;    // server --iterations when > 0
+  double timeout_s = 300;    // whole run; also passed as --timeout-s
+};
+
+struct ExecEndpoints {
+  std::string server_netns, client_netns;  // empty: this namespace
+  std::string server_address;              // the server listens here; the client connects here
+  int port = 29500;
+  std::vector<int> server_cpus, client_cpus;  // empty: not pinned
+};
+
+// The two argument vectors (for display and tests).
+std::vector<std::string> exec_server_argv(const ExecPairOptions& o, const ExecEndpoints& e);
+std::vector<std::string> exec_client_argv(const ExecPairOptions& o, const ExecEndpoints& e);
+
+// Starts the server, then the client, and waits for both. When either
+// exits non-zero, the other is killed; at the deadline both are. Returns
+// the server's stdout parsed as JSON. Throws std::runtime_error with both
+// exit codes and the tails of both stderr streams otherwise, or when the
+// server's stdout is not JSON. `progress` gets the command lines.
+nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints& endpoints,
+                             const std::function<void(const std::string&)>& progress);
+
+// A TCP port that was free on 127.0.0.1 a moment ago (loopback runs).
+int free_loopback_port();
+
+}  // namespace splitsim

@@ -1,0 +1,208 @@
+#include "netns_link.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "subprocess.h"
+
+namespace splitsim {
+namespace {
+
+constexpr const char* kNetnsDir = "/var/run/netns/";
+constexpr const char* kServerDev = "ssv-server";  // inside the namespaces only
+constexpr const char* kClientDev = "ssv-client";
+
+// What the signal handler needs, in fixed storage (no allocation in the
+// handler). Slots are claimed by the links alive in this process.
+constexpr int kMaxLinks = 4;
+constexpr int kMaxChildren = 8;
+struct Registry {
+  std::atomic<int> state[kMaxLinks];  // 0 free, 1 claimed, 2 armed (paths valid)
+  char paths[kMaxLinks][2][128];  // /var/run/netns/<name> of both namespaces
+  std::atomic<pid_t> children[kMaxChildren];
+};
+Registry g_registry;
+std::atomic<int> g_sequence{0};
+std::atomic<bool> g_handlers_installed{false};
+
+void on_signal(int sig) {
+  for (auto& c : g_registry.children) {
+    const pid_t pgid = c.exchange(0);
+    if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
+  for (int i = 0; i < kMaxLinks; ++i) {
+    if (g_registry.state[i].exchange(0) != 2) continue;
+    for (auto* path : g_registry.paths[i]) {
+      umount2(path, MNT_DETACH);
+      unlink(path);
+    }
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void install_handlers() {
+  if (g_handlers_installed.exchange(true)) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+bool on_path(const std::string& name) {
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/sbin:/usr/bin:/sbin:/bin";
+  dirs += ":/usr/sbin:/sbin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string file = dirs.substr(start, end - start) + "/" + name;
+    if (end > start && access(file.c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+std::string rate_arg(double bit_per_s) {
+  return std::to_string(static_cast<long long>(std::llround(bit_per_s))) + "bit";
+}
+
+}  // namespace
+
+std::string NetnsLink::unavailable_reason() {
+  if (geteuid() != 0) return "not root";
+  if (!on_path("ip")) return "no `ip` command (install iproute2)";
+  if (!on_path("tc")) return "no `tc` command (install iproute2)";
+  return "";
+}
+
+int64_t NetnsLink::burst_bytes(double rate_bit_per_s) {
+  const double one_ms = rate_bit_per_s / 8 * 1e-3;
+  return std::max<int64_t>(static_cast<int64_t>(std::ceil(one_ms)), 4096);
+}
+
+int NetnsLink::remove_stale() {
+  DIR* dir = opendir(kNetnsDir);
+  if (dir == nullptr) return 0;
+  std::vector<std::string> stale;
+  const std::string prefix = kPrefix;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH) stale.push_back(name);
+  }
+  closedir(dir);
+  int removed = 0;
+  for (const auto& name : stale)
+    if (run_command({"ip", "netns", "del", name}).exit_code == 0) ++removed;
+  return removed;
+}
+
+NetnsLink::NetnsLink(double rate_bit_per_s) : rate_bit_per_s_(rate_bit_per_s) {
+  if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
+  const int seq = g_sequence.fetch_add(1);
+  const std::string base = std::string(kPrefix) + std::to_string(getpid()) + "-" + std::to_string(seq);
+  server_ns_ = base + "-server";
+  client_ns_ = base + "-client";
+  // A private /30 per link: 10.213.X.(4k+1, 4k+2).
+  const int x = static_cast<int>(getpid() % 250), k = seq % 64;
+  server_addr_ = "10.213." + std::to_string(x) + "." + std::to_string(4 * k + 1);
+  client_addr_ = "10.213." + std::to_string(x) + "." + std::to_string(4 * k + 2);
+
+  install_handlers();
+  for (int i = 0; i < kMaxLinks && slot_ < 0; ++i) {
+    int expected = 0;
+    if (g_registry.state[i].compare_exchange_strong(expected, 1)) slot_ = i;
+  }
+  if (slot_ < 0) throw std::runtime_error("NetnsLink: more than 4 links alive in one process");
+  // Fill the paths, then arm the slot for the handler.
+  std::snprintf(g_registry.paths[slot_][0], 128, "%s%s", kNetnsDir, server_ns_.c_str());
+  std::snprintf(g_registry.paths[slot_][1], 128, "%s%s", kNetnsDir, client_ns_.c_str());
+  g_registry.state[slot_].store(2);
+  try {
+    run_checked({"ip", "netns", "add", server_ns_});
+    run_checked({"ip", "netns", "add", client_ns_});
+    run_checked({"ip", "-n", server_ns_, "link", "add", kServerDev, "type", "veth", "peer", "name",
+                 kClientDev, "netns", client_ns_});
+    run_checked({"ip", "-n", server_ns_, "addr", "add", server_addr_ + "/30", "dev", kServerDev});
+    run_checked({"ip", "-n", client_ns_, "addr", "add", client_addr_ + "/30", "dev", kClientDev});
+    for (const auto& [ns, dev] : {std::pair{server_ns_, kServerDev}, {client_ns_, kClientDev}}) {
+      run_checked({"ip", "-n", ns, "link", "set", "lo", "up"});
+      run_checked({"ip", "-n", ns, "link", "set", dev, "up"});
+    }
+    shape("add");
+  } catch (...) {
+    remove();
+    throw;
+  }
+}
+
+NetnsLink::~NetnsLink() { remove(); }
+
+void NetnsLink::shape(const char* verb) {
+  const std::string burst = std::to_string(burst_bytes(rate_bit_per_s_));
+  const std::string latency = std::to_string(static_cast<int>(kQueueLatencyS * 1000)) + "ms";
+  for (const auto& [ns, dev] : {std::pair{server_ns_, kServerDev}, {client_ns_, kClientDev}})
+    run_checked({"tc", "-n", ns, "qdisc", verb, "dev", dev, "root", "tbf", "rate",
+                 rate_arg(rate_bit_per_s_), "burst", burst, "latency", latency});
+}
+
+void NetnsLink::set_rate(double rate_bit_per_s) {
+  if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
+  rate_bit_per_s_ = rate_bit_per_s;
+  shape("replace");
+}
+
+std::string NetnsLink::description() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "veth %s each way, tc tbf burst %lld B (netns %s <-> %s)",
+                rate_arg(rate_bit_per_s_).c_str(),
+                static_cast<long long>(burst_bytes(rate_bit_per_s_)), server_ns_.c_str(),
+                client_ns_.c_str());
+  return buf;
+}
+
+void NetnsLink::remove() noexcept {
+  if (slot_ >= 0) g_registry.state[slot_].store(0);
+  slot_ = -1;
+  for (const auto& ns : {server_ns_, client_ns_}) {
+    if (access((kNetnsDir + ns).c_str(), F_OK) != 0) continue;
+    try {
+      const CommandResult r = run_command({"ip", "netns", "del", ns});
+      if (r.exit_code != 0)
+        std::fprintf(stderr, "warning: could not delete network namespace %s: %s", ns.c_str(),
+                     r.err.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warning: could not delete network namespace %s: %s\n", ns.c_str(),
+                   e.what());
+    }
+  }
+}
+
+void NetnsLink::register_child(pid_t pgid) {
+  for (auto& c : g_registry.children) {
+    pid_t expected = 0;
+    if (c.compare_exchange_strong(expected, pgid)) return;
+  }
+}
+
+void NetnsLink::unregister_child(pid_t pgid) {
+  for (auto& c : g_registry.children) {
+    pid_t expected = pgid;
+    c.compare_exchange_strong(expected, 0);
+  }
+}
+
+}  // namespace splitsim

@@ -1,0 +1,81 @@
+#pragma once
+// NetnsLink: a real, shaped network link on this machine, for `splitsim
+// validate`. Two network namespaces ("splitsim-<pid>-<n>-server" and
+// "...-client") joined by a veth pair with addresses in a private /30
+// (10.213.X.4k+1 and +2; only addresses inside namespaces created here are
+// used, so nothing on the host's own network changes), lo and both veth
+// ends up, and a token bucket (tc tbf) on BOTH ends, so each direction is
+// shaped to the rate (full duplex). No netem: these kernels lack it.
+//
+// Cleanup: the destructor deletes both namespaces (the veth pair goes with
+// them). SIGINT/SIGTERM handlers (installed by the first link) kill the
+// registered child process groups, detach the namespaces' bind mounts
+// (umount2 + unlink: async-signal-safe, what `ip netns del` does) and
+// re-raise the signal. remove_stale() deletes namespaces with the prefix
+// whose creator pid is dead (a previous run killed with SIGKILL).
+//
+// No LibTorch here; every command runs through fork/exec (subprocess.h).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace splitsim {
+
+class NetnsLink {
+ public:
+  static constexpr const char* kPrefix = "splitsim-";
+
+  // "" when this process can build a link (euid 0 and `ip` and `tc` found on
+  // PATH), else the reason ("not root", "no `ip` command (iproute2)").
+  static std::string unavailable_reason();
+
+  // Token-bucket depth for a rate: max(1 ms of traffic, 4 KiB), in bytes.
+  // 1 ms keeps the bucket's free burst (bytes that pass at line rate after
+  // an idle period) below 1% of a transfer of >= 100 ms at that rate, while
+  // staying far above one MTU-sized frame, which tbf needs (a packet larger
+  // than the bucket is dropped; larger GSO packets are segmented by tbf).
+  static int64_t burst_bytes(double rate_bit_per_s);
+  // The queue bound passed as tbf "latency" (a too short queue drops the
+  // sender's packets and makes TCP back off below the rate).
+  static constexpr double kQueueLatencyS = 0.2;
+
+  // Deletes namespaces named kPrefix<pid>-... whose pid is not alive.
+  // Returns how many were removed.
+  static int remove_stale();
+
+  // REQUIRES: unavailable_reason() == "". Builds the link shaped to
+  // `rate_bit_per_s`. Throws std::runtime_error naming the failed command
+  // and its stderr (anything already created is removed first).
+  explicit NetnsLink(double rate_bit_per_s);
+  ~NetnsLink();
+  NetnsLink(const NetnsLink&) = delete;
+  NetnsLink& operator=(const NetnsLink&) = delete;
+
+  // Re-shapes both directions (tc qdisc replace). Throws as the constructor.
+  void set_rate(double rate_bit_per_s);
+
+  const std::string& server_netns() const { return server_ns_; }
+  const std::string& client_netns() const { return client_ns_; }
+  const std::string& server_address() const { return server_addr_; }  // 10.213.X.Y
+  const std::string& client_address() const { return client_addr_; }
+  double rate_bit_per_s() const { return rate_bit_per_s_; }
+  // "veth 200mbit each way, tc tbf burst 25000 B (netns A <-> B)"
+  std::string description() const;
+
+  // The signal handler also kills this process group (a child running
+  // inside the link) before removing the namespaces. At most 8 at a time.
+  static void register_child(pid_t pgid);
+  static void unregister_child(pid_t pgid);
+
+ private:
+  void shape(const char* verb);  // "add" or "replace"
+  void remove() noexcept;
+
+  std::string server_ns_, client_ns_;
+  std::string server_addr_, client_addr_;
+  double rate_bit_per_s_;
+  int slot_ = -1;  // index in the signal handler's registry
+};
+
+}  // namespace splitsim

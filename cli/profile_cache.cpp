@@ -1,0 +1,137 @@
+#include "profile_cache.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "splitsim/costmodel/efficiency_fit.h"
+#include "splitsim/costmodel/timing.h"
+#include "validation.h"
+
+namespace splitsim {
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string cache_key(const ModelSpec& m, int64_t batch, int threads, const OptimizerSpec& o) {
+  char host[256] = "";
+  gethostname(host, sizeof host);
+  nlohmann::json j = {{"version", SPLITSIM_VERSION},
+                      {"host", host},
+                      {"model", m.name},
+                      {"num_classes", m.num_classes},
+                      {"image_size", m.image_size},
+                      {"seq_len", m.seq_len},
+                      {"sizes", {m.hidden, m.layers, m.heads, m.ffn, m.vocab_size, m.max_positions}},
+                      {"path", m.path},
+                      {"input_shape", m.input_shape},
+                      {"input_dtype", m.input_dtype},
+                      {"batch", batch},
+                      {"threads", threads},
+                      {"optimizer", {o.name, o.lr, o.momentum, o.weight_decay}}};
+  return j.dump();
+}
+
+// Pins this process to `cpu` for its lifetime; restores the old mask.
+class ScopedAffinity {
+ public:
+  explicit ScopedAffinity(int cpu) {
+    if (cpu < 0 || sched_getaffinity(0, sizeof old_, &old_) != 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    active_ = sched_setaffinity(0, sizeof set, &set) == 0;
+  }
+  ~ScopedAffinity() {
+    if (active_) sched_setaffinity(0, sizeof old_, &old_);
+  }
+
+ private:
+  cpu_set_t old_{};
+  bool active_ = false;
+};
+
+}  // namespace
+
+std::string default_profile_cache_dir() {
+  if (const char* dir = std::getenv("SPLITSIM_PROFILE_CACHE"); dir != nullptr && *dir)
+    return dir;
+  return (std::filesystem::temp_directory_path() / "splitsim-profile-cache").string();
+}
+
+std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec,
+                               int64_t batch, int threads, const OptimizerSpec& optimizer) {
+  char name[256];
+  std::snprintf(name, sizeof name, "%s_b%lld_t%d_%016llx.json", spec.name.c_str(),
+                static_cast<long long>(batch), threads,
+                static_cast<unsigned long long>(fnv1a(cache_key(spec, batch, threads, optimizer))));
+  return (std::filesystem::path(cache_dir) / name).string();
+}
+
+CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& model,
+                                     int64_t batch, int threads,
+                                     const OptimizerSpec& optimizer, const std::string& cache_dir,
+                                     bool reprofile, int cpu,
+                                     const std::function<void(const std::string&)>& progress) {
+  const std::string file = profile_cache_file(cache_dir, spec, batch, threads, optimizer);
+  if (!reprofile && std::filesystem::exists(file)) {
+    try {
+      std::ifstream in(file);
+      return {parse_device(nlohmann::json::parse(in), file), "cached " + file};
+    } catch (const std::exception& e) {
+      progress("cached profile " + file + " is unreadable (" + e.what() + "); measuring again");
+    }
+  }
+  progress("profiling " + spec.name + " at batch " + std::to_string(batch) + " with " +
+           std::to_string(threads) + " thread(s) on this machine" +
+           (cpu >= 0 ? " (pinned to CPU " + std::to_string(cpu) + ")" : ""));
+  ProfileOptions opts;
+  opts.batch = batch;
+  opts.threads = threads;
+  opts.optimizer = optimizer;
+  DeviceProfile device;
+  {
+    ScopedAffinity pin(cpu);
+    device = profile_this_machine(spec, opts, [&](const std::string& l) { progress("profile: " + l); });
+  }
+  device.name = "cpu_this_machine_validate";
+  device.description = "this machine's CPU, " + std::to_string(threads) +
+                       " thread(s), measured by splitsim validate";
+  // Codec work (encode/decode) is priced by the formula: measure the peaks
+  // and fit the efficiencies to the unit timings, as `splitsim profile` does.
+  {
+    ScopedAffinity pin(cpu);
+    device.peak_flops = measure_peak_flops();
+    device.memory_bandwidth_Bps = measure_memory_bandwidth();
+  }
+  if (device.memory_bytes <= 0) device.memory_bytes = 1e10;
+  std::vector<TimedWork> data;
+  for (size_t i = 0; i < model.units.size() && i < device.timings.size(); ++i) {
+    data.push_back({model.units[i].fwd.scaled(batch), device.timings[i].fwd_s});
+    data.push_back({model.units[i].bwd.scaled(batch), device.timings[i].bwd_s});
+  }
+  if (!data.empty()) device.efficiency = fit_efficiency(device, data).efficiency;
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir, ec);
+  try {
+    write_file_atomically(file, nlohmann::json(device).dump(2) + "\n", "--profile-cache");
+    return {device, "measured now, cached in " + file};
+  } catch (const std::exception& e) {
+    return {device, "measured now (not cached: " + std::string(e.what()) + ")"};
+  }
+}
+
+}  // namespace splitsim

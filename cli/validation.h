@@ -1,0 +1,106 @@
+#pragma once
+// Predicted vs measured: the pure part of `splitsim validate` (no LibTorch,
+// no processes). Parses link rates, compares two Metrics metric by metric,
+// summarises a matrix of runs, and writes the reports:
+//   "splitsim.validation/1"         one variant (validate --json / --report)
+//   "splitsim.validation_matrix/1"  every variant (validate --matrix --json)
+// Both are written up in README "Output formats".
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "splitsim/sim/metrics.h"
+
+namespace splitsim {
+
+// "200mbit", "1gbit", "50Mbit", "500kbit", "1e8bit", "2.5gbit" or a plain
+// number of bit/s ("1e8") -> bit/s (decimal prefixes, as tc). Throws
+// InputError naming `flag` and the accepted forms for anything else or a
+// rate <= 0.
+double parse_link_rate(const std::string& text, const std::string& flag = "--link-rate");
+// 2e8 -> "200mbit", 1e9 -> "1gbit", 1.5e6 -> "1.5mbit".
+std::string format_link_rate(double bit_per_s);
+
+// One metric of one run. error = (predicted - measured) / measured; NaN
+// when measured is 0 and predicted is not (0 when both are 0).
+struct MetricError {
+  std::string metric;  // "time_per_batch_s", "parties.client.bytes_sent_per_batch", ...
+  double predicted = 0, measured = 0, error = 0;
+};
+
+// The compared metrics, in this order: time_per_batch_s, computation_time_s,
+// bandwidth_peak_client_Bps, bandwidth_peak_server_Bps, then per party of
+// `predicted` (matched by name in `measured`; a party missing there is
+// measured as 0): bytes_sent_per_batch, bytes_received_per_batch,
+// bandwidth_avg_send_Bps, bandwidth_avg_recv_Bps, busy_s_per_batch.
+std::vector<MetricError> compare_metrics(const Metrics& predicted, const Metrics& measured);
+
+// Quantile q in [0,1] with linear interpolation between order statistics
+// (position q*(n-1), as numpy's default). REQUIRES: !values.empty().
+double quantile(std::vector<double> values, double q);
+
+// Human table: metric, predicted, measured, error % ("n/a" for NaN).
+void print_comparison(std::ostream& os, const std::vector<MetricError>& rows);
+// "+12.3%", "-0.4%", "n/a".
+std::string format_error_percent(double error);
+
+// How the processes were connected.
+struct LinkInfo {
+  std::string description;  // "veth 200mbit each way, ..." or "loopback (not shaped: not root)"
+  bool shaped = false;
+  double rate_bit_per_s = 0;  // the rate the prediction used
+  int64_t burst_bytes = 0;    // tbf bucket (shaped only)
+};
+
+// One validated variant.
+struct ValidationRun {
+  std::string scenario, variant;
+  LinkInfo link;
+  std::string profile;  // "measured now (...)" or "cached FILE"
+  Metrics predicted, measured;
+  std::vector<MetricError> errors;
+  // For the matrix summary:
+  std::string schedule;
+  int64_t chunks = 1;
+  bool deterministic_bytes = true;  // no codec whose wire size varies by step
+  // exec time per batch / max(busiest party's measured compute, the busier
+  // link direction's bytes / link rate); set for gpipe with chunks >= 4.
+  std::optional<double> overlap_ratio;
+  std::string failure;  // non-empty: the run failed (measured is empty)
+};
+
+// exec time per batch / max(busiest party's busy_s_per_batch, max over
+// directions of client bytes per batch / (rate/8)), all from `measured`.
+double overlap_ratio(const Metrics& measured, double rate_bit_per_s);
+// True iff every party's bytes sent and received per batch are equal.
+bool bytes_match(const Metrics& predicted, const Metrics& measured);
+
+// {"schema": "splitsim.validation/1", "scenario", "variant", "link": {...},
+//  "profile", "predicted": metrics, "measured": metrics,
+//  "errors": {metric: {"predicted", "measured", "error_pct"}}, ...}
+nlohmann::json validation_json(const ValidationRun& run);
+
+struct MatrixSummary {
+  int runs = 0, failed = 0;
+  double median_abs_error_time_per_batch = 0;  // over the runs that did not fail
+  double p90_abs_error_time_per_batch = 0;
+  int bytes_checked = 0, bytes_exact = 0;  // deterministic-codec runs; equal bytes
+  std::vector<double> overlap_ratios;      // gpipe, chunks >= 4
+  double max_overlap_ratio = 0;
+};
+MatrixSummary summarise(const std::vector<ValidationRun>& runs);
+// {"schema": "splitsim.validation_matrix/1", "runs": [validation_json...], "summary": {...}}
+nlohmann::json matrix_json(const std::vector<ValidationRun>& runs);
+// One row per run, then the summary lines (targets: median <= 10%, bytes
+// exact, ratio <= 1.15).
+void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs);
+
+// Writes `text` to `path` via "<path>.tmp.<pid>" + rename: a failure leaves
+// no half-written file. Throws InputError naming `flag`.
+void write_file_atomically(const std::string& path, const std::string& text,
+                           const std::string& flag);
+
+}  // namespace splitsim

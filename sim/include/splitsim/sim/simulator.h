@@ -1,0 +1,52 @@
+#pragma once
+// The SimGrid simulator: Plan -> Timeline (then compute_metrics, write_chrome_trace).
+//
+// SimGrid allows one Engine per process (a second one keeps the first one's
+// clock, configuration and callbacks), so every simulation runs in a child
+// process forked for it (simulate, simulate_many); simulate_in_process is
+// the body those children run. See sim/README.md "Many simulations".
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/plan.h"
+#include "splitsim/sim/timeline.h"
+
+namespace splitsim {
+
+// Which waiting client the server computes for next, when several wait.
+enum class ServerOrder {
+  kFifo,        // the one that asked first
+  kRoundRobin,  // the next client index after the one served last (cyclic)
+};
+const char* server_order_name(ServerOrder order);  // "fifo", "round-robin"
+// Throws InputError naming `where` unless `name` is "fifo" or "round-robin".
+ServerOrder parse_server_order(const std::string& name, const std::string& where);
+
+struct SimOptions {
+  ServerOrder server_order = ServerOrder::kFifo;
+};
+
+// Throws InputError (naming the JSON path under "$.") when the Plan cannot be
+// simulated: no stages, a non-positive bandwidth, an unreadable
+// bandwidth_trace, warm-up not below iterations; std::invalid_argument when
+// the Plan is inconsistent (per-micro-batch vectors of the wrong length).
+void check_simulatable(const Plan& plan);
+
+// Simulates `plan` (Plan.iterations batches per client, then the schedule's
+// cooldown_batches(), whose events are dropped) in this process and returns
+// its timeline, events in sort_events() order.
+// REQUIRES: no SimGrid Engine was created in this process before; a second
+// call throws std::logic_error.
+Timeline simulate_in_process(const Plan& plan, const SimOptions& options = {});
+
+// Same result, computed in a forked child process: callable any number of
+// times. Throws what check_simulatable throws, or std::runtime_error when
+// the child fails (with its message).
+Timeline simulate(const Plan& plan, const SimOptions& options = {});
+
+// simulate() for every plan, at most `jobs` children at a time (jobs >= 1).
+// Results in input order. Throws for the first plan that fails, naming its variant.
+std::vector<Timeline> simulate_many(const std::vector<Plan>& plans, const SimOptions& options,
+                                    int jobs);
+
+}  // namespace splitsim

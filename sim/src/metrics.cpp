@@ -1,0 +1,228 @@
+// compute_metrics: Timeline -> Metrics (pure). JSON and CSV: metrics_io.cpp.
+#include "splitsim/sim/metrics.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+namespace splitsim {
+namespace {
+
+using Interval = std::pair<double, double>;
+
+// Total length of the union of `iv` (sorted in place).
+double union_length(std::vector<Interval>* iv) {
+  std::sort(iv->begin(), iv->end());
+  double total = 0, cur_start = 0, cur_end = -std::numeric_limits<double>::infinity();
+  bool open = false;
+  for (const auto& [s, e] : *iv) {
+    if (!open || s > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+double rate(const TimelineEvent& e) {
+  const double d = e.duration_s();
+  return d > 0 && e.bytes > 0 ? static_cast<double>(e.bytes) / d : 0.0;
+}
+
+Spread spread_of(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min_s = v.front();
+  s.max_s = v.back();
+  const size_t n = v.size();
+  s.median_s = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return s;
+}
+
+struct PartyAcc {
+  double sent = 0, received = 0, peak_send = 0, peak_recv = 0;
+  std::vector<Interval> busy;
+};
+
+struct LinkAcc {
+  double bytes = 0, peak = 0;
+  std::vector<Interval> busy;
+};
+
+// Peak of +1 at F start / -1 at B end, -1 first on ties.
+int64_t peak_stash(std::vector<std::pair<double, int>>* deltas) {
+  std::sort(deltas->begin(), deltas->end());
+  int64_t now = 0, peak = 0;
+  for (const auto& [t, d] : *deltas) peak = std::max(peak, now += d);
+  return peak;
+}
+
+void stage_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, double steady,
+                   Metrics* m) {
+  const size_t K = plan.stages.size();
+  // (stage, party) -> stash deltas / busy intervals.
+  std::map<std::pair<int, int>, std::vector<std::pair<double, int>>> deltas;
+  std::map<std::pair<int, int>, std::vector<Interval>> busy;
+  for (const auto& e : tl.events) {
+    if (e.stage < 0 || static_cast<size_t>(e.stage) >= K) continue;
+    const auto key = std::make_pair(e.stage, e.party);
+    if (e.kind == EventKind::kForward) deltas[key].emplace_back(e.start_s, +1);
+    if (e.kind == EventKind::kBackward) deltas[key].emplace_back(e.end_s, -1);
+    if (is_compute(e.kind) && e.batch >= warmup) busy[key].emplace_back(e.start_s, e.end_s);
+  }
+  for (size_t k = 0; k < K; ++k) {
+    StageMetrics s;
+    s.stage = static_cast<int>(k);
+    s.party = plan.stages[k].party;
+    for (auto& [key, d] : deltas)
+      if (key.first == s.stage)
+        s.peak_stashed_microbatches = std::max(s.peak_stashed_microbatches, peak_stash(&d));
+    for (auto& [key, iv] : busy)
+      if (key.first == s.stage)
+        s.busy_s_per_batch = std::max(s.busy_s_per_batch, union_length(&iv) / steady);
+    s.peak_stash_bytes = s.peak_stashed_microbatches * plan.stages[k].stash_bytes_per_microbatch +
+                         plan.stages[k].replay_bytes;
+    m->stages.push_back(s);
+  }
+}
+
+}  // namespace
+
+const PartyMetrics* Metrics::party(const std::string& name) const {
+  for (const auto& p : parties)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+Metrics compute_metrics(const Timeline& tl, const Plan& plan, int64_t warmup) {
+  int64_t batches = 0;
+  double t0 = std::numeric_limits<double>::infinity(), t_end = 0;
+  for (const auto& e : tl.events) {
+    batches = std::max(batches, e.batch + 1);
+    t0 = std::min(t0, e.start_s);
+    t_end = std::max(t_end, e.end_s);
+  }
+  if (warmup < 0 || warmup >= batches)
+    throw std::invalid_argument("compute_metrics: warm-up " + std::to_string(warmup) +
+                                " must be below the " + std::to_string(batches) +
+                                " batches in the timeline");
+  Metrics m;
+  m.scenario = plan.scenario;
+  m.variant = plan.variant;
+  m.schedule = schedule_name(plan.schedule);
+  m.batches = batches;
+  m.warmup_batches = warmup;
+  m.clients = tl.clients;
+  m.makespan_s = t_end - t0;
+
+  std::vector<double> round_end(batches, t0);
+  for (const auto& e : tl.events) round_end[e.batch] = std::max(round_end[e.batch], e.end_s);
+  const double steady = static_cast<double>(batches - warmup);
+  const double window_start = warmup > 0 ? round_end[warmup - 1] : t0;
+  m.time_per_batch_s = (round_end[batches - 1] - window_start) / steady;
+  std::vector<double> intervals;
+  for (int64_t b = warmup; b < batches; ++b)
+    intervals.push_back(round_end[b] - (b > 0 ? round_end[b - 1] : t0));
+  m.time_per_batch_spread = spread_of(intervals);
+  m.throughput_batches_per_s = m.time_per_batch_s > 0 ? tl.clients / m.time_per_batch_s : 0;
+
+  // One pass: compute intervals per round, per party; transfers per party and link.
+  std::vector<std::vector<Interval>> round_compute(batches);
+  std::vector<PartyAcc> party(tl.parties.size());
+  std::map<std::pair<int, int>, LinkAcc> links;
+  for (const auto& e : tl.events) {
+    if (e.batch < warmup) continue;
+    PartyAcc& p = party.at(e.party);
+    if (is_compute(e.kind)) {
+      round_compute[e.batch].emplace_back(e.start_s, e.end_s);
+      p.busy.emplace_back(e.start_s, e.end_s);
+    } else if (e.kind == EventKind::kSend) {
+      p.sent += e.bytes;
+      p.peak_send = std::max(p.peak_send, rate(e));
+      LinkAcc& l = links[{e.party, e.peer}];
+      l.bytes += e.bytes;
+      l.peak = std::max(l.peak, rate(e));
+      l.busy.emplace_back(e.start_s, e.end_s);
+    } else {
+      p.received += e.bytes;
+      p.peak_recv = std::max(p.peak_recv, rate(e));
+    }
+  }
+  double computation = 0;
+  for (int64_t b = warmup; b < batches; ++b) computation += union_length(&round_compute[b]);
+  m.computation_time_s = computation / steady;
+
+  std::vector<bool> is_client(tl.parties.size(), false);
+  for (int32_t c : tl.client_parties) is_client.at(c) = true;
+  double busy_sum = 0;
+  int busy_parties = 0;
+  for (size_t i = 0; i < tl.parties.size(); ++i) {
+    PartyMetrics pm;
+    pm.name = tl.parties[i];
+    pm.client = is_client[i];
+    PartyAcc& acc = party[i];
+    pm.bytes_sent_per_batch = acc.sent / steady;
+    pm.bytes_received_per_batch = acc.received / steady;
+    if (m.computation_time_s > 0) {
+      pm.bandwidth_avg_send_Bps = pm.bytes_sent_per_batch / m.computation_time_s;
+      pm.bandwidth_avg_recv_Bps = pm.bytes_received_per_batch / m.computation_time_s;
+    }
+    if (m.time_per_batch_s > 0) {
+      pm.send_Bps_over_time_per_batch = pm.bytes_sent_per_batch / m.time_per_batch_s;
+      pm.recv_Bps_over_time_per_batch = pm.bytes_received_per_batch / m.time_per_batch_s;
+    }
+    pm.peak_send_Bps = acc.peak_send;
+    pm.peak_recv_Bps = acc.peak_recv;
+    pm.busy_s_per_batch = union_length(&acc.busy) / steady;
+    pm.utilisation = m.time_per_batch_s > 0 ? pm.busy_s_per_batch / m.time_per_batch_s : 0;
+    if (!acc.busy.empty()) {
+      busy_sum += pm.busy_s_per_batch;
+      ++busy_parties;
+    }
+    if (pm.client)
+      m.bandwidth_peak_client_Bps = std::max(m.bandwidth_peak_client_Bps, pm.peak_send_Bps);
+    else
+      m.bandwidth_peak_server_Bps = std::max(m.bandwidth_peak_server_Bps, pm.peak_recv_Bps);
+    m.parties.push_back(pm);
+  }
+  m.bubble_fraction = busy_parties > 0 && m.time_per_batch_s > 0
+                          ? 1.0 - busy_sum / (busy_parties * m.time_per_batch_s)
+                          : 0.0;
+
+  for (auto& [key, acc] : links) {
+    LinkMetrics lm;
+    lm.from = tl.parties[key.first];
+    lm.to = tl.parties[key.second];
+    lm.bytes_per_batch = acc.bytes / steady;
+    lm.busy_s_per_batch = union_length(&acc.busy) / steady;
+    lm.utilisation = m.time_per_batch_s > 0 ? lm.busy_s_per_batch / m.time_per_batch_s : 0;
+    lm.peak_Bps = acc.peak;
+    m.links.push_back(lm);
+  }
+  std::sort(m.links.begin(), m.links.end(), [](const LinkMetrics& a, const LinkMetrics& b) {
+    return std::tie(a.from, a.to) < std::tie(b.from, b.to);
+  });
+
+  for (const auto& p : m.parties)
+    if (p.utilisation > m.busiest_utilisation) {
+      m.busiest_utilisation = p.utilisation;
+      m.busiest_resource = p.name;
+    }
+  for (const auto& l : m.links)
+    if (l.utilisation > m.busiest_utilisation) {
+      m.busiest_utilisation = l.utilisation;
+      m.busiest_resource = "link " + l.from + "->" + l.to;
+    }
+  stage_metrics(tl, plan, warmup, steady, &m);
+  return m;
+}
+
+}  // namespace splitsim

@@ -1,0 +1,34 @@
+#pragma once
+// The SimGrid platform of a Deployment (see sim/README.md "Platform"):
+// one host per party, each joined to a central switch by its own
+// full-duplex access link; a transfer A->B crosses A's link up and B's link
+// down. The links carry bandwidth only: the Plan's latency is added per
+// message by the runtime after its bytes have crossed (runtime.h,
+// PairSender), so a lone N-byte transfer takes exactly latency_s + N /
+// bandwidth and back-to-back messages overlap their latencies as on one TCP
+// stream.
+#include <simgrid/s4u/Host.hpp>
+#include <string>
+#include <vector>
+
+#include "deployment.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim::sim_internal {
+
+// Host speed: an execution of s seconds is s * kFlopsPerSecond flops.
+constexpr double kFlopsPerSecond = 1e9;
+
+// Bytes per second of the client->server (up) and server->client (down) directions.
+double up_bytes_per_s(const NetworkSpec& net);
+double down_bytes_per_s(const NetworkSpec& net);
+
+// Builds the platform and returns one host per party, in Deployment order.
+// `bandwidth_trace`: empty, or SimGrid profile text ("TIME FACTOR" lines)
+// applied to every link direction.
+// REQUIRES: the process's Engine exists, configured (see simulator.cpp), and
+// no platform was built yet.
+std::vector<simgrid::s4u::Host*> build_platform(const Deployment& d, const NetworkSpec& net,
+                                                const std::string& bandwidth_trace);
+
+}  // namespace splitsim::sim_internal

@@ -1,0 +1,257 @@
+#include "runtime.h"
+
+#include <algorithm>
+#include <cassert>
+#include <initializer_list>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <string>
+
+#include "platform.h"
+
+namespace splitsim::sim_internal {
+
+namespace sg4 = simgrid::s4u;
+
+Inbox::Inbox() : ready_(sg4::Semaphore::create(0)) {}
+
+void Inbox::deliver(const Message& m) {
+  queue_.push_back(m);
+  ready_->release();
+}
+
+Message Inbox::take() {
+  ready_->acquire();
+  const Message m = queue_.front();
+  queue_.pop_front();
+  return m;
+}
+
+void complete_transfer(SimContext* ctx, Outgoing* o, double start_s, double arrival_s) {
+  TimelineEvent send = o->send;
+  send.start_s = start_s;
+  send.end_s = arrival_s;
+  TimelineEvent recv = send;
+  recv.kind = EventKind::kRecv;
+  std::swap(recv.party, recv.peer);
+  recv.stage = send.backward ? send.stage - 1 : send.stage + 1;
+  ctx->timeline->events.push_back(send);
+  ctx->timeline->events.push_back(recv);
+  o->message.arrival_s = arrival_s;
+  o->inbox->deliver(o->message);
+}
+
+PairSender::PairSender(SimContext* ctx, int from_party, int to_party)
+    : ctx_(ctx), from_(from_party), to_(to_party), pending_(sg4::Semaphore::create(0)) {}
+
+void PairSender::post(Outgoing o) {
+  queue_.push_back(std::move(o));
+  pending_->release();
+}
+
+void PairSender::run() {
+  const NetworkSpec& net = ctx_->plan->network;
+  sg4::Host* from = ctx_->hosts[from_];
+  sg4::Host* to = ctx_->hosts[to_];
+  for (;;) {
+    pending_->acquire();
+    Outgoing o = std::move(queue_.front());
+    queue_.pop_front();
+    const double start = sg4::Engine::get_clock();
+    if (net.per_message_overhead_s > 0) sg4::this_actor::sleep_for(net.per_message_overhead_s);
+    sg4::Comm::sendto(from, to, static_cast<uint64_t>(o.bytes));
+    const double sent = sg4::Engine::get_clock();
+    complete_transfer(ctx_, &o, start, sent + net.latency_s);
+  }
+}
+
+namespace {
+
+// One part of a compute interval, laid end to end with the others.
+struct Slice {
+  EventKind kind;
+  double seconds;
+  int boundary = -1;
+  bool backward = false;
+};
+
+// The actor of one (client, stage) instance: runs the stage's ops in order.
+class StageActor {
+ public:
+  StageActor(SimContext* ctx, int instance) : ctx_(ctx), id_(instance) {}
+
+  void operator()() {
+    const Instance& in = ctx_->deployment->instances[id_];
+    wake_ = sg4::Semaphore::create(0);
+    for (const Op& op : ctx_->ops[in.stage]) {
+      switch (op.kind) {
+        case OpKind::kForward:
+          forward(in, op);
+          break;
+        case OpKind::kBackward:
+          backward(in, op);
+          break;
+        case OpKind::kUpdate:
+          compute(in, op, {{EventKind::kUpdate, ctx_->plan->stages[in.stage].update_s}});
+          break;
+        case OpKind::kBarrier:
+          ctx_->barriers[in.client]->wait();
+          break;
+      }
+    }
+  }
+
+ private:
+  void forward(const Instance& in, const Op& op) {
+    const Plan& plan = *ctx_->plan;
+    const int k = in.stage, K = static_cast<int>(plan.stages.size());
+    const size_t i = static_cast<size_t>(op.microbatch);
+    if (k > 0) expect(ctx_->fwd_inbox[id_].take(), op);
+    const double dec = k > 0 ? plan.boundaries[k - 1].forward.decode_s[i] : 0.0;
+    const double enc = k + 1 < K ? plan.boundaries[k].forward.encode_s[i] : 0.0;
+    const double model = std::max(0.0, plan.stages[k].fwd_s[i] - dec - enc);
+    compute(in, op,
+            {{EventKind::kDecode, dec, k - 1, false},
+             {EventKind::kForward, model},
+             {EventKind::kEncode, enc, k, false}});
+    if (k + 1 < K) send(in, op, k, false);
+  }
+
+  void backward(const Instance& in, const Op& op) {
+    const Plan& plan = *ctx_->plan;
+    const int k = in.stage, K = static_cast<int>(plan.stages.size());
+    const size_t i = static_cast<size_t>(op.microbatch);
+    if (k + 1 < K) expect(ctx_->bwd_inbox[id_].take(), op);
+    double replay = 0;  // fr: the stage's forward again, without the codec work
+    if (plan.schedule == Schedule::kFr) {
+      replay = plan.stages[k].fwd_s[i];
+      if (k > 0) replay -= plan.boundaries[k - 1].forward.decode_s[i];
+      if (k + 1 < K) replay -= plan.boundaries[k].forward.encode_s[i];
+      replay = std::max(0.0, replay);
+    }
+    const double dec = k + 1 < K ? plan.boundaries[k].backward.decode_s[i] : 0.0;
+    const double enc = k > 0 ? plan.boundaries[k - 1].backward.encode_s[i] : 0.0;
+    const double model = std::max(0.0, plan.stages[k].bwd_s[i] - dec - enc);
+    compute(in, op,
+            {{EventKind::kRecompute, replay},
+             {EventKind::kDecode, dec, k, true},
+             {EventKind::kBackward, model},
+             {EventKind::kEncode, enc, k - 1, true}});
+    if (k > 0) send(in, op, k - 1, true);
+  }
+
+  // Waits until the message has arrived (its latency has passed).
+  static void expect(const Message& m, const Op& op) {
+    assert(m.batch == op.batch && m.microbatch == op.microbatch);
+    (void)op;
+    if (m.arrival_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(m.arrival_s);
+  }
+
+  // Runs the slices back to back as one execution on the instance's host and
+  // records one event per slice of non-zero length (the main kind always).
+  void compute(const Instance& in, const Op& op, std::initializer_list<Slice> slices) {
+    double total = 0;
+    for (const Slice& s : slices) total += s.seconds;
+    HostArbiter& host = *ctx_->arbiters[in.party];
+    const bool busy = total > 0;
+    if (busy) host.acquire(in.client, wake_.get());
+    const double start = sg4::Engine::get_clock();
+    if (busy) sg4::this_actor::execute(total * kFlopsPerSecond);
+    const double end = sg4::Engine::get_clock();
+    if (busy) host.release();
+    auto recorded = [](const Slice& s) {
+      return s.seconds > 0 || (s.kind != EventKind::kEncode && s.kind != EventKind::kDecode &&
+                               s.kind != EventKind::kRecompute);
+    };
+    const Slice* last = nullptr;
+    for (const Slice& s : slices)
+      if (recorded(s)) last = &s;
+    double t = start;
+    for (const Slice& s : slices) {
+      if (!recorded(s)) continue;
+      TimelineEvent e = base(in, op);
+      e.kind = s.kind;
+      e.boundary = s.boundary;
+      e.backward = s.backward ? 1 : 0;
+      e.start_s = t;
+      t = &s == last ? end : std::min(end, t + s.seconds);
+      e.end_s = t;
+      ctx_->timeline->events.push_back(e);
+    }
+  }
+
+  void send(const Instance& in, const Op& op, int boundary, bool backward) {
+    const Deployment& d = *ctx_->deployment;
+    const Channel& ch = d.channels[d.channel(in.client, boundary, backward)];
+    Inbox* inbox = backward ? &ctx_->bwd_inbox[ch.to] : &ctx_->fwd_inbox[ch.to];
+    const Message msg{op.batch, op.microbatch};
+    if (ch.local) {
+      inbox->deliver(msg);
+      return;
+    }
+    const PlanTransfer& t = backward ? ctx_->plan->boundaries[boundary].backward
+                                     : ctx_->plan->boundaries[boundary].forward;
+    Outgoing o;
+    o.message = msg;
+    o.inbox = inbox;
+    o.bytes = t.wire_bytes[static_cast<size_t>(op.microbatch)];
+    o.send = base(in, op);
+    o.send.kind = EventKind::kSend;
+    o.send.peer = d.instances[ch.to].party;
+    o.send.boundary = boundary;
+    o.send.backward = backward ? 1 : 0;
+    o.send.bytes = o.bytes;
+    ctx_->senders.at({in.party, o.send.peer})->post(std::move(o));
+  }
+
+  TimelineEvent base(const Instance& in, const Op& op) const {
+    TimelineEvent e;
+    e.party = in.party;
+    e.stage = in.stage;
+    e.client = in.client;
+    e.batch = op.batch;
+    e.microbatch = op.microbatch;
+    return e;
+  }
+
+  SimContext* ctx_;
+  int id_;
+  sg4::SemaphorePtr wake_;
+};
+
+}  // namespace
+
+void deploy_actors(SimContext* ctx) {
+  const Plan& plan = *ctx->plan;
+  const Deployment& d = *ctx->deployment;
+  const int K = d.stages;
+  for (size_t p = 0; p < d.parties.size(); ++p)
+    ctx->arbiters.push_back(std::make_unique<HostArbiter>(ctx->options.server_order));
+  ctx->fwd_inbox.resize(d.instances.size());
+  ctx->bwd_inbox.resize(d.instances.size());
+  for (int k = 0; k < K; ++k)
+    ctx->ops.push_back(
+        stage_ops(plan.schedule, k, K, plan.chunks(),
+                  plan.iterations + cooldown_batches(plan.schedule, K, plan.chunks())));
+  if (has_iteration_barrier(plan.schedule))
+    for (int c = 0; c < d.clients; ++c) ctx->barriers.push_back(sg4::Barrier::create(K));
+  for (const Channel& ch : d.channels) {
+    if (ch.local) continue;
+    const int a = d.instances[ch.from].party, b = d.instances[ch.to].party;
+    auto& sender = ctx->senders[{a, b}];
+    if (sender) continue;
+    sender = std::make_unique<PairSender>(ctx, a, b);
+    PairSender* raw = sender.get();
+    sg4::Actor::create("send " + d.parties[a].name + "->" + d.parties[b].name, ctx->hosts[a],
+                       [raw] { raw->run(); })
+        ->daemonize();
+  }
+  for (size_t i = 0; i < d.instances.size(); ++i) {
+    const Instance& in = d.instances[i];
+    sg4::Actor::create("stage" + std::to_string(in.stage) + " client" + std::to_string(in.client),
+                       ctx->hosts[in.party], StageActor(ctx, static_cast<int>(i)));
+  }
+}
+
+}  // namespace splitsim::sim_internal

@@ -1,0 +1,139 @@
+#include "splitsim/sim/schedule.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace splitsim {
+
+std::string to_string(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kForward:
+      return "F" + std::to_string(op.batch) + "." + std::to_string(op.microbatch);
+    case OpKind::kBackward:
+      return "B" + std::to_string(op.batch) + "." + std::to_string(op.microbatch);
+    case OpKind::kUpdate:
+      return "U" + std::to_string(op.batch);
+    case OpKind::kBarrier:
+      return "S" + std::to_string(op.batch);
+  }
+  return "?";
+}
+
+std::string to_string(const std::vector<Op>& ops) {
+  std::string out;
+  for (const Op& op : ops) out += (out.empty() ? "" : " ") + to_string(op);
+  return out;
+}
+
+bool has_iteration_barrier(Schedule schedule) {
+  return schedule == Schedule::kDdg || schedule == Schedule::kFr;
+}
+
+int64_t cooldown_batches(Schedule schedule, int K, int64_t m) {
+  switch (schedule) {
+    case Schedule::kDdg:
+    case Schedule::kFr:
+      return K - 1;
+    case Schedule::kPipeDream:
+      return (K - 1 + m - 1) / m;
+    default:
+      return 0;
+  }
+}
+
+namespace {
+
+void sequential(int64_t m, int64_t batches, std::vector<Op>* ops) {
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      ops->push_back(F(b, i));
+      ops->push_back(B(b, i));
+    }
+    ops->push_back(U(b));
+  }
+}
+
+void gpipe(int64_t m, int64_t batches, std::vector<Op>* ops) {
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < m; ++i) ops->push_back(F(b, i));
+    for (int64_t i = m - 1; i >= 0; --i) ops->push_back(B(b, i));
+    ops->push_back(U(b));
+  }
+}
+
+void one_f_one_b(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
+  const int64_t w = std::min<int64_t>(K - k, m);
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < w; ++i) ops->push_back(F(b, i));
+    for (int64_t i = 0; i < m; ++i) {
+      ops->push_back(B(b, i));
+      if (i + w < m) ops->push_back(F(b, i + w));
+    }
+    ops->push_back(U(b));
+  }
+}
+
+void pipedream(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
+  const int64_t total = m * batches;
+  const int64_t w = std::min<int64_t>(K - k, total);
+  for (int64_t j = 0; j < w; ++j) ops->push_back(F(j / m, j % m));
+  for (int64_t j = 0; j < total; ++j) {
+    ops->push_back(B(j / m, j % m));
+    if (j % m == m - 1) ops->push_back(U(j / m));
+    if (j + w < total) ops->push_back(F((j + w) / m, (j + w) % m));
+  }
+}
+
+// ddg and fr share the order; fr differs in what its backward costs.
+void delayed(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
+  const int64_t delay = K - 1 - k;
+  const int64_t iterations = batches == 0 ? 0 : batches + K - 1;
+  for (int64_t t = 0; t < iterations; ++t) {
+    if (t < batches)
+      for (int64_t i = 0; i < m; ++i) ops->push_back(F(t, i));
+    const int64_t b = t - delay;
+    if (b >= 0 && b < batches) {
+      for (int64_t i = 0; i < m; ++i) ops->push_back(B(b, i));
+      ops->push_back(U(b));
+    }
+    ops->push_back(Sync(t));
+  }
+}
+
+}  // namespace
+
+std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches) {
+  assert(0 <= k && k < K && m >= 1 && batches >= 0);
+  std::vector<Op> ops;
+  ops.reserve(static_cast<size_t>(batches * (2 * m + 2) + K));
+  switch (schedule) {
+    case Schedule::kSequential:
+      sequential(m, batches, &ops);
+      break;
+    case Schedule::kGpipe:
+      gpipe(m, batches, &ops);
+      break;
+    case Schedule::k1F1B:
+      one_f_one_b(k, K, m, batches, &ops);
+      break;
+    case Schedule::kPipeDream:
+      pipedream(k, K, m, batches, &ops);
+      break;
+    case Schedule::kDdg:
+    case Schedule::kFr:
+      delayed(k, K, m, batches, &ops);
+      break;
+  }
+  return ops;
+}
+
+int64_t peak_in_flight(const std::vector<Op>& ops) {
+  int64_t now = 0, peak = 0;
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kForward) peak = std::max(peak, ++now);
+    if (op.kind == OpKind::kBackward) --now;
+  }
+  return peak;
+}
+
+}  // namespace splitsim

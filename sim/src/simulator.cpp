@@ -1,0 +1,163 @@
+// simulate_in_process: one Plan, one SimGrid Engine, in this process.
+#include "splitsim/sim/simulator.h"
+
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <fstream>
+#include <simgrid/s4u/Engine.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "deployment.h"
+#include "platform.h"
+#include "runtime.h"
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+
+const char* server_order_name(ServerOrder order) {
+  return order == ServerOrder::kFifo ? "fifo" : "round-robin";
+}
+
+ServerOrder parse_server_order(const std::string& name, const std::string& where) {
+  if (name == "fifo") return ServerOrder::kFifo;
+  if (name == "round-robin") return ServerOrder::kRoundRobin;
+  throw InputError(where, "unknown server order \"" + name + "\"; use fifo or round-robin");
+}
+
+namespace {
+
+void check_length(size_t got, size_t want, const std::string& what) {
+  if (got != want)
+    throw std::invalid_argument("inconsistent Plan: " + what + " has " + std::to_string(got) +
+                                " entries, expected one per micro-batch (" + std::to_string(want) +
+                                ")");
+}
+
+// Reads a bandwidth trace: lines "TIME_S FACTOR" (FACTOR in (0, 1] of the
+// link's bandwidth from TIME_S on, times non-decreasing), '#' comments and
+// blank lines. Returns the SimGrid profile text. Throws InputError.
+std::string load_bandwidth_trace(const std::string& path) {
+  const std::string where = "$.network.bandwidth_trace";
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(where, "cannot read \"" + path + "\"; give a file of lines \"TIME_S FACTOR\"");
+  std::string line, out;
+  double last = 0;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    double t = 0, factor = 0;
+    std::string rest;
+    if (!(fields >> t)) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      throw InputError(where, path + ":" + std::to_string(n) + ": expected \"TIME_S FACTOR\"");
+    }
+    if (!(fields >> factor) || (fields >> rest) || t < last || !(factor > 0 && factor <= 1))
+      throw InputError(where, path + ":" + std::to_string(n) +
+                                  ": expected \"TIME_S FACTOR\" with times non-decreasing from "
+                                  "0 and FACTOR in (0, 1]");
+    last = t;
+    std::ostringstream canon;
+    canon.precision(17);
+    canon << t << " " << factor << "\n";
+    out += canon.str();
+  }
+  if (out.empty()) throw InputError(where, path + ": no \"TIME_S FACTOR\" line");
+  return out;
+}
+
+}  // namespace
+
+void check_simulatable(const Plan& plan) {
+  if (plan.stages.empty()) throw InputError("$.partition", "the plan has no stages");
+  if (plan.chunks() < 1) throw InputError("$.chunks", "the plan has no micro-batches");
+  if (plan.iterations < 1) throw InputError("$.iterations", "must be at least 1");
+  if (plan.warmup < 0 || plan.warmup >= plan.iterations)
+    throw InputError("$.warmup",
+                     "must be >= 0 and below iterations (" + std::to_string(plan.iterations) + ")");
+  if (plan.clients < 1) throw InputError("$.clients", "must be at least 1");
+  const NetworkSpec& net = plan.network;
+  if (!(sim_internal::up_bytes_per_s(net) > 0) || !(sim_internal::down_bytes_per_s(net) > 0))
+    throw InputError("$.network", "bandwidths and bandwidth_factor must be positive");
+  if (net.latency_s < 0 || net.per_message_overhead_s < 0)
+    throw InputError("$.network", "latency_s and per_message_overhead_s must be >= 0");
+  if (!net.bandwidth_trace.empty()) load_bandwidth_trace(net.bandwidth_trace);
+  const size_t m = plan.microbatch_sizes.size();
+  const size_t K = plan.stages.size();
+  if (plan.boundaries.size() + 1 != K)
+    throw std::invalid_argument("inconsistent Plan: " + std::to_string(K) + " stages need " +
+                                std::to_string(K - 1) + " boundaries");
+  for (size_t k = 0; k < K; ++k) {
+    check_length(plan.stages[k].fwd_s.size(), m, plan.stages[k].name + ".fwd_s");
+    check_length(plan.stages[k].bwd_s.size(), m, plan.stages[k].name + ".bwd_s");
+  }
+  for (size_t b = 0; b + 1 < K; ++b) {
+    const PlanBoundary& bd = plan.boundaries[b];
+    if (bd.from_stage != static_cast<int>(b) || bd.to_stage != static_cast<int>(b) + 1)
+      throw std::invalid_argument("inconsistent Plan: boundary " + std::to_string(b) +
+                                  " must join stages " + std::to_string(b) + " and " +
+                                  std::to_string(b + 1));
+    for (const PlanTransfer* t : {&bd.forward, &bd.backward}) {
+      const std::string what =
+          "boundary " + std::to_string(b) + (t == &bd.forward ? " forward" : " backward");
+      check_length(t->wire_bytes.size(), m, what + " wire_bytes");
+      check_length(t->encode_s.size(), m, what + " encode_s");
+      check_length(t->decode_s.size(), m, what + " decode_s");
+    }
+  }
+}
+
+Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
+  // SimGrid keeps one Engine per process (SPEC "Facts about the dependencies").
+  static bool engine_created = false;
+  if (engine_created)
+    throw std::logic_error(
+        "simulate_in_process: this process already ran a SimGrid engine; "
+        "use simulate() (a child process per simulation)");
+  engine_created = true;
+  check_simulatable(plan);
+
+  xbt_log_control_set("root.thresh:critical");
+  int argc = 1;
+  char arg0[] = "splitsim";
+  char* argv[] = {arg0, nullptr};
+  simgrid::s4u::Engine engine(&argc, argv);
+  // A lone N-byte transfer takes exactly latency + N / bandwidth.
+  simgrid::s4u::Engine::set_config("network/model:CM02");
+  simgrid::s4u::Engine::set_config("network/crosstraffic:0");
+  simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
+  // Actors are shallow; thousands of them (1,000 clients) fit in small stacks.
+  simgrid::s4u::Engine::set_config("contexts/stack-size:256");
+
+  const sim_internal::Deployment d = sim_internal::make_deployment(plan);
+  Timeline timeline;
+  timeline.clients = d.clients;
+  for (size_t p = 0; p < d.parties.size(); ++p) {
+    timeline.parties.push_back(d.parties[p].name);
+    if (d.parties[p].client_role) timeline.client_parties.push_back(static_cast<int32_t>(p));
+  }
+  sim_internal::SimContext ctx;
+  ctx.plan = &plan;
+  ctx.deployment = &d;
+  ctx.options = options;
+  ctx.timeline = &timeline;
+  const std::string trace = plan.network.bandwidth_trace.empty()
+                                ? ""
+                                : load_bandwidth_trace(plan.network.bandwidth_trace);
+  ctx.hosts = sim_internal::build_platform(d, plan.network, trace);
+  sim_internal::deploy_actors(&ctx);
+  engine.run();
+  // The cool-down batches only kept the pipeline full behind the last one.
+  auto& ev = timeline.events;
+  ev.erase(std::remove_if(ev.begin(), ev.end(),
+                          [&](const TimelineEvent& e) { return e.batch >= plan.iterations; }),
+           ev.end());
+  sort_events(&timeline);
+  return timeline;
+}
+
+}  // namespace splitsim

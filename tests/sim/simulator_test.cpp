@@ -1,0 +1,228 @@
+// The SimGrid simulator against analytical cases (one child process each).
+#include "splitsim/sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/sim/metrics.h"
+#include "splitsim/sim/trace.h"
+#include "test_plans.h"
+
+namespace splitsim {
+namespace {
+
+using testing::equal_stages;
+using testing::set_wire_bytes;
+using testing::ushape;
+
+constexpr double kTf = 1e-3, kTb = 2e-3;  // per stage and micro-batch
+constexpr double kRel = 1e-9;
+
+Metrics run(const Plan& plan) { return compute_metrics(simulate(plan), plan, plan.warmup); }
+
+TEST(SimulatorTest, SequentialTakesTfPlusTbPerBatch) {
+  const int K = 4;
+  const Metrics m = run(equal_stages(K, 1, kTf, kTb, Schedule::kSequential));
+  EXPECT_NEAR(m.time_per_batch_s, K * (kTf + kTb), kRel);
+  EXPECT_NEAR(m.computation_time_s, K * (kTf + kTb), kRel);
+  const Metrics m2 = run(equal_stages(K, 2, kTf, kTb, Schedule::kSequential));
+  EXPECT_NEAR(m2.time_per_batch_s, 2 * K * (kTf + kTb), kRel);
+}
+
+TEST(SimulatorTest, GpipeTakesMPlusKMinusOneSlots) {
+  const int K = 4, mb = 4;
+  const Metrics m = run(equal_stages(K, mb, kTf, kTb, Schedule::kGpipe));
+  EXPECT_NEAR(m.time_per_batch_s, (mb + K - 1) * (kTf + kTb), kRel);
+  EXPECT_NEAR(m.time_per_batch_spread.max_s - m.time_per_batch_spread.min_s, 0, kRel);
+  for (const auto& s : m.stages) EXPECT_EQ(s.peak_stashed_microbatches, mb) << s.stage;
+  // Bubble: each stage is busy m(tf+tb) of (m+K-1)(tf+tb).
+  EXPECT_NEAR(m.bubble_fraction, 1.0 - double(mb) / (mb + K - 1), 1e-9);
+}
+
+TEST(SimulatorTest, OneFOneBHasGpipesMakespanWithLessStash) {
+  const int K = 4, mb = 4;
+  const Metrics m = run(equal_stages(K, mb, kTf, kTb, Schedule::k1F1B));
+  EXPECT_NEAR(m.time_per_batch_s, (mb + K - 1) * (kTf + kTb), kRel);
+  for (const auto& s : m.stages) EXPECT_EQ(s.peak_stashed_microbatches, K - s.stage) << s.stage;
+  EXPECT_EQ(m.stages[0].peak_stash_bytes, 400);
+  EXPECT_EQ(m.stages[3].peak_stash_bytes, 100);
+}
+
+TEST(SimulatorTest, PipeDreamSteadyStateIsOneStagesWork) {
+  const int K = 4;
+  const Metrics m = run(equal_stages(K, 1, kTf, kTb, Schedule::kPipeDream, 24, 8));
+  EXPECT_NEAR(m.time_per_batch_s, kTf + kTb, kRel);  // (T_F + T_B) / K
+  for (const auto& s : m.stages) EXPECT_EQ(s.peak_stashed_microbatches, K - s.stage);
+}
+
+TEST(SimulatorTest, DdgTakesTfPlusTbOverK) {
+  const int K = 4;
+  const Metrics m = run(equal_stages(K, 1, kTf, kTb, Schedule::kDdg, 16, 6));
+  EXPECT_NEAR(m.time_per_batch_s, K * kTf + kTb, kRel);  // T_F + T_B / K
+  for (const auto& s : m.stages) EXPECT_EQ(s.peak_stashed_microbatches, K - s.stage);
+}
+
+TEST(SimulatorTest, FeaturesReplayRecomputesTheForwardInTheBackward) {
+  const int K = 4;
+  const Metrics m = run(equal_stages(K, 1, kTf, kTb, Schedule::kFr, 16, 6));
+  EXPECT_NEAR(m.time_per_batch_s, K * kTf + (kTf + kTb), kRel);  // T_F + (T_F + T_B) / K
+}
+
+TEST(SimulatorTest, LinkBoundBatchIsWireBytesOverBandwidthPlusLatencies) {
+  Plan p = equal_stages(2, 1, 0, 0, Schedule::kSequential, 6, 1, {"client", "server"});
+  p.network.up_bandwidth_bit_per_s = 8e8;    // 1e8 B/s client -> server
+  p.network.down_bandwidth_bit_per_s = 4e8;  // 5e7 B/s server -> client
+  p.network.latency_s = 1e-3;
+  set_wire_bytes(&p, 0, 1000000, 300000);
+  const Metrics m = run(p);
+  const double expected = (1e-3 + 1e6 / 1e8) + (1e-3 + 3e5 / 5e7);
+  EXPECT_NEAR(m.time_per_batch_s / expected, 1.0, 1e-6);
+  EXPECT_NEAR(m.party("client")->peak_send_Bps, 1e6 / (1e-3 + 1e6 / 1e8), 1e-3);
+  EXPECT_DOUBLE_EQ(m.party("client")->bytes_sent_per_batch, p.bytes_sent("client"));
+  EXPECT_DOUBLE_EQ(m.party("server")->bytes_sent_per_batch, p.bytes_sent("server"));
+}
+
+TEST(SimulatorTest, BackToBackMessagesOverlapTheirLatency) {
+  // GPipe, 4 micro-batches, no compute: the forwards stream through the
+  // connection (one latency), then the backwards.
+  Plan p = equal_stages(2, 4, 0, 0, Schedule::kGpipe, 6, 1, {"client", "server"});
+  p.network.bandwidth_bit_per_s = 8e8;
+  p.network.latency_s = 2e-3;
+  set_wire_bytes(&p, 0, 100000, 100000);
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / (2 * (2e-3 + 4 * 1e5 / 1e8)), 1.0, 1e-6);
+}
+
+TEST(SimulatorTest, CalibrationKnobsAddOverheadAndScaleBandwidth) {
+  Plan p = equal_stages(2, 1, 0, 0, Schedule::kSequential, 6, 1, {"client", "server"});
+  p.network.bandwidth_bit_per_s = 8e8;
+  p.network.per_message_overhead_s = 5e-4;
+  p.network.bandwidth_factor = 0.5;
+  set_wire_bytes(&p, 0, 1000000, 1000000);
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / (2 * (5e-4 + 1e6 / 5e7)), 1.0, 1e-6);
+}
+
+TEST(SimulatorTest, BandwidthTraceScalesTheLinks) {
+  const std::string trace = ::testing::TempDir() + "splitsim_bw_trace.txt";
+  std::ofstream(trace) << "0 0.25\n";
+  Plan p = equal_stages(2, 1, 0, 0, Schedule::kSequential, 4, 1, {"client", "server"});
+  p.network.bandwidth_bit_per_s = 8e8;
+  p.network.bandwidth_trace = trace;
+  set_wire_bytes(&p, 0, 1000000, 1000000);
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / (2 * 1e6 / 2.5e7), 1.0, 1e-6);
+  // A drop to half at 5 ms: the first 1 MB (0.01 s at full rate) takes
+  // 5 ms for its first half and 10 ms for the second.
+  std::ofstream(trace) << "# time factor\n0 1\n0.005 0.5\n";
+  const Timeline tl = simulate(p);
+  ASSERT_EQ(tl.events.front().kind, EventKind::kForward);
+  for (const auto& e : tl.events)
+    if (e.kind == EventKind::kSend) {
+      EXPECT_NEAR(e.duration_s(), 0.015, 1e-9);
+      break;
+    }
+  std::ofstream(trace) << "0 1.5\n";
+  EXPECT_THROW(simulate(p), InputError);
+  std::remove(trace.c_str());
+  EXPECT_THROW(simulate(p), InputError);
+}
+
+TEST(SimulatorTest, UShapeRunsClientServerClientAndBack) {
+  Plan p = ushape(1e-3, 2e-3, 4e-3, 8e-3);
+  p.network.bandwidth_bit_per_s = 8e9;
+  p.network.latency_s = 1e-4;
+  set_wire_bytes(&p, 0, 1000000, 1000000);
+  set_wire_bytes(&p, 1, 10000, 10000);
+  const Timeline tl = simulate(p);
+  std::vector<std::string> order;
+  for (const auto& e : tl.events)
+    if (e.batch == 0 && e.kind != EventKind::kRecv)
+      order.push_back(tl.parties[e.party] + ":" + event_name(e));
+  const std::vector<std::string> expected = {
+      "client:F s0 mb0",        "client:xfer fwd b0 mb0", "server:F s1 mb0",
+      "server:xfer fwd b1 mb0", "client:F s2 mb0",        "client:B s2 mb0",
+      "client:update s2",       "client:xfer bwd b1 mb0", "server:B s1 mb0",
+      "server:update s1",       "server:xfer bwd b0 mb0", "client:B s0 mb0",
+      "client:update s0"};
+  EXPECT_EQ(order, expected);
+  const Metrics m = compute_metrics(tl, p, p.warmup);
+  const double xfer = 2 * (1e-4 + 1e6 / 1e9) + 2 * (1e-4 + 1e4 / 1e9);
+  EXPECT_NEAR(m.time_per_batch_s, 2 * 1e-3 + 2 * 2e-3 + 4e-3 + 8e-3 + xfer, 1e-9);
+  // The reports' average divides by the computation time, not the batch time.
+  EXPECT_NEAR(m.computation_time_s, 2 * 1e-3 + 2 * 2e-3 + 4e-3 + 8e-3, 1e-9);
+  const PartyMetrics* c = m.party("client");
+  EXPECT_NEAR(c->bandwidth_avg_send_Bps, c->bytes_sent_per_batch / m.computation_time_s, 1e-6);
+  EXPECT_GT(c->bandwidth_avg_send_Bps, c->send_Bps_over_time_per_batch);
+  EXPECT_NEAR(m.bandwidth_peak_client_Bps, 1e6 / (1e-4 + 1e6 / 1e9), 1e-3);
+  EXPECT_NEAR(m.bandwidth_peak_server_Bps, 1e6 / (1e-4 + 1e6 / 1e9), 1e-3);
+  EXPECT_EQ(m.busiest_resource, "server");
+}
+
+TEST(SimulatorTest, StagesOnOnePartyNeverComputeAtOnce) {
+  const Plan p = ushape(3e-3, 3e-3, 1e-3, 1e-3, Schedule::kGpipe, 4);
+  const Timeline tl = simulate(p);
+  double last_end = 0;
+  for (const auto& e : tl.events)  // sorted by start
+    if (tl.parties[e.party] == "client" && is_compute(e.kind)) {
+      EXPECT_GE(e.start_s, last_end - 1e-12) << event_name(e);
+      last_end = e.end_s;
+    }
+}
+
+TEST(SimulatorTest, AdjacentStagesOnOnePartyUseNoNetwork) {
+  Plan p = equal_stages(3, 1, kTf, kTb, Schedule::kSequential, 4, 1, {"a", "a", "b"});
+  set_wire_bytes(&p, 0, 1000000, 1000000);
+  set_wire_bytes(&p, 1, 1000, 1000);
+  const Metrics m = run(p);
+  EXPECT_DOUBLE_EQ(m.party("a")->bytes_sent_per_batch, 1000);
+  EXPECT_NEAR(m.time_per_batch_s, 3 * (kTf + kTb) + 2 * 1000 / 1e9, 1e-9);
+}
+
+TEST(SimulatorTest, SameInputGivesByteIdenticalOutput) {
+  Plan p = ushape(1e-3, 2e-3, 4e-3, 8e-3, Schedule::k1F1B, 4);
+  p.network.latency_s = 1e-4;
+  set_wire_bytes(&p, 0, 123457, 98765);
+  set_wire_bytes(&p, 1, 4321, 4321);
+  const std::string a = nlohmann::json(run(p)).dump();
+  const std::string b = nlohmann::json(run(p)).dump();
+  EXPECT_EQ(a, b);
+  std::ostringstream trace_a, trace_b;
+  write_chrome_trace(simulate(p), trace_a);
+  write_chrome_trace(simulate(p), trace_b);
+  EXPECT_EQ(trace_a.str(), trace_b.str());
+  const auto many = simulate_many({p, p, p}, {}, 2);
+  for (const auto& tl : many) EXPECT_EQ(nlohmann::json(compute_metrics(tl, p, p.warmup)).dump(), a);
+}
+
+TEST(SimulatorTest, RefusesBadPlansBeforeForking) {
+  Plan p = equal_stages(2, 1, kTf, kTb, Schedule::kSequential);
+  p.warmup = p.iterations;
+  EXPECT_THROW(simulate(p), InputError);
+  Plan q = equal_stages(2, 2, kTf, kTb, Schedule::kSequential);
+  q.stages[1].bwd_s.pop_back();
+  EXPECT_THROW(simulate(q), std::invalid_argument);
+}
+
+TEST(SimulatorDeathTest, OneEnginePerProcess) {
+  const Plan p = equal_stages(2, 1, kTf, kTb, Schedule::kSequential, 3, 1);
+  EXPECT_EXIT(
+      {
+        simulate_in_process(p);
+        try {
+          simulate_in_process(p);
+        } catch (const std::logic_error&) {
+          std::_Exit(0);
+        }
+        std::_Exit(1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace splitsim
