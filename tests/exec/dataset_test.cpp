@@ -1,0 +1,82 @@
+// The data readers on small files written here, and the installed
+// Fashion-MNIST when the Debian package is present.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/exec/dataset.h"
+
+namespace splitsim::testing {
+namespace {
+
+std::string temp_dir() {
+  auto d = std::filesystem::temp_directory_path() / ("splitsim_dataset_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+void put_be32(std::ofstream& f, uint32_t v) {
+  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
+                              static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
+  f.write(reinterpret_cast<const char*>(b), 4);
+}
+
+TEST(DatasetTest, ReadsIdxImagesAndLabels) {
+  const std::string dir = temp_dir();
+  {
+    std::ofstream img(dir + "/img", std::ios::binary), lab(dir + "/lab", std::ios::binary);
+    put_be32(img, 2051);
+    put_be32(img, 3);
+    put_be32(img, 2);
+    put_be32(img, 2);
+    for (int i = 0; i < 12; ++i) img.put(static_cast<char>(i * 20));
+    put_be32(lab, 2049);
+    put_be32(lab, 3);
+    for (int i = 0; i < 3; ++i) lab.put(static_cast<char>(i + 4));
+  }
+  const LabeledImages d = read_idx(dir + "/img", dir + "/lab");
+  ASSERT_EQ(d.images.sizes(), (std::vector<int64_t>{3, 1, 2, 2}));
+  EXPECT_FLOAT_EQ(d.images[1][0][1][1].item<float>(), 7 * 20 / 255.0f);
+  EXPECT_EQ(d.labels[2].item<int64_t>(), 6);
+  // Resized and channel-replicated to the model's input.
+  auto source = make_image_source(d, {3, 8, 8}, 1);
+  auto [x, y] = source->batch(0, 0, 5);
+  EXPECT_EQ(x.sizes(), (std::vector<int64_t>{5, 3, 8, 8}));
+  EXPECT_EQ(y.size(0), 5);
+  EXPECT_TRUE(torch::equal(source->batch(0, 0, 5).first, x));  // deterministic
+  EXPECT_THROW(read_idx(dir + "/lab", dir + "/img"), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DatasetTest, ReadsCifar10Records) {
+  const std::string dir = temp_dir();
+  {
+    std::ofstream f(dir + "/data_batch_1.bin", std::ios::binary);
+    for (int r = 0; r < 2; ++r) {
+      f.put(static_cast<char>(r + 3));
+      for (int i = 0; i < 3072; ++i) f.put(static_cast<char>(i == 1024 ? 255 : 0));
+    }
+  }
+  const LabeledImages d = read_cifar10({dir + "/data_batch_1.bin"});
+  ASSERT_EQ(d.images.sizes(), (std::vector<int64_t>{2, 3, 32, 32}));
+  EXPECT_EQ(d.labels[1].item<int64_t>(), 4);
+  EXPECT_FLOAT_EQ(d.images[0][1][0][0].item<float>(), 1.0f);  // channel 1, pixel 0
+  std::ofstream(dir + "/bad.bin") << "short";
+  EXPECT_THROW(read_cifar10({dir + "/bad.bin"}), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DatasetTest, ReadsTheInstalledFashionMnist) {
+  const std::string dir = installed_fashion_mnist_dir();
+  if (dir.empty()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist)";
+  const LabeledImages d =
+      read_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
+  EXPECT_EQ(d.images.sizes(), (std::vector<int64_t>{10000, 1, 28, 28}));
+  EXPECT_EQ(d.labels.max().item<int64_t>(), 9);
+}
+
+}  // namespace
+}  // namespace splitsim::testing

@@ -1,0 +1,226 @@
+// `splitsim exec` end to end: two real processes over loopback Gloo, the
+// handshake, and the faults (server unreachable, peer killed mid-run). Every
+// process is started under `timeout` or killed by the test; each test is
+// bounded in time.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "exec_test_util.h"
+
+namespace splitsim::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string slurp(const std::string& file) {
+  std::ifstream f(file);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A child process running `args` (splitsim's), stdout/stderr to files.
+class Child {
+ public:
+  Child(const std::string& dir, const std::string& name, const std::vector<std::string>& args)
+      : out_(dir + "/" + name + ".out"), err_(dir + "/" + name + ".err") {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int o = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(o, 1);
+      ::dup2(e, 2);
+      std::vector<char*> argv;
+      std::vector<std::string> all = {"timeout", "-s", "KILL", "120", SPLITSIM_BIN};
+      all.insert(all.end(), args.begin(), args.end());
+      for (auto& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execvp("timeout", argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Child() { kill(); }
+  // Exit status, or -1 when still running after `limit_s`.
+  int wait(double limit_s) {
+    const auto t0 = Clock::now();
+    while (pid_ > 0) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::duration<double>(Clock::now() - t0).count() > limit_s) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return code_;
+  }
+  // SIGKILL to the `timeout` wrapper's child too: the whole process group.
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);  // timeout forwards it to splitsim
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  std::string out() const { return slurp(out_); }
+  std::string err() const { return slurp(err_); }
+
+ private:
+  std::string out_, err_;
+  pid_t pid_ = -1;
+  int code_ = -1;
+};
+
+struct ExecCliTest : ::testing::Test {
+  void SetUp() override {
+    dir = (std::filesystem::temp_directory_path() /
+           ("splitsim_exec_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+              .string();
+    std::filesystem::create_directories(dir);
+    nlohmann::json s = {
+        {"schema", "splitsim.scenario/1"},
+        {"name", "exec_cli"},
+        {"model", {{"name", "resnet20"}}},
+        {"batch_size", 4},
+        {"partition",
+         {{{"party", "client"}, {"from", "conv1"}, {"to", "layer1.2"}},
+          {{"party", "server"}, {"from", "layer2.0"}, {"to", "head"}}}},
+        {"optimizer", {{"name", "sgd"}, {"lr", 0.05}, {"momentum", 0.9}}},
+        {"devices", {{"client", "xeon_40core"}, {"server", "v100"}}},
+        {"iterations", 3},
+        {"warmup", 1},
+        {"seed", 3}};
+    scenario = dir + "/s.json";
+    std::ofstream(scenario) << s.dump(2);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::vector<std::string> server_args(int port, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"exec", scenario, "--role", "server", "--listen",
+                                  "127.0.0.1:" + std::to_string(port), "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::vector<std::string> client_args(int port, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"exec", scenario, "--role", "client", "--connect",
+                                  "127.0.0.1:" + std::to_string(port)};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::string dir, scenario;
+};
+
+// The losses of three SGD steps of the unsplit model on the same data.
+std::vector<double> unsplit_losses() {
+  Scenario sc = small_scenario("resnet20", 4);
+  SplitModel model = build_model(sc.model, sc.seed);
+  model.train(true);
+  auto params = model.parameters(0, model.size() - 1);
+  torch::optim::SGD opt(params, torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto source = make_synthetic_source(model, sc.seed);
+  std::vector<double> out;
+  for (int b = 0; b < 3; ++b) {
+    auto [x, y] = source->batch(0, b, 4);
+    opt.zero_grad();
+    torch::Tensor loss = model.loss(model.forward(x), y);
+    loss.backward();
+    opt.step();
+    out.push_back(loss.item<double>());
+  }
+  return out;
+}
+
+TEST_F(ExecCliTest, TwoProcessesOverGlooTrainLikeTheUnsplitModel) {
+  const int port = free_port();
+  const std::string trace = dir + "/trace.json";
+  Child server(dir, "server", server_args(port, {"--trace", trace}));
+  Child client(dir, "client", client_args(port));
+  ASSERT_EQ(server.wait(110), 0) << server.err();
+  ASSERT_EQ(client.wait(20), 0) << client.err();
+  const nlohmann::json j = nlohmann::json::parse(server.out());
+  EXPECT_EQ(j["schema"], "splitsim.metrics/1");
+  EXPECT_EQ(j["source"], "exec");
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_GT(j["time_per_batch_s"].get<double>(), 0);
+  // Activation [4,16,32,32] fp32 forward, its gradient back.
+  EXPECT_EQ(j["parties"]["client"]["bytes_sent_per_batch"].get<double>(), 4 * 16 * 32 * 32 * 4);
+  EXPECT_EQ(j["parties"]["server"]["bytes_sent_per_batch"].get<double>(), 4 * 16 * 32 * 32 * 4);
+  const auto losses = j["training"]["loss_per_batch"].get<std::vector<double>>();
+  const auto want = unsplit_losses();
+  ASSERT_EQ(losses.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(losses[i], want[i], 1e-4) << "batch " << i;
+  const std::string t = slurp(trace);
+  EXPECT_NE(t.find("\"F s0 mb0\""), std::string::npos);
+  EXPECT_NE(t.find("\"xfer fwd b0 mb0\""), std::string::npos);
+}
+
+TEST_F(ExecCliTest, HandshakeMismatchIsRefused) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--iterations", "3"}));
+  Child client(dir, "client", client_args(port, {"--iterations", "4"}));
+  EXPECT_EQ(server.wait(110), 1);
+  EXPECT_EQ(client.wait(20), 1);
+  for (const std::string& err : {server.err(), client.err()}) {
+    EXPECT_NE(err.find("handshake refused"), std::string::npos) << err;
+    EXPECT_NE(err.find("scenario hash"), std::string::npos) << err;
+  }
+}
+
+TEST_F(ExecCliTest, UnreachableServerFailsAfterTheConnectTimeout) {
+  const int port = free_port();
+  const auto t0 = Clock::now();
+  Child client(dir, "client", client_args(port, {"--timeout-s", "2"}));
+  EXPECT_EQ(client.wait(100), 1);
+  const std::string err = client.err();
+  EXPECT_NE(err.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << err;
+  EXPECT_NE(err.find("2"), std::string::npos) << err;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 100);
+}
+
+TEST_F(ExecCliTest, PeerKilledMidRunEndsTheOtherSideWithPartialMetrics) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--iterations", "100000", "--timeout-s", "3"}));
+  Child client(dir, "client", client_args(port, {"--iterations", "100000", "--timeout-s", "3"}));
+  const auto t_start = Clock::now();
+  while (server.err().find("training") == std::string::npos &&
+         std::chrono::duration<double>(Clock::now() - t_start).count() < 90)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(server.err().find("training"), std::string::npos) << server.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  client.kill();
+  const auto t_kill = Clock::now();
+  EXPECT_EQ(server.wait(30), 1) << server.err();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t_kill).count(), 3 + 5);
+  EXPECT_NE(server.err().find("error:"), std::string::npos) << server.err();
+  const nlohmann::json j = nlohmann::json::parse(server.out());
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_TRUE(j.contains("error"));
+}
+
+}  // namespace
+}  // namespace splitsim::testing

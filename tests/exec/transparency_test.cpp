@@ -1,0 +1,81 @@
+// Transparency (as torchgpipe's): a split model with codec none gives the
+// gradients of the unsplit one, and the synchronous schedules give the
+// gradients of sequential.
+#include <gtest/gtest.h>
+
+#include "exec_test_util.h"
+
+namespace splitsim::testing {
+namespace {
+
+CodecSpec none() { return CodecSpec{}; }
+
+std::map<int, std::vector<torch::Tensor>> split_gradients(const Scenario& sc, const Plan& plan) {
+  RunOptions o;
+  o.keep_gradients = true;
+  o.timeout = std::chrono::milliseconds(20000);
+  auto results = run_loopback(sc, plan, o);
+  std::map<int, std::vector<torch::Tensor>> grads;
+  for (auto& r : results) {
+    EXPECT_TRUE(r.complete) << r.error;
+    for (auto& [u, g] : r.gradients) grads[u] = g;
+  }
+  return grads;
+}
+
+void expect_allclose(const std::map<int, std::vector<torch::Tensor>>& a,
+                     const std::vector<std::vector<torch::Tensor>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [u, g] : a) {
+    ASSERT_EQ(g.size(), b[static_cast<size_t>(u)].size()) << "unit " << u;
+    for (size_t i = 0; i < g.size(); ++i)
+      EXPECT_TRUE(torch::allclose(g[i], b[static_cast<size_t>(u)][i], 1e-4, 1e-6))
+          << "unit " << u << " parameter " << i << " max diff "
+          << (g[i] - b[static_cast<size_t>(u)][i]).abs().max().item<double>();
+  }
+}
+
+TEST(TransparencyTest, TwoPartSplitWithCodecNoneGivesTheUnsplitGradients) {
+  const Scenario sc = small_scenario("resnet20", 4);
+  const Plan plan = make_test_plan(sc, {3}, none(), none(), 1, Schedule::kSequential, 1);
+  expect_allclose(split_gradients(sc, plan), unsplit_gradients(sc));
+}
+
+TEST(TransparencyTest, UShapeThreeStagesGiveTheUnsplitGradients) {
+  const Scenario sc = small_scenario("resnet20", 4);
+  const Plan plan = make_test_plan(sc, {0, 9}, none(), none(), 1, Schedule::kSequential, 1);
+  expect_allclose(split_gradients(sc, plan), unsplit_gradients(sc));
+}
+
+TEST(TransparencyTest, GpipeAnd1F1BGiveTheGradientsOfSequential) {
+  const Scenario sc = small_scenario("resnet20", 4);
+  const auto sequential =
+      split_gradients(sc, make_test_plan(sc, {0, 6}, none(), none(), 2, Schedule::kSequential, 1));
+  for (Schedule s : {Schedule::kGpipe, Schedule::k1F1B}) {
+    SCOPED_TRACE(schedule_name(s));
+    const auto got = split_gradients(sc, make_test_plan(sc, {0, 6}, none(), none(), 2, s, 1));
+    std::vector<std::vector<torch::Tensor>> want(sequential.size());
+    for (const auto& [u, g] : sequential) want[static_cast<size_t>(u)] = g;
+    expect_allclose(got, want);
+  }
+}
+
+// Asynchronous schedules run to the end and train (no transparency claim).
+TEST(TransparencyTest, AsynchronousSchedulesRunToTheEnd) {
+  const Scenario sc = small_scenario("resnet20", 4);
+  for (Schedule s : {Schedule::kPipeDream, Schedule::kDdg, Schedule::kFr}) {
+    SCOPED_TRACE(schedule_name(s));
+    const Plan plan = make_test_plan(sc, {3}, none(), none(), 2, s, 3);
+    RunOptions o;
+    o.timeout = std::chrono::milliseconds(20000);
+    auto results = run_loopback(sc, plan, o);
+    for (const auto& r : results) {
+      EXPECT_TRUE(r.complete) << r.error;
+      EXPECT_EQ(r.batches_done, 3);
+    }
+    EXPECT_EQ(results[0].stats.size(), 3u);  // the server holds the last stage
+  }
+}
+
+}  // namespace
+}  // namespace splitsim::testing

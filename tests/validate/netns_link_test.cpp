@@ -1,0 +1,233 @@
+// NetnsLink as root: the namespaces exist while the link lives, traffic
+// flows between the two addresses, a shaped transfer takes bytes / rate in
+// each direction, and every namespace is gone afterwards (destructor,
+// SIGTERM, stale pids). Skipped without root.
+#include "netns_link.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "subprocess.h"
+
+namespace splitsim {
+namespace {
+
+constexpr int kPort = 5301;
+
+bool netns_exists(const std::string& name) {
+  return access(("/var/run/netns/" + name).c_str(), F_OK) == 0;
+}
+
+#define SKIP_UNLESS_LINK_POSSIBLE()                                                 \
+  do {                                                                              \
+    const std::string reason = NetnsLink::unavailable_reason();                     \
+    if (!reason.empty())                                                            \
+      GTEST_SKIP() << "needs network namespaces (" << reason                        \
+                   << "); run as root with iproute2 to test the shaped link";       \
+  } while (0)
+
+// Forks a child that joins namespace `ns` (setns on /var/run/netns/NAME) and
+// exits with fn()'s result.
+pid_t fork_in_netns(const std::string& ns, const std::function<int()>& fn) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  const int fd = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(90);
+  close(fd);
+  _exit(fn());
+}
+
+sockaddr_in address(const std::string& ip) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(kPort);
+  inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+  return a;
+}
+
+int listen_once(const std::string& ip) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a = address(ip);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 1) != 0) return -1;
+  const int conn = accept(fd, nullptr, nullptr);
+  close(fd);
+  return conn;
+}
+
+int connect_retrying(const std::string& ip) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a = address(ip);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+bool send_all(int fd, size_t n) {
+  std::vector<char> buf(1 << 16, 'x');
+  while (n > 0) {
+    const ssize_t w = send(fd, buf.data(), std::min(n, buf.size()), 0);
+    if (w <= 0) return false;
+    n -= w;
+  }
+  return true;
+}
+
+bool recv_all(int fd, size_t n) {
+  std::vector<char> buf(1 << 16);
+  while (n > 0) {
+    const ssize_t r = recv(fd, buf.data(), std::min(n, buf.size()), 0);
+    if (r <= 0) return false;
+    n -= r;
+  }
+  return true;
+}
+
+// Seconds for `bytes` to go from the sender's namespace to the receiver's
+// (from the first send to a 1-byte acknowledgement of the last byte), or
+// a negative value on failure. Bounded by wait_all's 20 s.
+double timed_transfer(const NetnsLink& link, bool client_sends, size_t bytes) {
+  int times[2];
+  if (pipe(times) != 0) return -1;
+  const bool server_sends = !client_sends;
+  auto run = [&](bool sends, int fd) {
+    if (!sends) return recv_all(fd, bytes) && send(fd, "k", 1, 0) == 1 ? 0 : 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    char ack;
+    if (!send_all(fd, bytes) || recv(fd, &ack, 1, MSG_WAITALL) != 1) return 1;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return write(times[1], &s, sizeof s) == sizeof s ? 0 : 1;
+  };
+  const pid_t server = fork_in_netns(link.server_netns(), [&] {
+    const int fd = listen_once(link.server_address());
+    return fd < 0 ? 2 : run(server_sends, fd);
+  });
+  const pid_t client = fork_in_netns(link.client_netns(), [&] {
+    const int fd = connect_retrying(link.server_address());
+    return fd < 0 ? 3 : run(client_sends, fd);
+  });
+  close(times[1]);
+  const std::vector<int> codes = wait_all({server, client}, 20);
+  double s = -1;
+  if (codes[0] != 0 || codes[1] != 0 || read(times[0], &s, sizeof s) != sizeof s) s = -1;
+  close(times[0]);
+  return s;
+}
+
+TEST(NetnsLinkTest, NamespacesExistWhileAliveAndAreGoneAfterwards) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  std::string server_ns, client_ns;
+  {
+    NetnsLink link(2e8);
+    server_ns = link.server_netns();
+    client_ns = link.client_netns();
+    EXPECT_EQ(server_ns.rfind(std::string(NetnsLink::kPrefix) + std::to_string(getpid()) + "-", 0),
+              0u);
+    EXPECT_TRUE(netns_exists(server_ns));
+    EXPECT_TRUE(netns_exists(client_ns));
+    const CommandResult qdisc = run_command({"tc", "-n", client_ns, "qdisc", "show"});
+    EXPECT_NE(qdisc.out.find("tbf"), std::string::npos) << qdisc.out;
+    EXPECT_NE(link.description().find("200mbit"), std::string::npos);
+  }
+  EXPECT_FALSE(netns_exists(server_ns));
+  EXPECT_FALSE(netns_exists(client_ns));
+  EXPECT_EQ(run_command({"ip", "netns", "list"}).out.find(server_ns), std::string::npos);
+}
+
+TEST(NetnsLinkTest, EchoBetweenTheTwoAddresses) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  NetnsLink link(1e9);
+  const pid_t server = fork_in_netns(link.server_netns(), [&] {
+    const int fd = listen_once(link.server_address());
+    char buf[5] = {};
+    if (fd < 0 || recv(fd, buf, 4, MSG_WAITALL) != 4) return 2;
+    return send(fd, buf, 4, 0) == 4 ? 0 : 3;
+  });
+  const pid_t client = fork_in_netns(link.client_netns(), [&] {
+    const int fd = connect_retrying(link.server_address());
+    char buf[5] = {};
+    if (fd < 0 || send(fd, "ping", 4, 0) != 4 || recv(fd, buf, 4, MSG_WAITALL) != 4) return 4;
+    return std::string(buf) == "ping" ? 0 : 5;
+  });
+  EXPECT_EQ(wait_all({server, client}, 10), (std::vector<int>{0, 0}));
+}
+
+TEST(NetnsLinkTest, ShapedTransfersTakeBytesOverRateInBothDirections) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  NetnsLink link(5e7);  // 6.25 MB/s
+  const size_t bytes = 3'000'000;
+  const double expected = bytes * 8 / 5e7;  // 0.48 s
+  const double up = timed_transfer(link, /*client_sends=*/true, bytes);
+  const double down = timed_transfer(link, /*client_sends=*/false, bytes);
+  EXPECT_NEAR(up, expected, 0.15 * expected) << "client -> server";
+  EXPECT_NEAR(down, expected, 0.15 * expected) << "server -> client";
+
+  link.set_rate(2e8);  // re-shaped in place: 25 MB/s
+  const size_t more = 10'000'000;
+  const double expected_fast = more * 8 / 2e8;  // 0.4 s
+  EXPECT_NEAR(timed_transfer(link, true, more), expected_fast, 0.15 * expected_fast);
+}
+
+TEST(NetnsLinkTest, SigtermRemovesTheNamespaces) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  int names[2];
+  ASSERT_EQ(pipe(names), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    NetnsLink link(1e8);
+    const std::string text = link.server_netns() + " " + link.client_netns() + "\n";
+    (void)!write(names[1], text.data(), text.size());
+    pause();  // until SIGTERM
+    _exit(0);
+  }
+  close(names[1]);
+  char buf[512] = {};
+  ASSERT_GT(read(names[0], buf, sizeof buf - 1), 0);
+  close(names[0]);
+  const std::string text = buf;
+  const std::string server_ns = text.substr(0, text.find(' '));
+  const std::string client_ns = text.substr(text.find(' ') + 1, text.find('\n') - text.find(' ') - 1);
+  EXPECT_TRUE(netns_exists(server_ns));
+  kill(child, SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  EXPECT_FALSE(netns_exists(server_ns));
+  EXPECT_FALSE(netns_exists(client_ns));
+}
+
+TEST(NetnsLinkTest, RemovesStaleNamespacesOfDeadPids) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = std::string(NetnsLink::kPrefix) + std::to_string(dead) + "-0-server";
+  const std::string alive = std::string(NetnsLink::kPrefix) + std::to_string(getpid()) + "-99-x";
+  run_checked({"ip", "netns", "add", stale});
+  run_checked({"ip", "netns", "add", alive});
+  EXPECT_GE(NetnsLink::remove_stale(), 1);
+  EXPECT_FALSE(netns_exists(stale));
+  EXPECT_TRUE(netns_exists(alive));  // its pid (this test) is alive
+  run_checked({"ip", "netns", "del", alive});
+}
+
+}  // namespace
+}  // namespace splitsim

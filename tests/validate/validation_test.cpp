@@ -1,0 +1,173 @@
+// The pure part of validate: link rates, errors, quantiles, reports.
+#include "validation.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "netns_link.h"
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+namespace {
+
+TEST(LinkRate, ParsesTcStyleRates) {
+  EXPECT_DOUBLE_EQ(parse_link_rate("200mbit"), 2e8);
+  EXPECT_DOUBLE_EQ(parse_link_rate("1gbit"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_link_rate("50mbit"), 5e7);
+  EXPECT_DOUBLE_EQ(parse_link_rate("500kbit"), 5e5);
+  EXPECT_DOUBLE_EQ(parse_link_rate("2.5Gbit"), 2.5e9);
+  EXPECT_DOUBLE_EQ(parse_link_rate("1e8"), 1e8);
+  EXPECT_DOUBLE_EQ(parse_link_rate("100000bit"), 1e5);
+}
+
+TEST(LinkRate, RejectsBadRatesNamingTheFlag) {
+  for (const char* bad : {"", "fast", "200mb", "200 mbit", "-5mbit", "0mbit", "mbit", "1e400"}) {
+    try {
+      parse_link_rate(bad);
+      ADD_FAILURE() << "accepted \"" << bad << "\"";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--link-rate") << bad;
+      EXPECT_NE(std::string(e.what()).find("200mbit"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(LinkRate, FormatsRoundRates) {
+  EXPECT_EQ(format_link_rate(2e8), "200mbit");
+  EXPECT_EQ(format_link_rate(1e9), "1gbit");
+  EXPECT_EQ(format_link_rate(5e5), "500kbit");
+  EXPECT_EQ(format_link_rate(1.5e6), "1.5mbit");
+}
+
+TEST(Quantile, MedianAndP90FromLiteralInputs) {
+  EXPECT_DOUBLE_EQ(quantile({3, 1, 2}, 0.5), 2);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.5), 2.5);
+  // 10 values 1..10: position 0.9 * 9 = 8.1 -> 9 + 0.1 * (10 - 9).
+  EXPECT_DOUBLE_EQ(quantile({10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 0.9), 9.1);
+  EXPECT_DOUBLE_EQ(quantile({0.05}, 0.9), 0.05);
+}
+
+Metrics two_party(double time_per_batch, double client_sent, double client_busy) {
+  Metrics m;
+  m.time_per_batch_s = time_per_batch;
+  m.computation_time_s = time_per_batch / 2;
+  PartyMetrics c, s;
+  c.name = "client";
+  c.client = true;
+  c.bytes_sent_per_batch = client_sent;
+  c.bytes_received_per_batch = 1000;
+  c.busy_s_per_batch = client_busy;
+  s.name = "server";
+  s.bytes_sent_per_batch = 1000;
+  s.bytes_received_per_batch = client_sent;
+  s.busy_s_per_batch = 0.1;
+  m.parties = {c, s};
+  return m;
+}
+
+TEST(CompareMetrics, ErrorIsRelativeToTheMeasurement) {
+  const auto rows = compare_metrics(two_party(1.1, 4000, 0.2), two_party(1.0, 4000, 0));
+  ASSERT_EQ(rows.size(), 4u + 2 * 5u);
+  EXPECT_EQ(rows[0].metric, "time_per_batch_s");
+  EXPECT_NEAR(rows[0].error, 0.1, 1e-12);
+  EXPECT_EQ(format_error_percent(rows[0].error), "+10.0%");
+  EXPECT_EQ(rows[4].metric, "parties.client.bytes_sent_per_batch");
+  EXPECT_EQ(rows[4].error, 0);
+  EXPECT_EQ(rows[8].metric, "parties.client.busy_s_per_batch");
+  EXPECT_TRUE(std::isnan(rows[8].error));  // measured 0, predicted 0.2
+  EXPECT_EQ(format_error_percent(rows[8].error), "n/a");
+  EXPECT_EQ(format_error_percent(-0.004), "-0.4%");
+  EXPECT_EQ(rows[2].error, 0);  // both peaks 0
+  std::ostringstream table;
+  print_comparison(table, rows);
+  EXPECT_NE(table.str().find("time_per_batch_s"), std::string::npos);
+  EXPECT_NE(table.str().find("+10.0%"), std::string::npos);
+}
+
+TEST(CompareMetrics, ReportJsonCarriesBothMetricsAndTheErrors) {
+  ValidationRun r;
+  r.scenario = "s";
+  r.variant = "v";
+  r.link = {"loopback (not shaped: not root)", false, 2e8, 0};
+  r.predicted = two_party(1.1, 4000, 0.2);
+  r.measured = two_party(1.0, 4000, 0.1);
+  r.errors = compare_metrics(r.predicted, r.measured);
+  const nlohmann::json j = validation_json(r);
+  EXPECT_EQ(j["schema"], "splitsim.validation/1");
+  EXPECT_EQ(j["link"]["description"], "loopback (not shaped: not root)");
+  EXPECT_EQ(j["predicted"]["schema"], "splitsim.metrics/1");
+  EXPECT_NEAR(j["errors"]["time_per_batch_s"]["error_pct"].get<double>(), 10, 1e-9);
+  EXPECT_TRUE(j["bytes_exact"].get<bool>());
+}
+
+TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
+  std::vector<ValidationRun> runs;
+  const double measured_times[] = {1.0, 1.0, 1.0, 1.0};
+  const double predicted_times[] = {1.05, 0.9, 1.2, 1.01};  // |errors| 5, 10, 20, 1 %
+  for (int i = 0; i < 4; ++i) {
+    ValidationRun r;
+    r.variant = "v" + std::to_string(i);
+    r.predicted = two_party(predicted_times[i], 4000, 0.2);
+    r.measured = two_party(measured_times[i], i == 3 ? 4001 : 4000, 0.2);
+    r.deterministic_bytes = i != 2;
+    r.errors = compare_metrics(r.predicted, r.measured);
+    if (i == 1) r.overlap_ratio = overlap_ratio(r.measured, 8000);  // wire: 4000 B / 1000 B/s
+    runs.push_back(r);
+  }
+  ValidationRun failed;
+  failed.variant = "broken";
+  failed.failure = "server exit code 1";
+  runs.push_back(failed);
+
+  const MatrixSummary s = summarise(runs);
+  EXPECT_EQ(s.runs, 5);
+  EXPECT_EQ(s.failed, 1);
+  EXPECT_NEAR(s.median_abs_error_time_per_batch, 0.075, 1e-9);  // of 1, 5, 10, 20 %
+  EXPECT_NEAR(s.p90_abs_error_time_per_batch, 0.17, 1e-9);      // 10 + 0.7 * (20 - 10) %
+  EXPECT_EQ(s.bytes_checked, 3);
+  EXPECT_EQ(s.bytes_exact, 2);
+  ASSERT_EQ(s.overlap_ratios.size(), 1u);
+  EXPECT_NEAR(s.overlap_ratios[0], 1.0 / 4.0, 1e-12);  // time 1 s / max(0.2 s, 4 s)
+
+  const nlohmann::json j = matrix_json(runs);
+  EXPECT_EQ(j["schema"], "splitsim.validation_matrix/1");
+  EXPECT_EQ(j["runs"].size(), 5u);
+  EXPECT_EQ(j["runs"][4]["failure"], "server exit code 1");
+  EXPECT_NEAR(j["summary"]["median_abs_error_time_per_batch_pct"].get<double>(), 7.5, 1e-9);
+  std::ostringstream table;
+  print_matrix(table, runs);
+  EXPECT_NE(table.str().find("median 7.5%, p90 17.0%"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("FAILED: server exit code 1"), std::string::npos);
+  EXPECT_NE(table.str().find("2 of 3 (target MISSED)"), std::string::npos);
+}
+
+TEST(Report, WrittenAtomicallyOrNotAtAll) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("splitsim_validate_report_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "r.json").string();
+  write_file_atomically(file, "{}\n", "--report");
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "{}\n");
+  EXPECT_THROW(write_file_atomically((dir / "missing" / "r.json").string(), "{}", "--report"),
+               InputError);
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);  // no temporary left behind
+  std::filesystem::remove_all(dir);
+}
+
+TEST(NetnsLinkBurst, OneMillisecondOfTrafficButAtLeast4KiB) {
+  EXPECT_EQ(NetnsLink::burst_bytes(2e8), 25000);
+  EXPECT_EQ(NetnsLink::burst_bytes(1e9), 125000);
+  EXPECT_EQ(NetnsLink::burst_bytes(5e6), 4096);
+}
+
+}  // namespace
+}  // namespace splitsim
