@@ -62,6 +62,12 @@ bool CodecSpec::operator==(const CodecSpec& o) const {
          keep_ratio == o.keep_ratio;
 }
 
+WireDType activation_dtype(const std::string& precision) {
+  if (precision == "fp16") return WireDType::kF16;
+  if (precision == "bf16") return WireDType::kBF16;
+  return WireDType::kF32;
+}
+
 int64_t dtype_bytes(WireDType t) {
   switch (t) {
     case WireDType::kF32:

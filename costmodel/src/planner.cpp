@@ -33,12 +33,6 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
-WireDType activation_dtype(const std::string& precision) {
-  if (precision == "fp16") return WireDType::kF16;
-  if (precision == "bf16") return WireDType::kBF16;
-  return WireDType::kF32;
-}
-
 std::vector<int64_t> split_batch(int64_t batch, int64_t chunks) {
   std::vector<int64_t> sizes(chunks, batch / chunks);
   for (int64_t i = 0; i < batch % chunks; ++i) ++sizes[i];

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "splitsim/costmodel/model_zoo.h"
+#include "splitsim/costmodel/optimizer.h"
 
 namespace splitsim {
 namespace {
@@ -20,18 +21,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& o,
-                                                        std::vector<torch::Tensor> params) {
-  if (o.name == "adam")
-    return std::make_unique<torch::optim::Adam>(
-        params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
-  if (o.name == "adamw")
-    return std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
-  return std::make_unique<torch::optim::SGD>(
-      params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
 }
 
 }  // namespace
@@ -80,8 +69,7 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
   const int n = model.size();
   std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers;
   for (int i = 0; i < n; ++i) {
-    auto params = model.parameters(i, i);
-    optimizers.push_back(params.empty() ? nullptr : make_optimizer(opts.optimizer, params));
+    optimizers.push_back(make_optimizer(opts.optimizer, model.parameters(i, i)));
   }
   const torch::Tensor input = model.make_input(opts.batch, 1);
   const torch::Tensor target = model.make_target(opts.batch, 1);

@@ -46,6 +46,8 @@ struct CodecSpec {
 enum class WireDType { kF32, kF16, kBF16, kU8, kI32, kI64 };
 int64_t dtype_bytes(WireDType t);
 const char* dtype_name(WireDType t);
+// The wire dtype of a scenario's "precision": fp32 | fp16 | bf16.
+WireDType activation_dtype(const std::string& precision);
 
 // One tensor that really goes on the wire.
 struct WireTensor {
