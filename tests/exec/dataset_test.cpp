@@ -1,25 +1,28 @@
 // The data readers on small files written here, and the installed
 // Fashion-MNIST when the Debian package is present.
+#include "splitsim/exec/dataset.h"
+
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include <gtest/gtest.h>
-
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/exec/dataset.h"
 
 namespace splitsim::testing {
 namespace {
 
 std::string temp_dir() {
-  auto d = std::filesystem::temp_directory_path() / ("splitsim_dataset_" + std::to_string(::getpid()));
+  auto d =
+      std::filesystem::temp_directory_path() / ("splitsim_dataset_" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   return d.string();
 }
 
 void put_be32(std::ofstream& f, uint32_t v) {
-  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
+  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24),
+                              static_cast<unsigned char>(v >> 16),
                               static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
   f.write(reinterpret_cast<const char*>(b), 4);
 }
@@ -71,7 +74,9 @@ TEST(DatasetTest, ReadsCifar10Records) {
 
 TEST(DatasetTest, ReadsTheInstalledFashionMnist) {
   const std::string dir = installed_fashion_mnist_dir();
-  if (dir.empty()) GTEST_SKIP() << "dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist)";
+  if (dir.empty())
+    GTEST_SKIP()
+        << "dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist)";
   const LabeledImages d =
       read_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
   EXPECT_EQ(d.images.sizes(), (std::vector<int64_t>{10000, 1, 28, 28}));

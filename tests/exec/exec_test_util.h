@@ -1,12 +1,12 @@
 #pragma once
 // Helpers for the exec tests: hand-built Plans (no measuring), an
 // in-process two-rank run over LoopbackTransport, and child processes.
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/model_zoo.h"

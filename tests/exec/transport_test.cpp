@@ -1,13 +1,12 @@
 // The Transport seam: loopback and Gloo (two ranks in one process) move
 // tensors, count bytes, and fail clearly; every codec's bytes at the wire
 // equal the cost model's formula.
-#include <sys/socket.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <future>
-
-#include <gtest/gtest.h>
 
 #include "exec_test_util.h"
 #include "splitsim/exec/gloo_transport.h"
@@ -86,8 +85,7 @@ TEST(TransportTest, GlooConnectToNobodyFailsAfterTheTimeout) {
     GlooTransport::connect(o);
     FAIL() << "connected to nobody";
   } catch (const TransportError& e) {
-    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(o.port)),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(o.port)), std::string::npos)
         << e.what();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
@@ -103,9 +101,9 @@ CodecSpec codec(CodecMethod m) {
 // for every codec of the catalogue that applies to an image activation.
 TEST(TransportTest, BytesAtTheWireEqualTheCostModelForEveryCodec) {
   const Scenario sc = small_scenario("resnet20", 4);
-  std::vector<std::pair<std::string, CodecSpec>> codecs = {
-      {"none", codec(CodecMethod::kNone)}, {"fp16", codec(CodecMethod::kFp16)},
-      {"bf16", codec(CodecMethod::kBf16)}};
+  std::vector<std::pair<std::string, CodecSpec>> codecs = {{"none", codec(CodecMethod::kNone)},
+                                                           {"fp16", codec(CodecMethod::kFp16)},
+                                                           {"bf16", codec(CodecMethod::kBf16)}};
   CodecSpec conv = codec(CodecMethod::kConvInsert);
   conv.out_channels = 8;
   conv.kernel = conv.stride = 2;

@@ -1,0 +1,59 @@
+#pragma once
+// Training data for exec: synthetic batches (default), Fashion-MNIST (IDX
+// files, as the Debian package dataset-fashion-mnist installs them, gzip or
+// not) and CIFAR-10 binary batches (data_batch_*.bin, 3073-byte records).
+// Every source is deterministic: batch `index` of client `c` is the same on
+// every process, so the party holding the last stage reads the same labels
+// as the party feeding the first (labels never cross the wire, as in the
+// cost model).
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "splitsim/costmodel/model_zoo.h"
+
+namespace splitsim {
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // {input [B, ...], target [B]} of batch `index` for client `client`.
+  virtual std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
+                                                        int64_t batch_size) = 0;
+};
+
+struct LabeledImages {
+  torch::Tensor images;  // [N, C, H, W] float in [0, 1]
+  torch::Tensor labels;  // [N] int64
+};
+
+// Reads an IDX image file (magic 2051, [N, rows, cols] u8) and its label
+// file (magic 2049, [N] u8); ".gz" files are inflated. Throws InputError
+// naming the file for a missing file, a bad magic number or a size mismatch.
+LabeledImages read_idx(const std::string& images_file, const std::string& labels_file);
+// Reads CIFAR-10 binary batches: records of 1 label byte + 3072 pixel bytes
+// (3x32x32, channel-major). Throws InputError naming the file.
+LabeledImages read_cifar10(const std::vector<std::string>& files);
+
+// Where the Debian package dataset-fashion-mnist puts the files, or "" when
+// it is not installed.
+std::string installed_fashion_mnist_dir();
+
+// Samples drawn by a seeded permutation, resized (bilinear) and channel-
+// replicated to `input_shape` ([C, H, W], per sample).
+std::unique_ptr<BatchSource> make_image_source(LabeledImages data, std::vector<int64_t> input_shape,
+                                               uint64_t seed);
+// SplitModel::make_input / make_target with per-(client, batch) seeds.
+std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed);
+
+// The source for `dataset` ("synthetic" | "fashion_mnist" | "cifar10").
+// `data_dir` (--data) overrides the default location; cifar10 requires it.
+// Throws InputError naming --data or $.dataset.
+std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
+                                               const std::string& data_dir, uint64_t seed);
+
+}  // namespace splitsim

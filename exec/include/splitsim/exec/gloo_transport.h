@@ -1,0 +1,43 @@
+#pragma once
+// GlooTransport: tensors between processes with PyTorch's c10d
+// ProcessGroupGloo (send/recv), rendezvous through a c10d TCPStore that
+// rank 0 hosts at the listen address. Sends to the own rank stay in-process.
+#include <memory>
+#include <string>
+
+#include "splitsim/exec/transport.h"
+
+namespace splitsim {
+
+struct GlooOptions {
+  std::string host;  // rank 0: address to listen on; others: rank 0's address
+  int port = 0;
+  int rank = 0;
+  int world_size = 2;
+  // Connect / rendezvous timeout and per-operation timeout.
+  std::chrono::milliseconds timeout{60000};
+};
+
+class GlooTransport : public Transport {
+ public:
+  // Rendezvous with the other ranks. Throws TransportError naming the
+  // address and the timeout when a peer does not show up in time.
+  static std::unique_ptr<GlooTransport> connect(const GlooOptions& options);
+  ~GlooTransport() override;
+
+  int rank() const override;
+  int world_size() const override;
+  std::shared_ptr<Transfer> send(std::vector<torch::Tensor> tensors, int peer, int tag) override;
+  std::shared_ptr<Transfer> recv(std::vector<torch::Tensor> tensors, int peer, int tag) override;
+
+ private:
+  struct Impl;
+  explicit GlooTransport(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "HOST:PORT" -> host, port. Throws InputError naming `flag` when malformed.
+void parse_address(const std::string& address, const std::string& flag, std::string* host,
+                   int* port);
+
+}  // namespace splitsim

@@ -1,0 +1,70 @@
+#pragma once
+// The real execution of one process: the stages of one rank's party, with
+// real forward / backward / optimizer steps in the order stage_ops() gives
+// (the simulator's order), boundary codecs from the costmodel, tensors through
+// a Transport. One thread per (stage, client) instance; compute of one
+// process is serialised (one processor per party, as the simulator's host
+// arbiter); transfers are asynchronous: receives are posted ahead, sends
+// waited on lazily, so transfers overlap compute as the schedule allows.
+//
+// Schedules: sequential, gpipe, 1f1b exactly; pipedream without weight
+// stashing (the backward uses the current weights); ddg with delayed
+// gradients but no cross-stage barrier (data dependencies only); fr with
+// the forward replayed inside the backward (event kind "recompute").
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/plan.h"
+#include "splitsim/costmodel/scenario.h"
+#include "splitsim/exec/dataset.h"
+#include "splitsim/exec/topology.h"
+#include "splitsim/exec/transport.h"
+#include "splitsim/sim/timeline.h"
+
+namespace splitsim {
+
+struct RunOptions {
+  std::chrono::milliseconds timeout{60000};  // per transfer
+  std::string device = "cpu";                // "cpu" | "cuda"
+  // Tests: no optimizer step; the gradients of the last batch are kept.
+  bool keep_gradients = false;
+  // Training data; null = the scenario's dataset (make_batch_source with
+  // `data_dir`, the --data flag).
+  BatchSource* data = nullptr;
+  std::string data_dir;
+};
+
+struct BatchStats {
+  int client = 0;
+  int64_t batch = 0;
+  double loss = 0;     // mean loss of the batch (sum over micro-batches)
+  double correct = 0;  // correctly classified samples (classification)
+  double samples = 0;
+};
+
+struct RunResult {
+  Timeline timeline;              // this process's events, seconds since `start`
+  std::vector<BatchStats> stats;  // batches whose last stage ran here
+  bool complete = false;
+  std::string error;         // the first failure when !complete
+  int64_t batches_done = 0;  // batches every local stage finished (updated)
+  // keep_gradients: per model unit index, its parameters' gradients.
+  std::map<int, std::vector<torch::Tensor>> gradients;
+  int64_t wire_bytes_sent = 0;  // counted at the transport, to other ranks
+  int64_t wire_bytes_received = 0;
+};
+
+// Runs `plan` (built from `scenario`) on rank `rank` of `transport` for
+// plan.iterations batches (+ the schedule's cool-down batches, whose events
+// are dropped as in the simulator). `start` is the process's time origin.
+// Never throws for transport failures: returns complete = false with the
+// events gathered so far. Throws InputError for an unsupported plan.
+RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& transport, int rank,
+                    const RunOptions& options, ExecClock::time_point start);
+
+}  // namespace splitsim

@@ -1,0 +1,53 @@
+#pragma once
+// The parts of a real run around the training itself, over the Transport:
+// the handshake (same scenario variant, same program version), the start
+// barrier and clock offsets, gathering every rank's Timeline on rank 0, and
+// the metrics JSON ("splitsim.metrics/1", "source": "exec").
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/plan.h"
+#include "splitsim/exec/runner.h"
+#include "splitsim/exec/transport.h"
+
+namespace splitsim {
+
+// A refused handshake: the message names both sides' labels, hashes and versions.
+class HandshakeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RunIdentity {
+  std::string label;         // the variant's label
+  std::string variant_json;  // what is hashed: the variant with the effective iterations
+  std::string version;       // PROJECT_VERSION
+};
+// FNV-1a 64 of `text`, as 16 hex digits.
+std::string stable_hash(const std::string& text);
+
+// Rank 0 receives every other rank's identity and answers with a verdict;
+// throws HandshakeError on every side when any identity differs.
+void handshake(Transport& transport, const RunIdentity& me, std::chrono::milliseconds timeout);
+
+// Start barrier and clock offsets. Returns this process's time origin (rank
+// 0: when it released the others; others: when released). On rank 0
+// `offsets_s` gets, per rank, that rank's clock minus rank 0's (seconds,
+// ping-pong with the smallest round trip); elsewhere it is left empty.
+ExecClock::time_point synchronise(Transport& transport, std::chrono::milliseconds timeout,
+                                  std::vector<double>* offsets_s);
+
+// Ranks > 0 send their timeline and stats to rank 0, which merges them into
+// `result` (shifted onto its clock; receive intervals start no earlier than
+// the matching send). Only for complete runs.
+void gather(Transport& transport, const std::vector<double>& offsets_s, RunResult* result,
+            std::chrono::milliseconds timeout);
+
+// The metrics contract of `result` (batches [0, batches_done) when partial),
+// plus "complete", "error", "training" {loss/accuracy per batch, first,
+// last} and "wire" {bytes counted at the transport vs the Plan's formula}.
+nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& result);
+
+}  // namespace splitsim

@@ -1,0 +1,40 @@
+#pragma once
+// Who runs what in a real execution (no LibTorch). Parties are named as in
+// the simulator's Timeline: the client role (the party of stage 0) first,
+// replicated as "client0", "client1", ... with several clients, then the
+// other parties in order of first appearance along the stages. Ranks: the
+// server (the party named "server", else the first non-client party) is
+// rank 0, then the other shared parties in order, then the clients.
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/plan.h"
+
+namespace splitsim {
+
+struct ExecTopology {
+  std::vector<std::string> parties;     // Timeline party names
+  std::vector<int32_t> client_parties;  // indices of the client-role parties
+  std::vector<int> party_rank;          // rank of each party
+  std::vector<int> rank_party;          // party of each rank
+  std::string client_party;             // Plan name of the client role
+  std::string server_party;             // Plan name of rank 0
+  int clients = 1;
+  int stages = 0;
+  std::vector<std::string> stage_party;  // Plan party of each stage
+
+  int world_size() const { return static_cast<int>(rank_party.size()); }
+  // Party index running stage k for client c.
+  int party_of(int stage, int client) const;
+  int rank_of(int stage, int client) const { return party_rank[party_of(stage, client)]; }
+};
+
+// REQUIRES: plan.stages not empty and not all on one party.
+ExecTopology make_topology(const Plan& plan);
+
+// The rank of `--role role` (a Plan party name; "client" also names the
+// client role) for client `client_index`. Throws InputError naming --role
+// (and the parties) for an unknown party, --client-index when out of range.
+int rank_of_role(const ExecTopology& topo, const std::string& role, int client_index);
+
+}  // namespace splitsim

@@ -1,0 +1,177 @@
+#include "splitsim/exec/dataset.h"
+
+#include <zlib.h>
+
+#include <filesystem>
+
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+namespace {
+
+// Whole file, inflated when gzip (zlib reads plain files as they are).
+std::vector<uint8_t> read_all(const std::string& file) {
+  gzFile f = gzopen(file.c_str(), "rb");
+  if (!f) throw InputError(file, "cannot open the file");
+  std::vector<uint8_t> out;
+  uint8_t buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
+  gzclose(f);
+  if (n < 0) throw InputError(file, "read error (corrupt gzip?)");
+  return out;
+}
+
+uint32_t be32(const std::vector<uint8_t>& b, size_t at) {
+  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
+         b[at + 3];
+}
+
+class ImageSource : public BatchSource {
+ public:
+  ImageSource(LabeledImages data, std::vector<int64_t> shape, uint64_t seed)
+      : data_(std::move(data)), shape_(std::move(shape)), seed_(seed) {}
+  std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
+                                                int64_t batch_size) override {
+    const int64_t n = data_.labels.size(0);
+    // A fresh permutation per (client, epoch), the batch a slice of it.
+    const int64_t first = index * batch_size;
+    std::vector<int64_t> picks;
+    for (int64_t i = first; i < first + batch_size; ++i) {
+      const int64_t epoch = i / n;
+      if (epoch != perm_epoch_ || client != perm_client_) {  // cached per (client, epoch)
+        torch::Generator gen = at::detail::createCPUGenerator(seed_ * 1000003 + client * 7919 +
+                                                              static_cast<uint64_t>(epoch));
+        perm_ = torch::randperm(n, gen);
+        perm_epoch_ = epoch;
+        perm_client_ = client;
+      }
+      picks.push_back(perm_[i % n].item<int64_t>());
+    }
+    torch::Tensor idx = torch::tensor(picks, torch::kLong);
+    torch::Tensor x = data_.images.index_select(0, idx);
+    const int64_t c = shape_.at(0), h = shape_.at(1), w = shape_.at(2);
+    if (x.size(2) != h || x.size(3) != w)
+      x = torch::nn::functional::interpolate(x, torch::nn::functional::InterpolateFuncOptions()
+                                                    .size(std::vector<int64_t>{h, w})
+                                                    .mode(torch::kBilinear)
+                                                    .align_corners(false));
+    if (x.size(1) != c) x = x.mean(1, true).expand({-1, c, -1, -1});
+    return {x.contiguous(), data_.labels.index_select(0, idx)};
+  }
+
+ private:
+  LabeledImages data_;
+  std::vector<int64_t> shape_;
+  uint64_t seed_;
+  torch::Tensor perm_;
+  int64_t perm_epoch_ = -1;
+  int perm_client_ = -1;
+};
+
+class SyntheticSource : public BatchSource {
+ public:
+  SyntheticSource(const SplitModel& model, uint64_t seed) : model_(model), seed_(seed) {}
+  std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
+                                                int64_t batch_size) override {
+    const uint64_t s = seed_ * 1000003 + static_cast<uint64_t>(client) * 7919 + index;
+    return {model_.make_input(batch_size, s), model_.make_target(batch_size, s)};
+  }
+
+ private:
+  const SplitModel& model_;
+  uint64_t seed_;
+};
+
+}  // namespace
+
+LabeledImages read_idx(const std::string& images_file, const std::string& labels_file) {
+  const auto img = read_all(images_file);
+  const auto lab = read_all(labels_file);
+  if (img.size() < 16 || be32(img, 0) != 2051)
+    throw InputError(images_file, "not an IDX image file (magic 2051 expected)");
+  if (lab.size() < 8 || be32(lab, 0) != 2049)
+    throw InputError(labels_file, "not an IDX label file (magic 2049 expected)");
+  const int64_t n = be32(img, 4), rows = be32(img, 8), cols = be32(img, 12);
+  if (static_cast<int64_t>(img.size()) != 16 + n * rows * cols)
+    throw InputError(images_file, "truncated: header says " + std::to_string(n) + " images of " +
+                                      std::to_string(rows) + "x" + std::to_string(cols));
+  if (be32(lab, 4) != n || static_cast<int64_t>(lab.size()) != 8 + n)
+    throw InputError(labels_file, "label count differs from " + images_file);
+  LabeledImages out;
+  out.images =
+      torch::from_blob(const_cast<uint8_t*>(img.data()) + 16, {n, 1, rows, cols}, torch::kUInt8)
+          .to(torch::kFloat)
+          .div_(255.0);
+  out.labels =
+      torch::from_blob(const_cast<uint8_t*>(lab.data()) + 8, {n}, torch::kUInt8).to(torch::kLong);
+  return out;
+}
+
+LabeledImages read_cifar10(const std::vector<std::string>& files) {
+  constexpr int64_t kRecord = 3073;
+  std::vector<torch::Tensor> images, labels;
+  for (const auto& f : files) {
+    const auto b = read_all(f);
+    if (b.empty() || b.size() % kRecord != 0)
+      throw InputError(f, "not a CIFAR-10 binary batch (size " + std::to_string(b.size()) +
+                              " is not a multiple of 3073-byte records)");
+    const int64_t n = static_cast<int64_t>(b.size()) / kRecord;
+    torch::Tensor raw =
+        torch::from_blob(const_cast<uint8_t*>(b.data()), {n, kRecord}, torch::kUInt8).clone();
+    labels.push_back(raw.select(1, 0).to(torch::kLong));
+    images.push_back(raw.slice(1, 1).reshape({n, 3, 32, 32}).to(torch::kFloat).div_(255.0));
+  }
+  if (images.empty()) throw InputError("--data", "no CIFAR-10 batch files given");
+  return {torch::cat(images), torch::cat(labels)};
+}
+
+std::string installed_fashion_mnist_dir() {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  return std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz") ? dir : "";
+}
+
+std::unique_ptr<BatchSource> make_image_source(LabeledImages data, std::vector<int64_t> input_shape,
+                                               uint64_t seed) {
+  return std::make_unique<ImageSource>(std::move(data), std::move(input_shape), seed);
+}
+
+std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed) {
+  return std::make_unique<SyntheticSource>(model, seed);
+}
+
+std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
+                                               const std::string& data_dir, uint64_t seed) {
+  namespace fs = std::filesystem;
+  if (dataset == "synthetic") return make_synthetic_source(model, seed);
+  if (model.task != TaskKind::kImageClassification)
+    throw InputError("$.dataset", "\"" + dataset + "\" needs an image classification model, not " +
+                                      model.spec.name);
+  const std::vector<int64_t> shape = model_input_shape(model.spec);
+  if (dataset == "fashion_mnist") {
+    const std::string dir = data_dir.empty() ? installed_fashion_mnist_dir() : data_dir;
+    if (dir.empty())
+      throw InputError("--data",
+                       "Fashion-MNIST not found: apt-get install dataset-fashion-mnist "
+                       "or pass --data DIR with train-images-idx3-ubyte[.gz]");
+    auto pick = [&](const std::string& base) {
+      return fs::exists(dir + "/" + base) ? dir + "/" + base : dir + "/" + base + ".gz";
+    };
+    return make_image_source(
+        read_idx(pick("train-images-idx3-ubyte"), pick("train-labels-idx1-ubyte")), shape, seed);
+  }
+  if (dataset == "cifar10") {
+    if (data_dir.empty())
+      throw InputError("--data", "dataset cifar10 needs --data DIR with data_batch_1.bin ...");
+    std::vector<std::string> files;
+    for (int i = 1; i <= 5; ++i) {
+      const std::string f = data_dir + "/data_batch_" + std::to_string(i) + ".bin";
+      if (fs::exists(f)) files.push_back(f);
+    }
+    if (files.empty()) throw InputError("--data", "no data_batch_*.bin in " + data_dir);
+    return make_image_source(read_cifar10(files), shape, seed);
+  }
+  throw InputError("$.dataset", "unknown dataset \"" + dataset + "\"");
+}
+
+}  // namespace splitsim

@@ -1,0 +1,186 @@
+#include "splitsim/exec/gloo_transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <future>
+
+// Debian's LibTorch is built with c10d Gloo (libgloo-dev); the header hides it otherwise.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/exec/loopback_transport.h"
+
+namespace splitsim {
+namespace {
+
+// "2.5 s": a timeout as people write it.
+std::string seconds_text(std::chrono::milliseconds t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(t.count()) / 1000.0);
+  return buf;
+}
+
+// The local address the kernel would use to reach `host` (a UDP "connect"
+// sends nothing). Falls back to `host` itself.
+std::string local_address_towards(const std::string& host, int port) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return host;
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  remote.sin_port = htons(static_cast<uint16_t>(port));
+  std::string out = host;
+  if (::inet_pton(AF_INET, host.c_str(), &remote.sin_addr) == 1 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof remote) == 0) {
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    char buf[INET_ADDRSTRLEN];
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf))
+      out = buf;
+  }
+  ::close(fd);
+  return out;
+}
+
+class GlooTransfer : public Transfer {
+ public:
+  GlooTransfer(std::vector<c10::intrusive_ptr<c10d::Work>> works, std::string what,
+               std::chrono::milliseconds timeout)
+      : what_(std::move(what)) {
+    // One waiter thread per transfer stamps the completion time exactly.
+    result_ = std::async(std::launch::async, [works = std::move(works), timeout, this] {
+      try {
+        for (const auto& w : works) w->wait(timeout);
+      } catch (const std::exception& e) {
+        throw TransportError(what_ + " failed (peer gone or no progress within " +
+                             seconds_text(timeout) + "): " + e.what());
+      }
+      return ExecClock::now();
+    });
+  }
+  ~GlooTransfer() override {
+    if (result_.valid()) result_.wait();
+  }
+  void wait(std::chrono::milliseconds timeout) override {
+    if (done_) return;
+    if (result_.wait_for(timeout + std::chrono::seconds(2)) != std::future_status::ready)
+      throw TransportError(what_ + " timed out after " + seconds_text(timeout));
+    at_ = result_.get();
+    done_ = true;
+  }
+  ExecClock::time_point completed_at() const override { return at_; }
+
+ private:
+  std::string what_;
+  std::future<ExecClock::time_point> result_;
+  bool done_ = false;
+  ExecClock::time_point at_;
+};
+
+}  // namespace
+
+void parse_address(const std::string& address, const std::string& flag, std::string* host,
+                   int* port) {
+  const auto colon = address.rfind(':');
+  int p = 0;
+  try {
+    if (colon == std::string::npos || colon == 0) throw std::invalid_argument("no colon");
+    size_t used = 0;
+    p = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1 || p <= 0 || p > 65535)
+      throw std::invalid_argument("port");
+  } catch (const std::exception&) {
+    throw InputError(flag, "expected HOST:PORT with a port in 1..65535, got \"" + address + "\"");
+  }
+  *host = address.substr(0, colon);
+  *port = p;
+}
+
+struct GlooTransport::Impl {
+  GlooOptions options;
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  std::shared_ptr<LoopbackHub> self_hub;
+  std::unique_ptr<LoopbackTransport> self;
+};
+
+GlooTransport::GlooTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GlooTransport::~GlooTransport() = default;
+
+std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = o;
+  const std::string where = o.host + ":" + std::to_string(o.port);
+  const std::string secs = seconds_text(o.timeout);
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(o.port);
+    so.isServer = o.rank == 0;
+    if (so.isServer) so.numWorkers = static_cast<size_t>(o.world_size);
+    so.waitWorkers = false;
+    so.timeout = o.timeout;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(o.host, so);
+  } catch (const std::exception& e) {
+    throw TransportError(
+        (o.rank == 0
+             ? "cannot listen on " + where
+             : "cannot reach the server at " + where + " within the connect timeout of " + secs) +
+        " (--timeout-s; is the server running and the address right?): " + e.what());
+  }
+  try {
+    auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
+    const std::string local = o.rank == 0 ? o.host : local_address_towards(o.host, o.port);
+    go->devices.push_back(local == "0.0.0.0"
+                              ? c10d::ProcessGroupGloo::createDefaultDevice()
+                              : c10d::ProcessGroupGloo::createDeviceForHostname(local));
+    impl->group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, o.rank, o.world_size, go);
+  } catch (const std::exception& e) {
+    throw TransportError("rendezvous of " + std::to_string(o.world_size) + " processes at " +
+                         where + " did not complete within " + secs +
+                         " (--timeout-s; did every party start?): " + e.what());
+  }
+  impl->self_hub = std::make_shared<LoopbackHub>(o.world_size);
+  impl->self = std::make_unique<LoopbackTransport>(impl->self_hub, o.rank);
+  return std::unique_ptr<GlooTransport>(new GlooTransport(std::move(impl)));
+}
+
+int GlooTransport::rank() const { return impl_->options.rank; }
+int GlooTransport::world_size() const { return impl_->options.world_size; }
+
+std::shared_ptr<Transfer> GlooTransport::send(std::vector<torch::Tensor> tensors, int peer,
+                                              int tag) {
+  if (peer == rank()) return impl_->self->send(std::move(tensors), peer, tag);
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  // Each tensor is its own message; sub-tags keep them apart.
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::vector<at::Tensor> one{tensors[i]};
+    works.push_back(impl_->group->send(one, peer, tag * 8 + static_cast<int>(i)));
+  }
+  bytes_sent_ += nbytes(tensors);
+  return std::make_shared<GlooTransfer>(std::move(works), "send to rank " + std::to_string(peer),
+                                        impl_->options.timeout);
+}
+
+std::shared_ptr<Transfer> GlooTransport::recv(std::vector<torch::Tensor> tensors, int peer,
+                                              int tag) {
+  if (peer == rank()) return impl_->self->recv(std::move(tensors), peer, tag);
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::vector<at::Tensor> one{tensors[i]};
+    works.push_back(impl_->group->recv(one, peer, tag * 8 + static_cast<int>(i)));
+  }
+  bytes_received_ += nbytes(tensors);
+  return std::make_shared<GlooTransfer>(
+      std::move(works), "receive from rank " + std::to_string(peer), impl_->options.timeout);
+}
+
+}  // namespace splitsim

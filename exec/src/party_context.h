@@ -1,0 +1,65 @@
+#pragma once
+// Internals of the runner: what the instance threads of one process share.
+#include <torch/torch.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/codec_module.h"
+#include "splitsim/costmodel/model_zoo.h"
+#include "splitsim/exec/runner.h"
+
+namespace splitsim::exec_internal {
+
+// One local stage: its units, the codecs at its two boundaries, and its
+// optimizer (shared by the clients' instances of a server stage).
+struct StageParts {
+  int first_unit = 0, last_unit = 0;
+  std::vector<int64_t> in_shape, out_shape;  // per-sample activation at boundary k-1 / k
+  std::shared_ptr<CodecDecoder> fwd_dec;     // boundary k-1, activation in
+  std::shared_ptr<CodecEncoder> bwd_enc;     // boundary k-1, gradient out
+  std::shared_ptr<CodecEncoder> fwd_enc;     // boundary k, activation out
+  std::shared_ptr<CodecDecoder> bwd_dec;     // boundary k, gradient in
+  std::vector<torch::Tensor> params;         // units + trainable codec inserts
+  // The optimizer updates aliases of the parameters' storage with their own
+  // version counters, so a step between a micro-batch's forward and its
+  // backward (pipedream, ddg) does not invalidate the saved graph.
+  std::vector<torch::Tensor> aliases;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+struct PartyContext {
+  const Scenario* scenario = nullptr;
+  const Plan* plan = nullptr;
+  ExecTopology topo;
+  Transport* transport = nullptr;
+  int rank = 0;
+  SplitModel model;
+  BatchSource* data = nullptr;
+  std::mutex data_mutex;
+  std::vector<StageParts> stages;  // by stage index; local ones filled
+  WireDType act_dtype = WireDType::kF32;
+  std::mutex compute;  // one processor per party
+  ExecClock::time_point start;
+  RunOptions options;
+  torch::Device device{torch::kCPU};
+  int64_t batches = 0;  // iterations + cool-down
+};
+
+struct InstanceResult {
+  std::vector<TimelineEvent> events;
+  std::vector<BatchStats> stats;
+  int64_t updated = 0;  // batches whose update ran
+  std::string error;
+  std::map<int, std::vector<torch::Tensor>> gradients;
+};
+
+// Runs stage `stage` for client `client`. Never throws: a failure ends the
+// instance with out->error set.
+void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out);
+
+}  // namespace splitsim::exec_internal

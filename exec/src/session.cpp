@@ -1,0 +1,241 @@
+#include "splitsim/exec/session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "splitsim/sim/metrics.h"
+
+namespace splitsim {
+namespace {
+
+constexpr int kTagHello = (1 << 26) + 1;
+constexpr int kTagVerdict = (1 << 26) + 2;
+constexpr int kTagGo = (1 << 26) + 3;
+constexpr int kTagPing = (1 << 26) + 4;
+constexpr int kTagPong = (1 << 26) + 5;
+constexpr int kTagSizes = (1 << 26) + 6;
+constexpr int kTagEvents = (1 << 26) + 7;
+constexpr int kTagStats = (1 << 26) + 8;
+constexpr int kPings = 8;
+constexpr int64_t kTextBytes = 4096;
+
+torch::Tensor text_tensor(const std::string& s) {
+  torch::Tensor t = torch::zeros({kTextBytes}, torch::kUInt8);
+  std::memcpy(t.data_ptr<uint8_t>(), s.data(), std::min<size_t>(s.size(), kTextBytes - 1));
+  return t;
+}
+std::string tensor_text(const torch::Tensor& t) {
+  return std::string(reinterpret_cast<const char*>(t.data_ptr<uint8_t>()));
+}
+
+void exchange(Transport& tr, std::vector<torch::Tensor> send, int peer, int send_tag,
+              std::vector<torch::Tensor> recv, int recv_tag, std::chrono::milliseconds timeout) {
+  auto r = recv.empty() ? nullptr : tr.recv(recv, peer, recv_tag);
+  auto s = send.empty() ? nullptr : tr.send(send, peer, send_tag);
+  if (s) s->wait(timeout);
+  if (r) r->wait(timeout);
+}
+
+double seconds(ExecClock::time_point t, ExecClock::time_point origin) {
+  return std::chrono::duration<double>(t - origin).count();
+}
+
+}  // namespace
+
+std::string stable_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void handshake(Transport& tr, const RunIdentity& me, std::chrono::milliseconds timeout) {
+  const std::string mine = me.version + "\n" + stable_hash(me.variant_json) + "\n" + me.label;
+  auto describe = [](const std::string& id) {
+    const auto a = id.find('\n'), b = id.find('\n', a + 1);
+    return "variant \"" + id.substr(b + 1) + "\" (scenario hash " + id.substr(a + 1, b - a - 1) +
+           ", splitsim " + id.substr(0, a) + ")";
+  };
+  if (tr.rank() != 0) {
+    torch::Tensor verdict = torch::zeros({kTextBytes}, torch::kUInt8);
+    exchange(tr, {text_tensor(mine)}, 0, kTagHello, {verdict}, kTagVerdict, timeout);
+    const std::string v = tensor_text(verdict);
+    if (v != "ok") throw HandshakeError(v);
+    return;
+  }
+  std::string verdict = "ok";
+  for (int r = 1; r < tr.world_size(); ++r) {
+    torch::Tensor hello = torch::zeros({kTextBytes}, torch::kUInt8);
+    tr.recv({hello}, r, kTagHello)->wait(timeout);
+    const std::string theirs = tensor_text(hello);
+    if (theirs != mine && verdict == "ok")
+      verdict = "handshake refused: rank 0 (server) runs " + describe(mine) + ", rank " +
+                std::to_string(r) + " runs " + describe(theirs) +
+                "; start both sides with the same scenario file, --variant, --iterations and "
+                "splitsim version";
+  }
+  for (int r = 1; r < tr.world_size(); ++r)
+    tr.send({text_tensor(verdict)}, r, kTagVerdict)->wait(timeout);
+  if (verdict != "ok") throw HandshakeError(verdict);
+}
+
+ExecClock::time_point synchronise(Transport& tr, std::chrono::milliseconds timeout,
+                                  std::vector<double>* offsets_s) {
+  offsets_s->clear();
+  ExecClock::time_point start;
+  torch::Tensor go = torch::zeros({1}, torch::kFloat64);
+  if (tr.rank() == 0) {
+    std::vector<std::shared_ptr<Transfer>> sends;
+    for (int r = 1; r < tr.world_size(); ++r) sends.push_back(tr.send({go}, r, kTagGo));
+    start = ExecClock::now();
+    for (auto& s : sends) s->wait(timeout);
+    offsets_s->assign(static_cast<size_t>(tr.world_size()), 0.0);
+    for (int r = 1; r < tr.world_size(); ++r) {
+      double best_rtt = 1e30;
+      for (int i = 0; i < kPings; ++i) {
+        torch::Tensor ping = torch::zeros({1}, torch::kFloat64),
+                      pong = torch::zeros({1}, torch::kFloat64);
+        auto rv = tr.recv({pong}, r, kTagPong + 16 * i);
+        const double t1 = seconds(ExecClock::now(), start);
+        tr.send({ping}, r, kTagPing + 16 * i)->wait(timeout);
+        rv->wait(timeout);
+        const double t2 = seconds(ExecClock::now(), start);
+        if (t2 - t1 < best_rtt) {
+          best_rtt = t2 - t1;
+          (*offsets_s)[static_cast<size_t>(r)] = pong.item<double>() - (t1 + t2) / 2;
+        }
+      }
+    }
+    return start;
+  }
+  tr.recv({go}, 0, kTagGo)->wait(timeout);
+  start = ExecClock::now();
+  for (int i = 0; i < kPings; ++i) {
+    torch::Tensor ping = torch::zeros({1}, torch::kFloat64);
+    tr.recv({ping}, 0, kTagPing + 16 * i)->wait(timeout);
+    torch::Tensor pong = torch::full({1}, seconds(ExecClock::now(), start), torch::kFloat64);
+    tr.send({pong}, 0, kTagPong + 16 * i)->wait(timeout);
+  }
+  return start;
+}
+
+void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* result,
+            std::chrono::milliseconds timeout) {
+  constexpr int64_t kStatFields = 5;
+  if (tr.rank() != 0) {
+    const auto& ev = result->timeline.events;
+    torch::Tensor sizes =
+        torch::tensor({static_cast<int64_t>(ev.size()), static_cast<int64_t>(result->stats.size()),
+                       result->batches_done},
+                      torch::kInt64);
+    torch::Tensor events =
+        torch::empty({static_cast<int64_t>(ev.size() * sizeof(TimelineEvent))}, torch::kUInt8);
+    if (!ev.empty()) std::memcpy(events.data_ptr<uint8_t>(), ev.data(), events.numel());
+    torch::Tensor stats =
+        torch::empty({static_cast<int64_t>(result->stats.size()), kStatFields}, torch::kFloat64);
+    for (size_t i = 0; i < result->stats.size(); ++i) {
+      const BatchStats& s = result->stats[i];
+      const double row[kStatFields] = {double(s.client), double(s.batch), s.loss, s.correct,
+                                       s.samples};
+      for (int64_t f = 0; f < kStatFields; ++f) stats[static_cast<int64_t>(i)][f] = row[f];
+    }
+    tr.send({sizes}, 0, kTagSizes)->wait(timeout);
+    if (!ev.empty()) tr.send({events}, 0, kTagEvents)->wait(timeout);
+    if (!result->stats.empty()) tr.send({stats}, 0, kTagStats)->wait(timeout);
+    return;
+  }
+  for (int r = 1; r < tr.world_size(); ++r) {
+    torch::Tensor sizes = torch::zeros({3}, torch::kInt64);
+    tr.recv({sizes}, r, kTagSizes)->wait(timeout);
+    const int64_t n_ev = sizes[0].item<int64_t>(), n_st = sizes[1].item<int64_t>();
+    result->batches_done = std::min(result->batches_done, sizes[2].item<int64_t>());
+    if (n_ev > 0) {
+      torch::Tensor events =
+          torch::empty({n_ev * static_cast<int64_t>(sizeof(TimelineEvent))}, torch::kUInt8);
+      tr.recv({events}, r, kTagEvents)->wait(timeout);
+      std::vector<TimelineEvent> got(static_cast<size_t>(n_ev));
+      std::memcpy(got.data(), events.data_ptr<uint8_t>(), events.numel());
+      for (auto& e : got) {
+        e.start_s -= offsets_s[static_cast<size_t>(r)];
+        e.end_s -= offsets_s[static_cast<size_t>(r)];
+        result->timeline.events.push_back(e);
+      }
+    }
+    if (n_st > 0) {
+      torch::Tensor stats = torch::empty({n_st, kStatFields}, torch::kFloat64);
+      tr.recv({stats}, r, kTagStats)->wait(timeout);
+      for (int64_t i = 0; i < n_st; ++i) {
+        auto row = stats[i];
+        result->stats.push_back({static_cast<int>(row[0].item<double>()),
+                                 static_cast<int64_t>(row[1].item<double>()), row[2].item<double>(),
+                                 row[3].item<double>(), row[4].item<double>()});
+      }
+    }
+  }
+  // A receive interval starts no earlier than its send (receives are posted ahead).
+  using Key = std::tuple<int32_t, int32_t, int32_t, int64_t, int64_t>;
+  std::map<Key, double> send_start;
+  for (const auto& e : result->timeline.events)
+    if (e.kind == EventKind::kSend)
+      send_start[{e.boundary, e.backward, e.client, e.batch, e.microbatch}] = e.start_s;
+  for (auto& e : result->timeline.events) {
+    if (e.kind != EventKind::kRecv) continue;
+    auto it = send_start.find({e.boundary, e.backward, e.client, e.batch, e.microbatch});
+    if (it != send_start.end()) e.start_s = std::min(e.end_s, std::max(e.start_s, it->second));
+  }
+  sort_events(&result->timeline);
+}
+
+nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& r) {
+  nlohmann::json j;
+  const int64_t batches = std::min(r.batches_done, plan.iterations);
+  if (batches > 0) {
+    Timeline tl = r.timeline;
+    tl.events.erase(std::remove_if(tl.events.begin(), tl.events.end(),
+                                   [&](const TimelineEvent& e) { return e.batch >= batches; }),
+                    tl.events.end());
+    Metrics m = compute_metrics(tl, plan, std::min(plan.warmup, batches - 1));
+    m.source = "exec";
+    to_json(j, m);
+  } else {
+    j["schema"] = "splitsim.metrics/1";
+    j["source"] = "exec";
+    j["scenario"] = plan.scenario;
+    j["variant"] = plan.variant;
+  }
+  j["complete"] = r.complete;
+  if (!r.complete) j["error"] = r.error;
+  j["batches_completed"] = batches;
+  // Training figures per batch, summed over the micro-batches (and averaged
+  // over clients).
+  std::map<int64_t, BatchStats> per_batch;
+  for (const auto& s : r.stats) {
+    if (s.batch >= batches) continue;
+    BatchStats& t = per_batch[s.batch];
+    t.batch = s.batch;
+    t.loss += s.loss / plan.clients;
+    t.correct += s.correct;
+    t.samples += s.samples;
+  }
+  nlohmann::json losses = nlohmann::json::array(), accuracies = nlohmann::json::array();
+  for (const auto& [b, s] : per_batch) {
+    losses.push_back(s.loss);
+    accuracies.push_back(s.samples > 0 ? s.correct / s.samples : 0.0);
+  }
+  nlohmann::json training = {{"loss_per_batch", losses}, {"accuracy_per_batch", accuracies}};
+  if (!losses.empty()) {
+    training["loss_first"] = losses.front();
+    training["loss_last"] = losses.back();
+    training["accuracy_last"] = accuracies.back();
+  }
+  j["training"] = training;
+  return j;
+}
+
+}  // namespace splitsim

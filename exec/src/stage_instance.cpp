@@ -1,0 +1,357 @@
+// One (stage, client) instance: follows stage_ops() with real compute and
+// asynchronous transfers, recording a Timeline event for each step.
+#include <deque>
+#include <optional>
+
+#include "party_context.h"
+#include "splitsim/sim/schedule.h"
+
+namespace splitsim::exec_internal {
+namespace {
+
+struct Stash {
+  torch::Tensor leaf;   // stage input handed over the cut (k > 0), requires grad
+  torch::Tensor input;  // fr: what the forward is replayed from
+  torch::Tensor y;      // carried activation sent on (not the last stage)
+  torch::Tensor loss;   // last stage
+};
+
+struct PostedRecv {
+  std::shared_ptr<Transfer> transfer;
+  std::vector<torch::Tensor> buffers;
+  double post_s = 0;
+  int64_t bytes = 0;
+};
+
+struct PendingSend {
+  std::shared_ptr<Transfer> transfer;
+  size_t event = 0;
+};
+
+class Instance {
+ public:
+  Instance(PartyContext& ctx, int k, int c, InstanceResult* out)
+      : ctx_(ctx), plan_(*ctx.plan), parts_(ctx.stages[k]), k_(k), c_(c), out_(out) {
+    K_ = static_cast<int>(plan_.stages.size());
+    m_ = plan_.chunks();
+    fr_ = plan_.schedule == Schedule::kFr;
+  }
+
+  void run() {
+    const auto ops = stage_ops(plan_.schedule, k_, K_, m_, ctx_.batches);
+    const size_t window = static_cast<size_t>(2 * m_ + 2);
+    for (size_t j = 0; j < ops.size(); ++j) {
+      for (; next_post_ < ops.size() && next_post_ <= j + window; ++next_post_)
+        post_receive(next_post_, ops[next_post_]);
+      const Op& op = ops[j];
+      if (op.kind == OpKind::kForward) forward(j, op);
+      if (op.kind == OpKind::kBackward) backward(j, op);
+      if (op.kind == OpKind::kUpdate) update(op);
+      // kBarrier: no cross-stage barrier; data dependencies order the stages.
+      while (sends_.size() > static_cast<size_t>(4 * m_ + 4)) wait_oldest_send();
+    }
+    while (!sends_.empty()) wait_oldest_send();
+  }
+
+ private:
+  double now_s() const {
+    return std::chrono::duration<double>(ExecClock::now() - ctx_.start).count();
+  }
+  double at_s(ExecClock::time_point t) const {
+    return std::chrono::duration<double>(t - ctx_.start).count();
+  }
+  int64_t mb_size(int64_t mb) const { return plan_.microbatch_sizes[static_cast<size_t>(mb)]; }
+  int64_t mb_offset(int64_t mb) const {
+    int64_t off = 0;
+    for (int64_t i = 0; i < mb; ++i) off += mb_size(i);
+    return off;
+  }
+  int nb() const { return static_cast<int>(plan_.boundaries.size()); }
+  int tag(int boundary, bool backward, const Op& op) const {
+    const int64_t t =
+        ((((op.batch * m_ + op.microbatch) * nb() + boundary) * 2 + backward) * ctx_.topo.clients +
+         c_);
+    return static_cast<int>(t % (int64_t{1} << 26));
+  }
+  int party() const { return ctx_.topo.party_of(k_, c_); }
+  bool remote(int other_stage) const { return ctx_.topo.party_of(other_stage, c_) != party(); }
+
+  size_t record(EventKind kind, const Op& op, double t0, double t1, int boundary = -1,
+                int backward = 0, int peer = -1, int64_t bytes = 0) {
+    TimelineEvent e;
+    e.kind = kind;
+    e.party = party();
+    e.peer = peer;
+    e.stage = k_;
+    e.boundary = boundary;
+    e.backward = backward;
+    e.client = c_;
+    e.batch = op.batch;
+    e.microbatch = op.microbatch;
+    e.bytes = bytes;
+    e.start_s = t0;
+    e.end_s = t1;
+    out_->events.push_back(e);
+    return out_->events.size() - 1;
+  }
+
+  // The wire layout of boundary b in one direction for `op`'s micro-batch.
+  std::vector<WireTensor> layout(int b, bool backward, const Op& op) const {
+    const PlanBoundary& bd = plan_.boundaries[static_cast<size_t>(b)];
+    std::vector<int64_t> shape(bd.activation_shape.begin() + 1, bd.activation_shape.end());
+    if (!backward)
+      return wire_layout(bd.forward.codec, shape, mb_size(op.microbatch), ctx_.act_dtype, op.batch);
+    return wire_layout(bd.backward.codec, carried_shape(bd.forward.codec, shape, op.batch),
+                       mb_size(op.microbatch), ctx_.act_dtype, op.batch);
+  }
+
+  void post_receive(size_t j, const Op& op) {
+    const bool fwd = op.kind == OpKind::kForward && k_ > 0;
+    const bool bwd = op.kind == OpKind::kBackward && k_ < K_ - 1;
+    if (!fwd && !bwd) return;
+    const int b = fwd ? k_ - 1 : k_;
+    const int peer_stage = fwd ? k_ - 1 : k_ + 1;
+    PostedRecv r;
+    for (const WireTensor& w : layout(b, bwd, op)) {
+      r.buffers.push_back(torch::empty(w.shape, torch::dtype(to_torch(w.dtype))));
+      r.bytes += w.bytes();
+    }
+    r.post_s = now_s();
+    r.transfer =
+        ctx_.transport->recv(r.buffers, ctx_.topo.rank_of(peer_stage, c_), tag(b, bwd, op));
+    recvs_[j] = std::move(r);
+  }
+
+  // Waits for the receive of op j; returns its buffers on the device.
+  std::vector<torch::Tensor> take_receive(size_t j, const Op& op, int b, bool backward,
+                                          int peer_stage) {
+    PostedRecv r = std::move(recvs_.at(j));
+    recvs_.erase(j);
+    r.transfer->wait(ctx_.options.timeout);
+    if (remote(peer_stage))
+      record(EventKind::kRecv, op, r.post_s, at_s(r.transfer->completed_at()), b, backward,
+             ctx_.topo.party_of(peer_stage, c_), r.bytes);
+    std::vector<torch::Tensor> out;
+    for (auto& t : r.buffers) out.push_back(t.to(ctx_.device));
+    return out;
+  }
+
+  // Packs are checked against the cost model's layout (the wire bytes
+  // formula) and sent; the send completes in the background.
+  void send(const Op& op, int b, bool backward, std::vector<torch::Tensor> wire, int peer_stage) {
+    const auto want = layout(b, backward, op);
+    if (wire.size() != want.size())
+      throw std::logic_error("codec packed " + std::to_string(wire.size()) +
+                             " tensors, layout has " + std::to_string(want.size()));
+    int64_t bytes = 0;
+    for (size_t i = 0; i < wire.size(); ++i) {
+      torch::Tensor t = wire[i].detach().to(torch::kCPU, to_torch(want[i].dtype));
+      if (t.numel() != want[i].numel())
+        throw std::logic_error("boundary " + std::to_string(b) + ": packed tensor " +
+                               std::to_string(i) + " has " + std::to_string(t.numel()) +
+                               " values, the cost model says " + std::to_string(want[i].numel()));
+      wire[i] = t.reshape(want[i].shape).contiguous();
+      bytes += static_cast<int64_t>(wire[i].nbytes());
+    }
+    const double t0 = now_s();
+    auto transfer =
+        ctx_.transport->send(wire, ctx_.topo.rank_of(peer_stage, c_), tag(b, backward, op));
+    if (!remote(peer_stage)) return;  // kept: the transfer object holds the tensors
+    const size_t e = record(EventKind::kSend, op, t0, t0, b, backward,
+                            ctx_.topo.party_of(peer_stage, c_), bytes);
+    sends_.push_back({transfer, e});
+  }
+
+  void wait_oldest_send() {
+    PendingSend s = sends_.front();
+    sends_.pop_front();
+    s.transfer->wait(ctx_.options.timeout);
+    out_->events[s.event].end_s = at_s(s.transfer->completed_at());
+  }
+
+  // The current batch's data (input on stage 0, target on the last stage).
+  const std::pair<torch::Tensor, torch::Tensor>& data(int64_t batch) {
+    if (batch != data_batch_) {
+      std::lock_guard<std::mutex> lock(ctx_.data_mutex);
+      data_ = ctx_.data->batch(c_, batch, plan_.batch_size);
+      data_.first = data_.first.to(ctx_.device);
+      data_.second = data_.second.to(ctx_.device);
+      data_batch_ = batch;
+    }
+    return data_;
+  }
+
+  // The stage's forward from its input; on the last stage also the loss.
+  void compute_forward(Stash* s, torch::Tensor x, const Op& op) {
+    torch::Tensor out = ctx_.model.forward(x, parts_.first_unit, parts_.last_unit);
+    if (k_ == K_ - 1) {
+      const int64_t n = mb_size(op.microbatch);
+      torch::Tensor target = data(op.batch).second.narrow(0, mb_offset(op.microbatch), n);
+      s->loss = ctx_.model.loss(out, target) * (static_cast<double>(n) / plan_.batch_size);
+      BatchStats& st = stats(op.batch);
+      st.loss += s->loss.item<double>();
+      st.samples += static_cast<double>(n);
+      if (ctx_.model.task == TaskKind::kImageClassification ||
+          ctx_.model.task == TaskKind::kSequenceClassification)
+        st.correct += out.argmax(1).eq(target).sum().item<double>();
+    } else {
+      s->y = parts_.fwd_enc->carry(out);
+    }
+  }
+
+  BatchStats& stats(int64_t batch) {
+    if (out_->stats.empty() || out_->stats.back().batch != batch)
+      out_->stats.push_back({c_, batch, 0, 0, 0});
+    return out_->stats.back();
+  }
+
+  torch::Tensor stage_input(const Stash& s, const Op& op) {
+    if (k_ == 0) return s.input;
+    return parts_.fwd_dec->expand(s.leaf);
+  }
+
+  void forward(size_t j, const Op& op) {
+    Stash s;
+    if (k_ == 0) {
+      s.input = data(op.batch).first.narrow(0, mb_offset(op.microbatch), mb_size(op.microbatch));
+    } else {
+      auto wire = take_receive(j, op, k_ - 1, false, k_ - 1);
+      std::lock_guard<std::mutex> lock(ctx_.compute);
+      const double t0 = now_s();
+      torch::NoGradGuard no_grad;
+      parts_.fwd_dec->set_step(op.batch);
+      s.leaf = parts_.fwd_dec->unpack(wire, mb_size(op.microbatch)).to(torch::kFloat).detach();
+      s.leaf.requires_grad_(true);
+      record(EventKind::kDecode, op, t0, now_s(), k_ - 1, 0);
+    }
+    {
+      std::lock_guard<std::mutex> lock(ctx_.compute);
+      const double t0 = now_s();
+      std::optional<torch::NoGradGuard> no_grad;
+      if (fr_) no_grad.emplace();
+      if (k_ < K_ - 1) parts_.fwd_enc->set_step(op.batch);
+      compute_forward(&s, stage_input(s, op), op);
+      record(EventKind::kForward, op, t0, now_s());
+    }
+    if (k_ < K_ - 1) {
+      std::vector<torch::Tensor> wire;
+      {
+        std::lock_guard<std::mutex> lock(ctx_.compute);
+        const double t0 = now_s();
+        torch::NoGradGuard no_grad;
+        wire = parts_.fwd_enc->pack(s.y.detach());
+        record(EventKind::kEncode, op, t0, now_s(), k_, 0);
+      }
+      send(op, k_, false, std::move(wire), k_ + 1);
+    }
+    if (fr_) s.y = s.loss = torch::Tensor();
+    stash_[{op.batch, op.microbatch}] = std::move(s);
+  }
+
+  void backward(size_t j, const Op& op) {
+    Stash s = std::move(stash_.at({op.batch, op.microbatch}));
+    stash_.erase({op.batch, op.microbatch});
+    if (fr_) {
+      std::lock_guard<std::mutex> lock(ctx_.compute);
+      const double t0 = now_s();
+      if (k_ > 0) s.leaf = s.leaf.detach().requires_grad_(true);
+      StashStats guard(this, op.batch);
+      compute_forward(&s, stage_input(s, op), op);
+      record(EventKind::kRecompute, op, t0, now_s());
+    }
+    torch::Tensor grad;
+    if (k_ < K_ - 1) {
+      auto wire = take_receive(j, op, k_, true, k_ + 1);
+      std::lock_guard<std::mutex> lock(ctx_.compute);
+      const double t0 = now_s();
+      torch::NoGradGuard no_grad;
+      parts_.bwd_dec->set_step(op.batch);
+      grad = parts_.bwd_dec->expand(parts_.bwd_dec->unpack(wire, mb_size(op.microbatch)))
+                 .to(torch::kFloat);
+      record(EventKind::kDecode, op, t0, now_s(), k_, 1);
+    }
+    {
+      std::lock_guard<std::mutex> lock(ctx_.compute);
+      const double t0 = now_s();
+      if (k_ == K_ - 1)
+        s.loss.backward();
+      else
+        s.y.backward(grad.view(s.y.sizes()));
+      record(EventKind::kBackward, op, t0, now_s());
+    }
+    if (k_ > 0) {
+      std::vector<torch::Tensor> wire;
+      {
+        std::lock_guard<std::mutex> lock(ctx_.compute);
+        const double t0 = now_s();
+        torch::NoGradGuard no_grad;
+        parts_.bwd_enc->set_step(op.batch);
+        wire = parts_.bwd_enc->pack(parts_.bwd_enc->carry(s.leaf.grad()));
+        record(EventKind::kEncode, op, t0, now_s(), k_ - 1, 1);
+      }
+      send(op, k_ - 1, true, std::move(wire), k_ - 1);
+    }
+  }
+
+  // fr replays the forward: its loss must not count twice in the stats.
+  struct StashStats {
+    StashStats(Instance* in, int64_t batch) : in_(in), batch_(batch) {
+      if (in_->k_ == in_->K_ - 1) saved_ = in_->stats(batch);
+    }
+    ~StashStats() {
+      if (in_->k_ == in_->K_ - 1) in_->stats(batch_) = saved_;
+    }
+    Instance* in_;
+    int64_t batch_;
+    BatchStats saved_;
+  };
+
+  void update(const Op& op) {
+    while (!sends_.empty()) wait_oldest_send();
+    std::lock_guard<std::mutex> lock(ctx_.compute);
+    const double t0 = now_s();
+    if (ctx_.options.keep_gradients) {
+      for (int u = parts_.first_unit; u <= parts_.last_unit; ++u) {
+        auto& g = out_->gradients[u];
+        g.clear();
+        for (const auto& p : ctx_.model.units[static_cast<size_t>(u)]->parameters())
+          g.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
+      }
+    } else if (parts_.optimizer) {
+      for (size_t i = 0; i < parts_.params.size(); ++i)
+        parts_.aliases[i].mutable_grad() = parts_.params[i].grad();
+      parts_.optimizer->step();
+    }
+    for (auto& p : parts_.params) p.mutable_grad() = torch::Tensor();
+    for (auto& a : parts_.aliases) a.mutable_grad() = torch::Tensor();
+    record(EventKind::kUpdate, op, t0, now_s());
+    out_->updated = op.batch + 1;
+  }
+
+  PartyContext& ctx_;
+  const Plan& plan_;
+  StageParts& parts_;
+  int k_, c_, K_ = 0;
+  int64_t m_ = 1;
+  bool fr_ = false;
+  InstanceResult* out_;
+  size_t next_post_ = 0;
+  std::map<size_t, PostedRecv> recvs_;
+  std::deque<PendingSend> sends_;
+  std::map<std::pair<int64_t, int64_t>, Stash> stash_;
+  std::pair<torch::Tensor, torch::Tensor> data_;
+  int64_t data_batch_ = -1;
+};
+
+}  // namespace
+
+void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out) {
+  try {
+    Instance(ctx, stage, client, out).run();
+  } catch (const std::exception& e) {
+    out->error =
+        "stage " + std::to_string(stage) + " (client " + std::to_string(client) + "): " + e.what();
+  }
+}
+
+}  // namespace splitsim::exec_internal
