@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,10 +33,14 @@ std::vector<std::string> common(const ExecPairOptions& o, const char* role) {
   return argv;
 }
 
+// Both sides get the same --variant and --iterations (exec's handshake
+// compares them). exec's --timeout-s bounds its connect and each transfer.
 void add_common_flags(std::vector<std::string>& argv, const ExecPairOptions& o) {
   if (!o.variant.empty()) argv.insert(argv.end(), {"--variant", o.variant});
+  const double per_op_timeout_s = std::min(o.timeout_s, kExecOperationTimeoutS);
   argv.insert(argv.end(), {"--threads", std::to_string(o.threads), "--timeout-s",
-                           std::to_string(static_cast<long long>(o.timeout_s))});
+                           std::to_string(static_cast<long long>(std::ceil(per_op_timeout_s)))});
+  if (o.iterations > 0) argv.insert(argv.end(), {"--iterations", std::to_string(o.iterations)});
 }
 
 // A fresh directory for the two processes' output files.
@@ -50,7 +56,6 @@ std::vector<std::string> exec_server_argv(const ExecPairOptions& o, const ExecEn
   auto argv = common(o, "server");
   argv.insert(argv.end(), {"--listen", e.server_address + ":" + std::to_string(e.port), "--json"});
   add_common_flags(argv, o);
-  if (o.iterations > 0) argv.insert(argv.end(), {"--iterations", std::to_string(o.iterations)});
   return in_netns(e.server_netns, argv);
 }
 
@@ -102,8 +107,8 @@ nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints
   };
   if (codes[0] != 0 || codes[1] != 0) {
     std::ostringstream msg;
-    msg << "the real run failed: server " << describe(codes[0]) << ", client "
-        << describe(codes[1]) << "\n--- server stderr (tail) ---\n"
+    msg << "the real run failed: server " << describe(codes[0]) << ", client " << describe(codes[1])
+        << "\n--- server stderr (tail) ---\n"
         << file_tail(dir + "/server.err") << "\n--- client stderr (tail) ---\n"
         << file_tail(dir + "/client.err");
     throw std::runtime_error(msg.str());
@@ -115,8 +120,8 @@ nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints
     return nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("the server's stdout is not the metrics JSON (" +
-                             std::string(e.what()) + "); it began with: " +
-                             text.str().substr(0, 300));
+                             std::string(e.what()) +
+                             "); it began with: " + text.str().substr(0, 300));
   }
 }
 

@@ -10,13 +10,17 @@
 
 namespace splitsim {
 
+// exec's own --timeout-s (connect and each transfer): the whole-run
+// timeout, at most this.
+constexpr double kExecOperationTimeoutS = 60;
+
 struct ExecPairOptions {
-  std::string exec_bin;      // binary whose `exec` subcommand runs (normally splitsim itself)
-  std::string scenario;      // scenario file (made absolute)
-  std::string variant;       // passed as --variant when non-empty
-  int threads = 1;           // --threads of each process
-  int64_t iterations = 0;    // server --iterations when > 0
-  double timeout_s = 300;    // whole run; also passed as --timeout-s
+  std::string exec_bin;    // binary whose `exec` subcommand runs (normally splitsim itself)
+  std::string scenario;    // scenario file (made absolute)
+  std::string variant;     // passed as --variant when non-empty
+  int threads = 1;         // --threads of each process
+  int64_t iterations = 0;  // --iterations of both when > 0
+  double timeout_s = 300;  // whole run
 };
 
 struct ExecEndpoints {

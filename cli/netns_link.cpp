@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "subprocess.h"
+#include "validation.h"
 
 namespace splitsim {
 namespace {
@@ -28,7 +29,7 @@ constexpr int kMaxLinks = 4;
 constexpr int kMaxChildren = 8;
 struct Registry {
   std::atomic<int> state[kMaxLinks];  // 0 free, 1 claimed, 2 armed (paths valid)
-  char paths[kMaxLinks][2][128];  // /var/run/netns/<name> of both namespaces
+  char paths[kMaxLinks][2][128];      // /var/run/netns/<name> of both namespaces
   std::atomic<pid_t> children[kMaxChildren];
 };
 Registry g_registry;
@@ -113,7 +114,8 @@ int NetnsLink::remove_stale() {
 NetnsLink::NetnsLink(double rate_bit_per_s) : rate_bit_per_s_(rate_bit_per_s) {
   if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
   const int seq = g_sequence.fetch_add(1);
-  const std::string base = std::string(kPrefix) + std::to_string(getpid()) + "-" + std::to_string(seq);
+  const std::string base =
+      std::string(kPrefix) + std::to_string(getpid()) + "-" + std::to_string(seq);
   server_ns_ = base + "-server";
   client_ns_ = base + "-client";
   // A private /30 per link: 10.213.X.(4k+1, 4k+2).
@@ -168,7 +170,7 @@ void NetnsLink::set_rate(double rate_bit_per_s) {
 std::string NetnsLink::description() const {
   char buf[256];
   std::snprintf(buf, sizeof buf, "veth %s each way, tc tbf burst %lld B (netns %s <-> %s)",
-                rate_arg(rate_bit_per_s_).c_str(),
+                format_link_rate(rate_bit_per_s_).c_str(),
                 static_cast<long long>(burst_bytes(rate_bit_per_s_)), server_ns_.c_str(),
                 client_ns_.c_str());
   return buf;
@@ -192,6 +194,7 @@ void NetnsLink::remove() noexcept {
 }
 
 void NetnsLink::register_child(pid_t pgid) {
+  install_handlers();  // also without a link: Ctrl-C must not orphan the group
   for (auto& c : g_registry.children) {
     pid_t expected = 0;
     if (c.compare_exchange_strong(expected, pgid)) return;

@@ -63,8 +63,9 @@ class NetnsLink {
   // "veth 200mbit each way, tc tbf burst 25000 B (netns A <-> B)"
   std::string description() const;
 
-  // The signal handler also kills this process group (a child running
-  // inside the link) before removing the namespaces. At most 8 at a time.
+  // The signal handler (installed here too, link or not: children run in
+  // their own process groups, which Ctrl-C does not reach) kills this
+  // process group before removing any namespaces. At most 8 at a time.
   static void register_child(pid_t pgid);
   static void unregister_child(pid_t pgid);
 

@@ -29,19 +29,20 @@ uint64_t fnv1a(const std::string& s) {
 std::string cache_key(const ModelSpec& m, int64_t batch, int threads, const OptimizerSpec& o) {
   char host[256] = "";
   gethostname(host, sizeof host);
-  nlohmann::json j = {{"version", SPLITSIM_VERSION},
-                      {"host", host},
-                      {"model", m.name},
-                      {"num_classes", m.num_classes},
-                      {"image_size", m.image_size},
-                      {"seq_len", m.seq_len},
-                      {"sizes", {m.hidden, m.layers, m.heads, m.ffn, m.vocab_size, m.max_positions}},
-                      {"path", m.path},
-                      {"input_shape", m.input_shape},
-                      {"input_dtype", m.input_dtype},
-                      {"batch", batch},
-                      {"threads", threads},
-                      {"optimizer", {o.name, o.lr, o.momentum, o.weight_decay}}};
+  nlohmann::json j = {
+      {"version", SPLITSIM_VERSION},
+      {"host", host},
+      {"model", m.name},
+      {"num_classes", m.num_classes},
+      {"image_size", m.image_size},
+      {"seq_len", m.seq_len},
+      {"sizes", {m.hidden, m.layers, m.heads, m.ffn, m.vocab_size, m.max_positions}},
+      {"path", m.path},
+      {"input_shape", m.input_shape},
+      {"input_dtype", m.input_dtype},
+      {"batch", batch},
+      {"threads", threads},
+      {"optimizer", {o.name, o.lr, o.momentum, o.weight_decay}}};
   return j.dump();
 }
 
@@ -67,13 +68,12 @@ class ScopedAffinity {
 }  // namespace
 
 std::string default_profile_cache_dir() {
-  if (const char* dir = std::getenv("SPLITSIM_PROFILE_CACHE"); dir != nullptr && *dir)
-    return dir;
+  if (const char* dir = std::getenv("SPLITSIM_PROFILE_CACHE"); dir != nullptr && *dir) return dir;
   return (std::filesystem::temp_directory_path() / "splitsim-profile-cache").string();
 }
 
-std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec,
-                               int64_t batch, int threads, const OptimizerSpec& optimizer) {
+std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec, int64_t batch,
+                               int threads, const OptimizerSpec& optimizer) {
   char name[256];
   std::snprintf(name, sizeof name, "%s_b%lld_t%d_%016llx.json", spec.name.c_str(),
                 static_cast<long long>(batch), threads,
@@ -82,9 +82,8 @@ std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& sp
 }
 
 CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& model,
-                                     int64_t batch, int threads,
-                                     const OptimizerSpec& optimizer, const std::string& cache_dir,
-                                     bool reprofile, int cpu,
+                                     int64_t batch, int threads, const OptimizerSpec& optimizer,
+                                     const std::string& cache_dir, bool reprofile, int cpu,
                                      const std::function<void(const std::string&)>& progress) {
   const std::string file = profile_cache_file(cache_dir, spec, batch, threads, optimizer);
   if (!reprofile && std::filesystem::exists(file)) {
@@ -105,7 +104,8 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
   DeviceProfile device;
   {
     ScopedAffinity pin(cpu);
-    device = profile_this_machine(spec, opts, [&](const std::string& l) { progress("profile: " + l); });
+    device =
+        profile_this_machine(spec, opts, [&](const std::string& l) { progress("profile: " + l); });
   }
   device.name = "cpu_this_machine_validate";
   device.description = "this machine's CPU, " + std::to_string(threads) +

@@ -21,8 +21,8 @@ struct CachedProfile {
 std::string default_profile_cache_dir();
 
 // The cache file for these inputs (the key is hashed into the name).
-std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec,
-                               int64_t batch, int threads, const OptimizerSpec& optimizer);
+std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec, int64_t batch,
+                               int threads, const OptimizerSpec& optimizer);
 
 // Returns the cached profile, or measures one (profile_this_machine with
 // `threads` threads at `batch`, this process pinned to `cpu` meanwhile when
@@ -30,9 +30,8 @@ std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& sp
 // cache. `model` (the measured MACs of `spec`) serves the efficiency fit
 // that prices codec work. A cache file that does not parse is measured again.
 CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& model,
-                                     int64_t batch, int threads,
-                                     const OptimizerSpec& optimizer, const std::string& cache_dir,
-                                     bool reprofile, int cpu,
+                                     int64_t batch, int threads, const OptimizerSpec& optimizer,
+                                     const std::string& cache_dir, bool reprofile, int cpu,
                                      const std::function<void(const std::string&)>& progress);
 
 }  // namespace splitsim

@@ -52,7 +52,8 @@ pid_t fork_exec(const std::vector<std::string>& argv, Setup setup) {
   if (argv.empty()) throw std::invalid_argument("fork_exec: empty argv");
   auto args = c_argv(argv);
   int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(strerror(errno)));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe: " + std::string(strerror(errno)));
   const pid_t pid = fork();
   if (pid < 0) {
     close(err_pipe[0]);
@@ -143,9 +144,9 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
 void run_checked(const std::vector<std::string>& argv, double timeout_s) {
   const CommandResult r = run_command(argv, timeout_s);
   if (r.exit_code != 0)
-    throw std::runtime_error("\"" + command_line(argv) + "\" failed with exit code " +
-                             std::to_string(r.exit_code) +
-                             (r.err.empty() ? "" : ": " + r.err.substr(0, r.err.find_last_not_of("\n") + 1)));
+    throw std::runtime_error(
+        "\"" + command_line(argv) + "\" failed with exit code " + std::to_string(r.exit_code) +
+        (r.err.empty() ? "" : ": " + r.err.substr(0, r.err.find_last_not_of("\n") + 1)));
 }
 
 pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {

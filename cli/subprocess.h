@@ -10,8 +10,8 @@
 namespace splitsim {
 
 struct CommandResult {
-  int exit_code = -1;     // WEXITSTATUS, or 128 + signal when killed
-  std::string out, err;   // captured stdout and stderr
+  int exit_code = -1;    // WEXITSTATUS, or 128 + signal when killed
+  std::string out, err;  // captured stdout and stderr
 };
 
 // Runs argv (argv[0] looked up on PATH), waits at most `timeout_s` (then

@@ -4,7 +4,7 @@
 // summarises a matrix of runs, and writes the reports:
 //   "splitsim.validation/1"         one variant (validate --json / --report)
 //   "splitsim.validation_matrix/1"  every variant (validate --matrix --json)
-// Both are written up in README "Output formats".
+// Both are written up in cli/VALIDATE.md.
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -69,6 +69,10 @@ struct ValidationRun {
   // exec time per batch / max(busiest party's measured compute, the busier
   // link direction's bytes / link rate); set for gpipe with chunks >= 4.
   std::optional<double> overlap_ratio;
+  // The same ratio from the prediction: when it is far above 1 too, the
+  // schedule itself (fill, drain, transfers on the critical path) keeps the
+  // run from the bound, not exec.
+  std::optional<double> predicted_overlap_ratio;
   std::string failure;  // non-empty: the run failed (measured is empty)
 };
 
@@ -90,6 +94,7 @@ struct MatrixSummary {
   int bytes_checked = 0, bytes_exact = 0;  // deterministic-codec runs; equal bytes
   std::vector<double> overlap_ratios;      // gpipe, chunks >= 4
   double max_overlap_ratio = 0;
+  std::vector<double> predicted_overlap_ratios;  // the same runs, simulated
 };
 MatrixSummary summarise(const std::vector<ValidationRun>& runs);
 // {"schema": "splitsim.validation_matrix/1", "runs": [validation_json...], "summary": {...}}

@@ -32,12 +32,12 @@ bool netns_exists(const std::string& name) {
   return access(("/var/run/netns/" + name).c_str(), F_OK) == 0;
 }
 
-#define SKIP_UNLESS_LINK_POSSIBLE()                                                 \
-  do {                                                                              \
-    const std::string reason = NetnsLink::unavailable_reason();                     \
-    if (!reason.empty())                                                            \
-      GTEST_SKIP() << "needs network namespaces (" << reason                        \
-                   << "); run as root with iproute2 to test the shaped link";       \
+#define SKIP_UNLESS_LINK_POSSIBLE()                                           \
+  do {                                                                        \
+    const std::string reason = NetnsLink::unavailable_reason();               \
+    if (!reason.empty())                                                      \
+      GTEST_SKIP() << "needs network namespaces (" << reason                  \
+                   << "); run as root with iproute2 to test the shaped link"; \
   } while (0)
 
 // Forks a child that joins namespace `ns` (setns on /var/run/netns/NAME) and
@@ -204,7 +204,8 @@ TEST(NetnsLinkTest, SigtermRemovesTheNamespaces) {
   close(names[0]);
   const std::string text = buf;
   const std::string server_ns = text.substr(0, text.find(' '));
-  const std::string client_ns = text.substr(text.find(' ') + 1, text.find('\n') - text.find(' ') - 1);
+  const std::string client_ns =
+      text.substr(text.find(' ') + 1, text.find('\n') - text.find(' ') - 1);
   EXPECT_TRUE(netns_exists(server_ns));
   kill(child, SIGTERM);
   int status = 0;

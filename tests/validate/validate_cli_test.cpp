@@ -2,10 +2,9 @@
 // (profile, simulate, server + client in the namespaces, report) with a
 // stand-in `exec` written by the test; and the real thing when
 // `splitsim exec` exists.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -35,7 +34,8 @@ std::string write_standin(const std::filesystem::path& dir) {
 scenario="$2"; role="$4"; variant=""
 while [ $# -gt 0 ]; do [ "$1" = "--variant" ] && variant="$2"; shift; done
 if [ "$role" = server ]; then
-  exec ")" << SPLITSIM_BIN << R"(" simulate "$scenario" --variant "$variant" --json 2>/dev/null |
+  exec ")" << SPLITSIM_BIN
+                      << R"(" simulate "$scenario" --variant "$variant" --json 2>/dev/null |
     sed 's/"source": "sim"/"source": "exec"/'
 fi
 exit "${STANDIN_CLIENT_EXIT:-0}"
@@ -62,8 +62,8 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   const auto dir = temp_dir("standin");
   const std::string report = (dir / "report.json").string();
   const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
-                              "' --iterations 5 --timeout-s 120 --exec-bin " +
-                              write_standin(dir) + " --report " + report);
+                              "' --iterations 5 --timeout-s 120 --exec-bin " + write_standin(dir) +
+                              " --report " + report);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("time_per_batch_s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("parties.client.bytes_sent_per_batch"), std::string::npos);

@@ -116,7 +116,10 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
     r.measured = two_party(measured_times[i], i == 3 ? 4001 : 4000, 0.2);
     r.deterministic_bytes = i != 2;
     r.errors = compare_metrics(r.predicted, r.measured);
-    if (i == 1) r.overlap_ratio = overlap_ratio(r.measured, 8000);  // wire: 4000 B / 1000 B/s
+    if (i == 1) {
+      r.overlap_ratio = overlap_ratio(r.measured, 8000);  // wire: 4000 B / 1000 B/s
+      r.predicted_overlap_ratio = 1.5;
+    }
     runs.push_back(r);
   }
   ValidationRun failed;
@@ -144,6 +147,9 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_NE(table.str().find("median 7.5%, p90 17.0%"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("FAILED: server exit code 1"), std::string::npos);
   EXPECT_NE(table.str().find("2 of 3 (target MISSED)"), std::string::npos);
+  EXPECT_NE(table.str().find("0.25/1.50"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("the simulator's ratio for the same runs: max 1.500 (above 1.15"),
+            std::string::npos);
 }
 
 TEST(Report, WrittenAtomicallyOrNotAtAll) {
