@@ -1,0 +1,360 @@
+// The explorer: enumerate candidates, apply constraints, bound, screen, rank.
+#include "splitsim/costmodel/explore.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "explore_internal.h"
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/planner.h"
+#include "splitsim/costmodel/unit_graph.h"
+
+namespace splitsim {
+
+namespace explore_internal {
+
+double link_Bps(const NetworkSpec& net, const std::string& from, const std::string& to,
+                const std::string& client) {
+  double bits = net.bandwidth_bit_per_s;
+  if (from == client && net.up_bandwidth_bit_per_s > 0) bits = net.up_bandwidth_bit_per_s;
+  if (to == client && net.down_bandwidth_bit_per_s > 0) bits = net.down_bandwidth_bit_per_s;
+  return bits / 8.0 * net.bandwidth_factor;
+}
+
+Scenario with_choices(const Scenario& base, const std::vector<PartSpec>& partition,
+                      const std::vector<BoundaryCodecs>& compression, int64_t chunks,
+                      Schedule schedule, double bandwidth_bit_per_s) {
+  Scenario sc = base;
+  sc.partition = partition;
+  sc.compression = compression;
+  sc.chunks = chunks;
+  sc.schedule = schedule;
+  if (bandwidth_bit_per_s > 0) {
+    sc.network.bandwidth_bit_per_s = bandwidth_bit_per_s;
+    sc.network.up_bandwidth_bit_per_s = 0;
+    sc.network.down_bandwidth_bit_per_s = 0;
+  }
+  return sc;
+}
+
+}  // namespace explore_internal
+
+namespace ei = explore_internal;
+
+namespace {
+
+bool synchronous(Schedule s) {
+  return s == Schedule::kSequential || s == Schedule::kGpipe || s == Schedule::k1F1B;
+}
+
+double stage_compute_s(const PlanStage& st) {
+  double s = st.update_s;
+  for (double t : st.fwd_s) s += t;
+  for (double t : st.bwd_s) s += t;
+  return s;
+}
+
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Parties of a candidate's stages for single / ushape.
+std::pair<std::string, std::string> client_server(const Scenario& base,
+                                                  const std::map<std::string, DeviceProfile>& dev,
+                                                  const ExploreSpace& space) {
+  std::string client = space.client_party, server = space.server_party;
+  if (client.empty() && !base.partition.empty()) client = base.partition.front().party;
+  if (server.empty())
+    for (const auto& p : base.partition)
+      if (p.party != client) {
+        server = p.party;
+        break;
+      }
+  for (const auto& [party, where] :
+       {std::pair{client, "$.client_party"}, {server, "$.server_party"}})
+    if (party.empty() || dev.count(party) == 0)
+      throw InputError(where, "no device for party \"" + party +
+                                  "\" in the scenario's $.devices; name one of its parties");
+  if (client == server)
+    throw InputError("$.server_party", "the server party must differ from the client party");
+  return {client, server};
+}
+
+}  // namespace
+
+double steady_state_bound(const Plan& plan) {
+  if (plan.stages.empty()) return 0;
+  const std::string& client = plan.stages.front().party;
+  std::map<std::string, double> compute;
+  for (const auto& st : plan.stages) compute[st.party] += stage_compute_s(st);
+  std::map<std::pair<std::string, std::string>, double> link_bytes;
+  for (const auto& b : plan.boundaries) {
+    const std::string& a = plan.stages[b.from_stage].party;
+    const std::string& c = plan.stages[b.to_stage].party;
+    if (a == c) continue;
+    link_bytes[{a, c}] += b.forward.wire_bytes_per_batch;
+    link_bytes[{c, a}] += b.backward.wire_bytes_per_batch;
+  }
+  double bound = 0;
+  for (const auto& [party, s] : compute) bound = std::max(bound, s);
+  for (const auto& [ends, bytes] : link_bytes)
+    bound = std::max(bound, bytes / ei::link_Bps(plan.network, ends.first, ends.second, client));
+  return bound;
+}
+
+Bounds screen_bounds(const Plan& plan) {
+  Bounds b;
+  if (plan.stages.empty()) return b;
+  const std::string& client = plan.stages.front().party;
+  const NetworkSpec& net = plan.network;
+  double all_compute = 0, all_fwd_bwd = 0, all_wire = 0, path = 0;
+  int64_t messages = 0;
+  for (const auto& st : plan.stages) {
+    all_compute += stage_compute_s(st);
+    all_fwd_bwd += stage_compute_s(st) - st.update_s;
+    path += st.fwd_s.front() + st.bwd_s.front();
+  }
+  for (const auto& bd : plan.boundaries) {
+    const std::string& a = plan.stages[bd.from_stage].party;
+    const std::string& c = plan.stages[bd.to_stage].party;
+    if (a == c) continue;
+    const double up = ei::link_Bps(net, a, c, client), down = ei::link_Bps(net, c, a, client);
+    all_wire += bd.forward.wire_bytes_per_batch / up + bd.backward.wire_bytes_per_batch / down;
+    path += bd.forward.wire_bytes.front() / up + bd.backward.wire_bytes.front() / down +
+            2 * net.latency_s;
+    messages += 2 * plan.chunks();
+  }
+  const double steady = steady_state_bound(plan);
+  if (plan.schedule == Schedule::kSequential)
+    b.lower_s = std::max(steady, all_fwd_bwd + all_wire + messages * net.latency_s);
+  else if (synchronous(plan.schedule))
+    b.lower_s = std::max(steady, path);
+  else
+    b.lower_s = steady;
+  b.upper_s = all_compute + all_wire + messages * (net.latency_s + net.per_message_overhead_s);
+  return b;
+}
+
+void screen(std::vector<Candidate>* candidates) {
+  auto& c = *candidates;
+  // Sorting by upper bound lets each X stop at the first Y whose upper
+  // bound is not below X's lower bound.
+  std::vector<size_t> by_upper(c.size());
+  for (size_t i = 0; i < c.size(); ++i) by_upper[i] = i;
+  std::sort(by_upper.begin(), by_upper.end(),
+            [&](size_t a, size_t b) { return c[a].upper_bound_s < c[b].upper_bound_s; });
+  for (auto& x : c) {
+    x.screened_out = false;
+    for (size_t yi : by_upper) {
+      const Candidate& y = c[yi];
+      if (!(y.upper_bound_s < x.lower_bound_s)) break;
+      if (y.wire_bytes_per_batch <= x.wire_bytes_per_batch &&
+          y.client_macs_per_batch <= x.client_macs_per_batch &&
+          y.client_memory_bytes <= x.client_memory_bytes) {
+        x.screened_out = true;
+        break;
+      }
+    }
+  }
+}
+
+std::vector<size_t> pareto_front(const std::vector<std::vector<double>>& points) {
+  std::vector<size_t> front;
+  for (size_t i = 0; i < points.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < points.size() && !dominated; ++j) {
+      if (i == j) continue;
+      bool all_le = true, one_lt = false;
+      for (size_t d = 0; d < points[i].size(); ++d) {
+        all_le &= points[j][d] <= points[i][d];
+        one_lt |= points[j][d] < points[i][d];
+      }
+      dominated = all_le && one_lt;
+    }
+    if (!dominated) front.push_back(i);
+  }
+  return front;
+}
+
+std::vector<size_t> candidate_front(const std::vector<Candidate>& candidates) {
+  std::vector<size_t> simulated;
+  std::vector<std::vector<double>> points;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (std::isnan(c.time_per_batch_s)) continue;
+    simulated.push_back(i);
+    points.push_back({c.time_per_batch_s, static_cast<double>(c.wire_bytes_per_batch),
+                      static_cast<double>(c.client_macs_per_batch),
+                      static_cast<double>(c.client_memory_bytes)});
+  }
+  std::vector<size_t> out;
+  for (size_t k : pareto_front(points)) out.push_back(simulated[k]);
+  return out;
+}
+
+std::vector<size_t> rank(const std::vector<Candidate>& c, Objective objective) {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (!std::isnan(c[i].time_per_batch_s)) idx.push_back(i);
+  auto key = [&](size_t i) {
+    const double primary = objective == Objective::kBytes ? c[i].wire_bytes_per_batch
+                           : objective == Objective::kClientMacs
+                               ? static_cast<double>(c[i].client_macs_per_batch)
+                               : c[i].time_per_batch_s;
+    return std::make_tuple(primary, c[i].time_per_batch_s, c[i].wire_bytes_per_batch, c[i].label);
+  };
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  return idx;
+}
+
+ExploreResult explore(const Scenario& base, const ModelProfile& model,
+                      const std::map<std::string, DeviceProfile>& devices,
+                      const ExploreSpace& space) {
+  check_space(space);
+  const int n = static_cast<int>(model.units.size());
+  const std::vector<CodecOption> codecs =
+      space.codecs.empty() ? default_codec_options() : space.codecs;
+  const std::vector<int64_t> chunks =
+      space.chunks.empty() ? std::vector<int64_t>{base.chunks} : space.chunks;
+  const std::vector<Schedule> schedules =
+      space.schedules.empty() ? std::vector<Schedule>{base.schedule} : space.schedules;
+  const std::vector<double> bws = space.bandwidths_bit_per_s.empty() ? std::vector<double>{0.0}
+                                                                     // the scenario's network
+                                                                     : space.bandwidths_bit_per_s;
+  const std::vector<CutPoint> cuts = valid_cuts(model);
+  auto name = [&](int i) { return model.units[i].name; };
+
+  // (kind, partition, codec option index) before chunks, schedules, bandwidths.
+  struct Layout {
+    CutKind kind;
+    std::vector<PartSpec> parts;
+    std::vector<size_t> codec_options;  // all, or the one the DP used
+  };
+  std::vector<Layout> layouts;
+  std::vector<size_t> all_codecs(codecs.size());
+  for (size_t i = 0; i < codecs.size(); ++i) all_codecs[i] = i;
+  const std::set<CutKind> kinds(space.kinds.begin(), space.kinds.end());
+  if (kinds.count(CutKind::kSingle) || kinds.count(CutKind::kUShape)) {
+    const auto [client, server] = client_server(base, devices, space);
+    for (size_t a = 0; a < cuts.size(); ++a) {
+      const int p = cuts[a].position;
+      if (kinds.count(CutKind::kSingle))
+        layouts.push_back({CutKind::kSingle,
+                           {{client, name(0), name(p - 1)}, {server, name(p), name(n - 1)}},
+                           all_codecs});
+      if (kinds.count(CutKind::kUShape))
+        for (size_t b = a + 1; b < cuts.size(); ++b) {
+          const int q = cuts[b].position;
+          layouts.push_back({CutKind::kUShape,
+                             {{client, name(0), name(p - 1)},
+                              {server, name(p), name(q - 1)},
+                              {client, name(q), name(n - 1)}},
+                             all_codecs});
+        }
+    }
+  }
+  ExploreResult result;
+  std::vector<std::tuple<Layout, int64_t, Schedule, double>> kstage;
+  if (kinds.count(CutKind::kKStage)) {
+    std::set<std::string> distinct(space.stage_parties.begin(), space.stage_parties.end());
+    if (distinct.size() != space.stage_parties.size())
+      throw InputError("$.stage_parties", "kstage needs one distinct party per stage");
+    for (const auto& party : space.stage_parties)
+      if (devices.count(party) == 0)
+        throw InputError("$.stage_parties",
+                         "no device for party \"" + party + "\" in the scenario's $.devices");
+    for (size_t ci = 0; ci < codecs.size(); ++ci)
+      for (int64_t m : chunks)
+        for (Schedule s : schedules)
+          for (double bw : bws) {
+            if (m > base.batch_size) continue;
+            ExploreSpace one = space;
+            one.chunks = {m};
+            one.schedules = {s};
+            one.bandwidths_bit_per_s = bw > 0 ? std::vector<double>{bw} : std::vector<double>{};
+            Layout l{CutKind::kKStage, {}, {ci}};
+            double bottleneck = 0;
+            ++result.enumerated;
+            if (kstage_partition(base, model, devices, one, codecs[ci], &l.parts, &bottleneck))
+              kstage.emplace_back(l, m, s, bw);
+            else
+              ++result.rejected_by_constraints;
+          }
+  }
+
+  auto add = [&](const Layout& l, size_t ci, int64_t m, Schedule s, double bw) {
+    const int count = static_cast<int>(l.parts.size()) - 1;
+    std::vector<BoundaryCodecs> comp(count);
+    for (int k = 0; k < count; ++k) {
+      const int last = model.index_of(l.parts[k].to);
+      if (!instantiate_codec(codecs[ci], model.units[last].output_shape, k, count, &comp[k]))
+        return;
+    }
+    ++result.enumerated;
+    Candidate c;
+    c.kind = l.kind;
+    c.codec_label = codecs[ci].label;
+    c.partition = l.parts;
+    c.compression = comp;
+    c.chunks = m;
+    c.schedule = s;
+    const Scenario sc = ei::with_choices(base, l.parts, comp, m, s, bw);
+    c.bandwidth_bit_per_s = sc.network.bandwidth_bit_per_s;
+    std::string cut_names;
+    for (int k = 1; k <= count; ++k) cut_names += (k > 1 ? "|" : "") + l.parts[k].from;
+    c.label = std::string(cut_kind_name(l.kind)) + " " + cut_names + " " + c.codec_label +
+              " chunks=" + std::to_string(m) + " " + schedule_name(s) + " " +
+              short_number(c.bandwidth_bit_per_s) + "bit/s";
+    c.plan = make_plan(sc, model, devices, c.label);
+    const std::string& client = c.plan.stages.front().party;
+    int64_t total_macs = 0;
+    for (const auto& st : c.plan.stages) {
+      const int64_t macs = st.fwd_per_batch.macs() + st.bwd_per_batch.macs();
+      total_macs += macs;
+      if (st.party != client) continue;
+      c.client_macs_per_batch += macs;
+      c.client_memory_bytes += st.peak_memory_bytes;
+    }
+    c.client_mac_share = total_macs > 0 ? static_cast<double>(c.client_macs_per_batch) /
+                                              static_cast<double>(total_macs)
+                                        : 0;
+    for (const auto& b : c.plan.boundaries)
+      c.wire_bytes_per_batch += b.forward.wire_bytes_per_batch + b.backward.wire_bytes_per_batch;
+    if ((space.client_memory_bytes > 0 && c.client_memory_bytes > space.client_memory_bytes) ||
+        c.client_mac_share > space.max_client_mac_share + 1e-12) {
+      ++result.rejected_by_constraints;
+      return;
+    }
+    const Bounds bounds = screen_bounds(c.plan);
+    c.lower_bound_s = bounds.lower_s;
+    c.upper_bound_s = bounds.upper_s;
+    result.candidates.push_back(std::move(c));
+  };
+  for (const auto& l : layouts)
+    for (size_t ci : l.codec_options)
+      for (int64_t m : chunks)
+        for (Schedule s : schedules)
+          for (double bw : bws)
+            if (m <= base.batch_size) add(l, ci, m, s, bw);
+  for (const auto& [l, m, s, bw] : kstage) {
+    --result.enumerated;  // counted when the DP ran
+    add(l, l.codec_options.front(), m, s, bw);
+  }
+  if (result.candidates.empty())
+    throw InputError("--kinds", "no candidate fits: " + std::to_string(result.enumerated) +
+                                    " enumerated, " +
+                                    std::to_string(result.rejected_by_constraints) +
+                                    " broke a constraint; relax the constraints or widen the "
+                                    "space");
+  screen(&result.candidates);
+  for (const auto& c : result.candidates) result.screened_out += c.screened_out;
+  return result;
+}
+
+}  // namespace splitsim

@@ -1,0 +1,78 @@
+// `splitsim explore` end to end on a shipped scenario with a small space.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "run_cli.h"
+
+namespace splitsim::testing {
+namespace {
+
+TEST(ExploreCliTest, UShapeJsonFrontRankingAndEmitBestRunsWithSimulate) {
+  const std::string best = (std::filesystem::temp_directory_path() /
+                            ("splitsim_explore_best_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const CliResult r = run_cli("explore " + source_path("scenarios/mobilenet_v2_ushape.json") +
+                              " --kinds ushape --chunks 1,4 --max-simulations 60 --top 5 --json"
+                              " --emit-best " +
+                              best);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("schema"), "splitsim.explore/1");
+  EXPECT_EQ(j.at("objective"), "time");
+  EXPECT_GT(j.at("enumerated").get<int>(), 0);
+  EXPECT_LE(j.at("simulated").get<int>(), 60);
+  ASSERT_FALSE(j.at("front").empty());
+  ASSERT_EQ(j.at("ranking").size(), 5u);
+  // No front member is dominated by another (time, bytes, client MACs, memory).
+  const auto& front = j.at("front");
+  auto le = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["time_per_batch_s"].get<double>() <= b["time_per_batch_s"].get<double>() &&
+           a["wire_bytes_per_batch"].get<double>() <= b["wire_bytes_per_batch"].get<double>() &&
+           a["client_macs_per_batch"].get<double>() <= b["client_macs_per_batch"].get<double>() &&
+           a["client_memory_bytes"].get<double>() <= b["client_memory_bytes"].get<double>();
+  };
+  for (const auto& a : front)
+    for (const auto& b : front)
+      if (a["label"] != b["label"] && le(a, b)) EXPECT_FALSE(le(b, a) && a != b);
+  // The best by time is on the front, and the ranking is sorted by time.
+  const auto& ranking = j.at("ranking");
+  bool best_on_front = false;
+  for (const auto& f : front) best_on_front |= f["label"] == ranking[0]["label"];
+  EXPECT_TRUE(best_on_front);
+  for (size_t i = 1; i < ranking.size(); ++i)
+    EXPECT_LE(ranking[i - 1]["time_per_batch_s"].get<double>(),
+              ranking[i]["time_per_batch_s"].get<double>());
+  for (const auto& c : ranking) EXPECT_EQ(c["kind"], "ushape");
+
+  const CliResult sim = run_cli("simulate " + best + " --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const auto m = nlohmann::json::parse(sim.out);
+  EXPECT_EQ(m.at("schema"), "splitsim.metrics/1");
+  EXPECT_NEAR(m.at("time_per_batch_s").get<double>(), ranking[0]["time_per_batch_s"].get<double>(),
+              1e-6 * ranking[0]["time_per_batch_s"].get<double>());
+  std::filesystem::remove(best);
+}
+
+TEST(ExploreCliTest, BadObjectiveAndConstraintsExitTwoNamingTheFlag) {
+  const std::string sc = source_path("scenarios/mobilenet_v2_ushape.json");
+  CliResult r = run_cli("explore " + sc + " --objective speed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--objective"), std::string::npos) << r.err;
+  r = run_cli("explore " + sc + " --max-client-mac-share 1.5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--max-client-mac-share"), std::string::npos) << r.err;
+  r = run_cli("explore " + sc + " --chunks 1,x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--chunks"), std::string::npos) << r.err;
+  const std::string space = write_temp_json(
+      {{"schema", "splitsim.explore/1"}, {"constraints", {{"client_memory_bytes", -3}}}},
+      "explore_space");
+  r = run_cli("explore " + sc + " --space " + space);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("$.constraints.client_memory_bytes"), std::string::npos) << r.err;
+  std::filesystem::remove(space);
+}
+
+}  // namespace
+}  // namespace splitsim::testing
