@@ -16,5 +16,8 @@ Command add_plan_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_exec_command(CLI::App& app);
+Command add_validate_command(CLI::App& app);
+Command add_explore_command(CLI::App& app);
 
 }  // namespace splitsim

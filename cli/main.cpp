@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
       splitsim::add_profile_command(app),
       splitsim::add_simulate_command(app),
       splitsim::add_bench_command(app),
+      splitsim::add_exec_command(app),
+      splitsim::add_validate_command(app),
+      splitsim::add_explore_command(app),
   };
   try {
     app.parse(argc, argv);
