@@ -17,6 +17,7 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-openmp  # LibTorch; without OpenBLAS matmuls run ~50x slower
   libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libgtest-dev libcli11-dev
   iproute2                                      # network namespaces for `validate`
+  dataset-fashion-mnist                         # real data for `exec` (IDX files)
 )
 missing=()
 for p in "${packages[@]}"; do
