@@ -1,4 +1,6 @@
 // `splitsim explore` end to end on a shipped scenario with a small space.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,6 +74,39 @@ TEST(ExploreCliTest, BadObjectiveAndConstraintsExitTwoNamingTheFlag) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("$.constraints.client_memory_bytes"), std::string::npos) << r.err;
   std::filesystem::remove(space);
+}
+
+
+TEST(ExploreCliTest, EmitBestRunsForRealWithExecAndValidateTopComparesTheOrder) {
+  const std::string best = (std::filesystem::temp_directory_path() /
+                            ("splitsim_best_exec_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const std::string sc = source_path("scenarios/validation_matrix.json");
+  CliResult r = run_cli("explore " + sc + " --kinds single --chunks 4 --emit-best " + best);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Server and client of the emitted scenario, two real processes over loopback Gloo.
+  const std::string port = std::to_string(20000 + ::getpid() % 20000);
+  const std::string bin = SPLITSIM_BIN;
+  const std::string json = best + ".metrics";
+  const std::string cmd = "(timeout 120 " + bin + " exec " + best +
+                          " --iterations 4 --timeout-s 60 --role server --listen 127.0.0.1:" +
+                          port + " --json >" + json + " 2>/dev/null & sleep 1; timeout 120 " +
+                          bin + " exec " + best + " --iterations 4 --timeout-s 60 --role client" +
+                          " --connect 127.0.0.1:" + port + " >/dev/null 2>&1; wait $!)";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(json);
+  const auto m = nlohmann::json::parse(in);
+  EXPECT_EQ(m["source"], "exec");
+  EXPECT_TRUE(m["complete"].get<bool>());
+  EXPECT_GT(m["time_per_batch_s"].get<double>(), 0);
+  std::filesystem::remove(json);
+  std::filesystem::remove(best);
+  if (::geteuid() != 0) GTEST_SKIP() << "--validate-top needs root for the network namespaces";
+  r = run_cli("explore " + sc + " --kinds single --chunks 4 --validate-top 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto v = j.dump();
+  EXPECT_NE(v.find("measured_order_matches_predicted"), std::string::npos) << v.substr(0, 400);
 }
 
 }  // namespace
