@@ -2,7 +2,6 @@
 // transparency, losses, synthetic batches, TorchScript loading, and the
 // model options of scenario files.
 #include <gtest/gtest.h>
-#include <torch/script.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -15,26 +14,13 @@
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/scenario.h"
+#include "model_test_util.h"
 
 namespace splitsim {
 namespace {
 
-using Shape = std::vector<int64_t>;
+using namespace model_test;  // NOLINT: test helpers
 
-Shape shape_of(const torch::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
-
-int64_t count_params(const SplitModel& m, int first, int last) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters(first, last)) n += p.numel();
-  return n;
-}
-int64_t count_params(const SplitModel& m) { return count_params(m, 0, m.size() - 1); }
-
-ModelSpec spec_of(const std::string& name) {
-  ModelSpec s;
-  s.name = name;
-  return s;
-}
 
 // Small transformer configs so the tests run in well under a second.
 ModelSpec small_roberta() {
@@ -177,11 +163,6 @@ TEST(ModelSpecTest, TorchScriptNeedsPathShapeAndDtype) {
 
 // ---- units and shapes ---------------------------------------------------------
 
-void expect_chain(const SplitModel& m) {
-  ASSERT_EQ(m.names.size(), m.units.size());
-  ASSERT_EQ(static_cast<int>(m.inputs.size()), m.size());
-  for (int i = 0; i < m.size(); ++i) EXPECT_EQ(m.inputs[i], std::vector<int>{i - 1});
-}
 
 TEST(ModelZooTest, MobileNetV2Units) {
   SplitModel m = build_model(spec_of("mobilenet_v2"));
@@ -417,153 +398,6 @@ TEST(ModelZooTest, UnknownModelThrows) {
     FAIL() << "no InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "$.model.name");
-  }
-}
-
-// ---- TorchScript ------------------------------------------------------------------
-
-// A scripted module built in C++ (what torch.jit.script would give):
-// encoder (with a nested submodule) then decoder; [B,4] -> [B,3].
-// `chain` false adds 1 after the children, so forward is not their chain.
-torch::jit::Module scripted_net(bool chain) {
-  // One compilation unit for every class, as torch.jit.script makes.
-  auto cu = std::make_shared<torch::jit::CompilationUnit>();
-  torch::jit::Module inner("Inner", cu);
-  inner.register_parameter("weight", torch::randn({4, 8}).requires_grad_(), /*is_buffer=*/false);
-  inner.define("def forward(self, x):\n  return torch.matmul(x, self.weight)\n");
-  torch::jit::Module encoder("Encoder", cu);
-  encoder.register_module("inner", inner);
-  encoder.register_parameter("bias", torch::zeros({8}).requires_grad_(), /*is_buffer=*/false);
-  encoder.define("def forward(self, x):\n  return torch.relu(self.inner.forward(x) + self.bias)\n");
-  torch::jit::Module decoder("Decoder", cu);
-  decoder.register_parameter("weight", torch::randn({8, 3}).requires_grad_(), /*is_buffer=*/false);
-  decoder.define("def forward(self, x):\n  return torch.matmul(x, self.weight)\n");
-  torch::jit::Module net("Net", cu);
-  net.register_module("encoder", encoder);
-  net.register_module("decoder", decoder);
-  net.define(chain
-                 ? "def forward(self, x):\n  return self.decoder.forward(self.encoder.forward(x))\n"
-                 : "def forward(self, x):\n  return self.decoder.forward(self.encoder.forward(x)) "
-                   "+ 1.0\n");
-  return net;
-}
-
-// A file in the temp directory, removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& stem)
-      : path_((std::filesystem::temp_directory_path() /
-               ("splitsim_models_test_" + stem + "_" + std::to_string(::getpid()) + ".pt"))
-                  .string()) {}
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-ModelSpec torchscript_spec(const std::string& path) {
-  ModelSpec s = spec_of("torchscript");
-  s.path = path;
-  s.input_shape = {4};
-  return s;
-}
-
-TEST(ModelTorchScriptTest, ChildrenAreUnits) {
-  TempFile file("chain");
-  scripted_net(true).save(file.path());
-  SplitModel m = build_model(torchscript_spec(file.path()));
-  EXPECT_EQ(m.names, (std::vector<std::string>{"encoder", "decoder"}));
-  expect_chain(m);
-  EXPECT_EQ(m.task, TaskKind::kRegression);
-  EXPECT_EQ(m.output_shape, (Shape{3}));
-  EXPECT_EQ(count_params(m, 0, 0), 4 * 8 + 8);
-  EXPECT_EQ(count_params(m, 1, 1), 8 * 3);
-  // Nested names flattened with '_'.
-  EXPECT_NE(m.units[0]->named_parameters().find("inner_weight"), nullptr);
-
-  torch::Tensor x = m.make_input(5, 0);
-  torch::Tensor y = m.forward(x);
-  EXPECT_EQ(shape_of(y), (Shape{5, 3}));
-  EXPECT_TRUE(torch::equal(m.forward(m.forward(x, 0, 0), 1, 1), y));
-  torch::Tensor target = m.make_target(5, 0);
-  EXPECT_EQ(shape_of(target), (Shape{5, 3}));
-  m.loss(y, target).backward();
-  // The registered tensors are the scripted module's own: gradients land on them.
-  for (const auto& p : m.parameters(0, 1)) EXPECT_TRUE(p.grad().defined());
-}
-
-TEST(ModelTorchScriptTest, Int64InputsAreTokenIds) {
-  // embed: ids [B,T] -> [B,T,4] from a 7-row table; pool: mean over T.
-  auto cu = std::make_shared<torch::jit::CompilationUnit>();
-  torch::jit::Module embed("Embed", cu);
-  embed.register_parameter("weight", torch::randn({7, 4}).requires_grad_(), false);
-  embed.define("def forward(self, x):\n  return torch.embedding(self.weight, x)\n");
-  torch::jit::Module pool("Pool", cu);
-  pool.define("def forward(self, x):\n  return torch.mean(x, 1)\n");
-  torch::jit::Module net("TokenNet", cu);
-  net.register_module("embed", embed);
-  net.register_module("pool", pool);
-  net.define("def forward(self, x):\n  return self.pool.forward(self.embed.forward(x))\n");
-  TempFile file("tokens");
-  net.save(file.path());
-
-  ModelSpec s = torchscript_spec(file.path());
-  s.input_shape = {5};
-  s.input_dtype = "int64";
-  s.vocab_size = 7;
-  SplitModel m = build_model(s);
-  EXPECT_EQ(m.names, (std::vector<std::string>{"embed", "pool"}));
-  EXPECT_EQ(m.output_shape, (Shape{4}));
-  torch::Tensor ids = m.make_input(64, 0);
-  EXPECT_EQ(ids.scalar_type(), torch::kInt64);
-  EXPECT_EQ(shape_of(ids), (Shape{64, 5}));
-  EXPECT_GE(ids.min().item<int64_t>(), 0);
-  EXPECT_LT(ids.max().item<int64_t>(), 7);
-  EXPECT_EQ(shape_of(m.forward(ids)), (Shape{64, 4}));
-
-  // A float model given int64 inputs fails at build time, and says why.
-  TempFile float_file("float");
-  scripted_net(true).save(float_file.path());
-  s.path = float_file.path();
-  try {
-    build_model(s);
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-    EXPECT_NE(std::string(e.what()).find("input_dtype"), std::string::npos) << e.what();
-  }
-}
-
-TEST(ModelTorchScriptTest, RejectsForwardThatIsNotAChain) {
-  TempFile file("notchain");
-  scripted_net(false).save(file.path());
-  try {
-    build_model(torchscript_spec(file.path()));
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-    EXPECT_NE(std::string(e.what()).find("chain"), std::string::npos) << e.what();
-  }
-}
-
-TEST(ModelTorchScriptTest, UnreadableFilesThrowInputError) {
-  const std::string missing =
-      (std::filesystem::temp_directory_path() / "splitsim_no_such_model.pt").string();
-  try {
-    build_model(torchscript_spec(missing));
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-    EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
-  }
-  TempFile garbage("garbage");
-  std::ofstream(garbage.path()) << "not a zip archive";
-  try {
-    build_model(torchscript_spec(garbage.path()));
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
   }
 }
 

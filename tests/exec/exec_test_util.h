@@ -1,7 +1,10 @@
 #pragma once
 // Helpers for the exec tests: hand-built Plans (no measuring), an
 // in-process two-rank run over LoopbackTransport, and child processes.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
@@ -16,6 +19,20 @@
 #include "splitsim/exec/runner.h"
 
 namespace splitsim::testing {
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
 
 inline Scenario small_scenario(const std::string& model = "resnet20", int64_t batch = 4) {
   Scenario sc;

@@ -14,18 +14,6 @@
 namespace splitsim::testing {
 namespace {
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 void exchange_and_check(Transport& a, Transport& b) {
   torch::Tensor x = torch::arange(12, torch::kFloat).reshape({3, 4});
   torch::Tensor idx = torch::arange(5, torch::kInt64);
