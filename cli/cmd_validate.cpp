@@ -159,8 +159,8 @@ class Validator {
     // (e) compare.
     r.errors = compare_metrics(r.predicted, r.measured);
     if (plan.schedule == Schedule::kGpipe && plan.chunks() >= 4) {
-      r.overlap_ratio = overlap_ratio(r.measured, rate);
-      r.predicted_overlap_ratio = overlap_ratio(r.predicted, rate);
+      r.overlap_ratio = overlap_ratio(r.measured, plan, rate);
+      r.predicted_overlap_ratio = overlap_ratio(r.predicted, plan, rate);
     }
     return r;
   }

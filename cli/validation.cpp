@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <ostream>
 
 #include "splitsim/costmodel/errors.h"
@@ -143,14 +144,36 @@ void print_comparison(std::ostream& os, const std::vector<MetricError>& rows) {
   os << "error = (predicted - measured) / measured; seconds in s, bytes in B, rates in B/s\n";
 }
 
-double overlap_ratio(const Metrics& measured, double rate_bit_per_s) {
-  double busiest = 0, wire_bytes = 0;
-  for (const auto& p : measured.parties) {
-    busiest = std::max(busiest, p.busy_s_per_batch);
-    if (p.client)
-      wire_bytes = std::max({wire_bytes, p.bytes_sent_per_batch, p.bytes_received_per_batch});
+double wire_lower_bound_s(const Plan& plan, double rate_bit_per_s) {
+  // Bytes per batch per direction (sender -> receiver), forward and backward.
+  std::map<std::pair<std::string, std::string>, double> fwd, bwd;
+  for (const PlanBoundary& b : plan.boundaries) {
+    const std::string& from = plan.stages[b.from_stage].party;
+    const std::string& to = plan.stages[b.to_stage].party;
+    if (from == to) continue;  // no link between a party and itself
+    fwd[{from, to}] += b.forward.wire_bytes_per_batch;
+    bwd[{to, from}] += b.backward.wire_bytes_per_batch;
   }
-  const double bound = std::max(busiest, wire_bytes / (rate_bit_per_s / 8));
+  const auto busier = [](const auto& per_direction) {
+    double most = 0;
+    for (const auto& [direction, bytes] : per_direction) most = std::max(most, bytes);
+    return most;
+  };
+  double bytes = 0;
+  if (plan.schedule == Schedule::kGpipe) {
+    bytes = busier(fwd) + busier(bwd);
+  } else {
+    auto both = fwd;
+    for (const auto& [direction, b] : bwd) both[direction] += b;
+    bytes = busier(both);
+  }
+  return bytes / (rate_bit_per_s / 8);
+}
+
+double overlap_ratio(const Metrics& measured, const Plan& plan, double rate_bit_per_s) {
+  double busiest = 0;
+  for (const auto& p : measured.parties) busiest = std::max(busiest, p.busy_s_per_batch);
+  const double bound = std::max(busiest, wire_lower_bound_s(plan, rate_bit_per_s));
   return bound > 0 ? measured.time_per_batch_s / bound : kNaN;
 }
 
@@ -291,8 +314,8 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
     os << "overlap ratio (gpipe, chunks >= 4): no such run\n";
   } else {
     std::snprintf(line, sizeof line,
-                  "overlap ratio exec time per batch / max(busiest party's compute, wire bytes / "
-                  "link rate), gpipe chunks >= 4: max %.3f over %zu run(s) (target <= 1.15%s)\n",
+                  "overlap ratio exec time per batch / max(busiest party's compute, wire time "
+                  "(gpipe: busier direction forward + busier direction backward)), gpipe chunks >= 4: max %.3f over %zu run(s) (target <= 1.15%s)\n",
                   s.max_overlap_ratio, s.overlap_ratios.size(),
                   s.max_overlap_ratio <= 1.15 ? ", met" : ", MISSED");
     os << line;

@@ -66,8 +66,8 @@ struct ValidationRun {
   std::string schedule;
   int64_t chunks = 1;
   bool deterministic_bytes = true;  // no codec whose wire size varies by step
-  // exec time per batch / max(busiest party's measured compute, the busier
-  // link direction's bytes / link rate); set for gpipe with chunks >= 4.
+  // exec time per batch / max(busiest party's measured compute,
+  // wire_lower_bound_s); set for gpipe with chunks >= 4.
   std::optional<double> overlap_ratio;
   // The same ratio from the prediction: when it is far above 1 too, the
   // schedule itself (fill, drain, transfers on the critical path) keeps the
@@ -76,9 +76,19 @@ struct ValidationRun {
   std::string failure;  // non-empty: the run failed (measured is empty)
 };
 
-// exec time per batch / max(busiest party's busy_s_per_batch, max over
-// directions of client bytes per batch / (rate/8)), all from `measured`.
-double overlap_ratio(const Metrics& measured, double rate_bit_per_s);
+// The least time the link needs for one batch of `plan` at `rate_bit_per_s`
+// each way (a full-duplex link: each direction is its own queue). Without a
+// flush it is the busier direction's bytes / rate. GPipe flushes: every
+// forward transfer ends before the first backward transfer starts (the loss
+// stage begins its backward only after its last forward), so the two phases
+// cannot overlap and the bound is the busier direction of the forward
+// transfers plus the busier direction of the backward transfers. For a
+// U-shape the forward phase sends the big boundary up and the backward phase
+// sends it down again, so this is up to twice the plain bound.
+double wire_lower_bound_s(const Plan& plan, double rate_bit_per_s);
+// measured time per batch / max(busiest party's busy_s_per_batch in
+// `measured`, wire_lower_bound_s(plan, rate)).
+double overlap_ratio(const Metrics& measured, const Plan& plan, double rate_bit_per_s);
 // True iff every party's bytes sent and received per batch are equal.
 bool bytes_match(const Metrics& predicted, const Metrics& measured);
 

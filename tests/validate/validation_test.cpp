@@ -105,6 +105,49 @@ TEST(CompareMetrics, ReportJsonCarriesBothMetricsAndTheErrors) {
   EXPECT_TRUE(j["bytes_exact"].get<bool>());
 }
 
+// client -> server: 3000 B forward; server -> client: 1000 B backward
+// (boundary 0), plus `ushape` a second boundary server -> client carrying
+// 500 B forward and 250 B back.
+Plan two_party_plan(Schedule schedule, bool ushape = false) {
+  Plan plan;
+  plan.schedule = schedule;
+  plan.stages.resize(ushape ? 3 : 2);
+  plan.stages[0].party = "client";
+  plan.stages[1].party = "server";
+  PlanBoundary b;
+  b.from_stage = 0;
+  b.to_stage = 1;
+  b.forward.wire_bytes_per_batch = 3000;
+  b.backward.wire_bytes_per_batch = 1000;
+  plan.boundaries.push_back(b);
+  if (ushape) {
+    plan.stages[2].party = "client";
+    b.from_stage = 1;
+    b.to_stage = 2;
+    b.forward.wire_bytes_per_batch = 500;
+    b.backward.wire_bytes_per_batch = 250;
+    plan.boundaries.push_back(b);
+  }
+  return plan;
+}
+
+TEST(OverlapRatio, WireBoundCountsEachDirectionAndGpipePhases) {
+  // No flush: each direction on its own; client -> server is the busier.
+  EXPECT_DOUBLE_EQ(wire_lower_bound_s(two_party_plan(Schedule::k1F1B), 8000), 3.0);
+  // U-shape, no flush: up 3000 + 250, down 1000 + 500 -> 3250 B.
+  EXPECT_DOUBLE_EQ(wire_lower_bound_s(two_party_plan(Schedule::k1F1B, true), 8000), 3.25);
+  // GPipe: forward phase up 3000 | down 500, then backward phase up 250 |
+  // down 1000: the busier of each phase, added -> 4000 B.
+  EXPECT_DOUBLE_EQ(wire_lower_bound_s(two_party_plan(Schedule::kGpipe, true), 8000), 4.0);
+  // Two parties, gpipe: 3000 up, then 1000 down.
+  EXPECT_DOUBLE_EQ(wire_lower_bound_s(two_party_plan(Schedule::kGpipe), 8000), 4.0);
+
+  Metrics m = two_party(6.0, 4000, 0.2);
+  EXPECT_DOUBLE_EQ(overlap_ratio(m, two_party_plan(Schedule::kGpipe), 8000), 1.5);
+  m.parties[0].busy_s_per_batch = 5;  // compute-bound: 6 s / 5 s
+  EXPECT_DOUBLE_EQ(overlap_ratio(m, two_party_plan(Schedule::kGpipe), 8000), 1.2);
+}
+
 TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   std::vector<ValidationRun> runs;
   const double measured_times[] = {1.0, 1.0, 1.0, 1.0};
@@ -117,7 +160,8 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
     r.deterministic_bytes = i != 2;
     r.errors = compare_metrics(r.predicted, r.measured);
     if (i == 1) {
-      r.overlap_ratio = overlap_ratio(r.measured, 8000);  // wire: 4000 B / 1000 B/s
+      Plan plan = two_party_plan(Schedule::k1F1B);  // wire: 4000 B / 1000 B/s
+      r.overlap_ratio = overlap_ratio(r.measured, plan, 8000);
       r.predicted_overlap_ratio = 1.5;
     }
     runs.push_back(r);
@@ -135,7 +179,7 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_EQ(s.bytes_checked, 3);
   EXPECT_EQ(s.bytes_exact, 2);
   ASSERT_EQ(s.overlap_ratios.size(), 1u);
-  EXPECT_NEAR(s.overlap_ratios[0], 1.0 / 4.0, 1e-12);  // time 1 s / max(0.2 s, 4 s)
+  EXPECT_NEAR(s.overlap_ratios[0], 1.0 / 3.0, 1e-12);  // time 1 s / max(0.2 s, 3 s)
 
   const nlohmann::json j = matrix_json(runs);
   EXPECT_EQ(j["schema"], "splitsim.validation_matrix/1");
@@ -147,7 +191,7 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_NE(table.str().find("median 7.5%, p90 17.0%"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("FAILED: server exit code 1"), std::string::npos);
   EXPECT_NE(table.str().find("2 of 3 (target MISSED)"), std::string::npos);
-  EXPECT_NE(table.str().find("0.25/1.50"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("0.33/1.50"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("the simulator's ratio for the same runs: max 1.500 (above 1.15"),
             std::string::npos);
 }
