@@ -125,6 +125,24 @@ ExecClock::time_point synchronise(Transport& tr, std::chrono::milliseconds timeo
   return start;
 }
 
+void join_transfer_ends(Timeline* timeline) {
+  using Key = std::tuple<int32_t, int32_t, int32_t, int64_t, int64_t>;
+  const auto key = [](const TimelineEvent& e) {
+    return Key{e.boundary, e.backward, e.client, e.batch, e.microbatch};
+  };
+  std::map<Key, TimelineEvent*> sends;
+  for (auto& e : timeline->events)
+    if (e.kind == EventKind::kSend) sends[key(e)] = &e;
+  for (auto& e : timeline->events) {
+    if (e.kind != EventKind::kRecv) continue;
+    auto it = sends.find(key(e));
+    if (it == sends.end()) continue;
+    TimelineEvent& send = *it->second;
+    e.start_s = std::min(e.end_s, std::max(e.start_s, send.start_s));
+    send.end_s = std::max(send.start_s, e.end_s);
+  }
+}
+
 void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* result,
             std::chrono::milliseconds timeout) {
   constexpr int64_t kStatFields = 5;
@@ -178,17 +196,7 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
       }
     }
   }
-  // A receive interval starts no earlier than its send (receives are posted ahead).
-  using Key = std::tuple<int32_t, int32_t, int32_t, int64_t, int64_t>;
-  std::map<Key, double> send_start;
-  for (const auto& e : result->timeline.events)
-    if (e.kind == EventKind::kSend)
-      send_start[{e.boundary, e.backward, e.client, e.batch, e.microbatch}] = e.start_s;
-  for (auto& e : result->timeline.events) {
-    if (e.kind != EventKind::kRecv) continue;
-    auto it = send_start.find({e.boundary, e.backward, e.client, e.batch, e.microbatch});
-    if (it != send_start.end()) e.start_s = std::min(e.end_s, std::max(e.start_s, it->second));
-  }
+  join_transfer_ends(&result->timeline);
   sort_events(&result->timeline);
 }
 

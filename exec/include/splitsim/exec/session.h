@@ -40,10 +40,19 @@ ExecClock::time_point synchronise(Transport& transport, std::chrono::millisecond
                                   std::vector<double>* offsets_s);
 
 // Ranks > 0 send their timeline and stats to rank 0, which merges them into
-// `result` (shifted onto its clock; receive intervals start no earlier than
-// the matching send). Only for complete runs.
+// `result` (shifted onto its clock, then join_transfer_ends). Only for
+// complete runs.
 void gather(Transport& transport, const std::vector<double>& offsets_s, RunResult* result,
             std::chrono::milliseconds timeout);
+
+// One transfer, seen from both ends, becomes one interval on the common
+// clock: from the send being posted to the data being in the receiver's
+// buffers. A receive is posted ahead, so its interval starts no earlier than
+// its send; a send completes locally once Gloo has handed the bytes to the
+// socket, so its interval ends when the receive does (else a send rate would
+// be the speed of a local copy, not of the link). Events are matched by
+// (boundary, direction, client, batch, micro-batch); unmatched ones are kept.
+void join_transfer_ends(Timeline* timeline);
 
 // The metrics contract of `result` (batches [0, batches_done) when partial),
 // plus "complete", "error", "training" {loss/accuracy per batch, first,

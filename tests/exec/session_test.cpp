@@ -1,0 +1,49 @@
+// Pure parts of the session: how one transfer's two ends are joined.
+#include <gtest/gtest.h>
+
+#include "splitsim/exec/session.h"
+
+namespace splitsim {
+namespace {
+
+TimelineEvent transfer(EventKind kind, int64_t microbatch, double start, double end) {
+  TimelineEvent e;
+  e.kind = kind;
+  e.boundary = 0;
+  e.microbatch = microbatch;
+  e.bytes = 1000;
+  e.start_s = start;
+  e.end_s = end;
+  return e;
+}
+
+TEST(JoinTransferEnds, SendEndsWhenItsReceiveDoesAndReceiveStartsAtItsSend) {
+  Timeline tl;
+  // Micro-batch 0: sent at 1.0, locally done at 1.01 (bytes handed to the
+  // socket), received at 2.0; the receive was posted ahead, at 0.5.
+  tl.events.push_back(transfer(EventKind::kSend, 0, 1.0, 1.01));
+  tl.events.push_back(transfer(EventKind::kRecv, 0, 0.5, 2.0));
+  // Micro-batch 1: the receive was posted after the send started.
+  tl.events.push_back(transfer(EventKind::kSend, 1, 3.0, 3.0));
+  tl.events.push_back(transfer(EventKind::kRecv, 1, 3.5, 4.0));
+  // A send nobody received (a partial run) keeps its own interval.
+  tl.events.push_back(transfer(EventKind::kSend, 2, 5.0, 5.1));
+  // The gradient direction of micro-batch 0 is another transfer.
+  TimelineEvent back = transfer(EventKind::kRecv, 0, 0.0, 9.0);
+  back.backward = 1;
+  tl.events.push_back(back);
+
+  join_transfer_ends(&tl);
+  EXPECT_DOUBLE_EQ(tl.events[0].start_s, 1.0);
+  EXPECT_DOUBLE_EQ(tl.events[0].end_s, 2.0);
+  EXPECT_DOUBLE_EQ(tl.events[1].start_s, 1.0);
+  EXPECT_DOUBLE_EQ(tl.events[1].end_s, 2.0);
+  EXPECT_DOUBLE_EQ(tl.events[2].end_s, 4.0);
+  EXPECT_DOUBLE_EQ(tl.events[3].start_s, 3.5);  // posted late: its own start
+  EXPECT_DOUBLE_EQ(tl.events[4].end_s, 5.1);
+  EXPECT_DOUBLE_EQ(tl.events[5].start_s, 0.0);
+  EXPECT_DOUBLE_EQ(tl.events[5].end_s, 9.0);
+}
+
+}  // namespace
+}  // namespace splitsim
