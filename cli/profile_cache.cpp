@@ -29,8 +29,13 @@ uint64_t fnv1a(const std::string& s) {
 std::string cache_key(const ModelSpec& m, int64_t batch, int threads, const OptimizerSpec& o) {
   char host[256] = "";
   gethostname(host, sizeof host);
+  // Bump kMethod when what a profile holds or how it is fitted changes, so
+  // stale caches are measured again (2: classes too small to measure keep
+  // their prior efficiency).
+  constexpr int kMethod = 2;
   nlohmann::json j = {
       {"version", SPLITSIM_VERSION},
+      {"method", kMethod},
       {"host", host},
       {"model", m.name},
       {"num_classes", m.num_classes},

@@ -10,6 +10,13 @@ namespace splitsim {
 namespace {
 
 constexpr int kClasses = 5;  // conv, depthwise, matmul, elementwise, per-op
+// A class is fitted only where, at full efficiency, it would take at least
+// this share of some observation's measured time. Below that the data cannot
+// tell its efficiency apart from noise in the other classes: ResNet20's only
+// matmul is the 64x10 head, 0.2% of the head's time, and fitting it gave a
+// matmul efficiency of 0.0025, which then priced power iteration's products
+// (batched matmuls) 240 times too slow.
+constexpr double kMinShare = 0.05;
 const char* const kNames[kClasses] = {"conv", "depthwise", "matmul", "elementwise", "per_op_s"};
 
 // Seconds per unit of each class's coefficient: x_c = 1 / efficiency_c
@@ -36,7 +43,11 @@ FitResult fit_efficiency(const DeviceProfile& device, const std::vector<TimedWor
     b(i) = 1.0;
   }
   std::vector<bool> active(kClasses);
-  for (int c = 0; c < kClasses; ++c) active[c] = n > 0 && a.col(c).cwiseAbs().maxCoeff() > 0;
+  // Rows are features / measured time, so a column's entries are the shares.
+  for (int c = 0; c < kClasses; ++c) {
+    const double most = n > 0 ? a.col(c).cwiseAbs().maxCoeff() : 0.0;
+    active[c] = c == kClasses - 1 ? most > 0 : most >= kMinShare;
+  }
 
   Eigen::VectorXd x = Eigen::VectorXd::Zero(kClasses);
   for (int round = 0; round < kClasses; ++round) {

@@ -1,6 +1,7 @@
 // Device profiles: the spec-sheet formula, parsing, and the efficiency fit.
 #include "splitsim/costmodel/device.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,24 @@ TEST(DeviceTest, FitKeepsThePriorForClassesWithoutData) {
   EXPECT_NEAR(fit.efficiency.matmul, 0.8, 1e-9);
   EXPECT_DOUBLE_EQ(fit.efficiency.conv, 0.5);
   EXPECT_EQ(fit.fitted, std::vector<std::string>{"matmul"});
+}
+
+TEST(DeviceTest, FitKeepsThePriorForAClassTooSmallToMeasure) {
+  // Conv at efficiency 0.5 explains each timing; a sliver of matmul (0.1% of
+  // the time at full speed) rides along, with +-2% noise on the timings.
+  DeviceProfile d = unit_device();
+  std::vector<TimedWork> data;
+  for (int i = 1; i <= 8; ++i) {
+    OpCounts w;
+    w.conv_macs = 1'000'000LL * i;
+    w.matmul_macs = 2'000LL * i;
+    const double noise = i % 2 ? 1.02 : 0.98;
+    data.push_back({w, 2e-3 * i * noise});
+  }
+  const FitResult fit = fit_efficiency(d, data);
+  EXPECT_NEAR(fit.efficiency.conv, 0.5, 0.02);
+  EXPECT_DOUBLE_EQ(fit.efficiency.matmul, 0.8);  // the prior
+  EXPECT_EQ(std::count(fit.fitted.begin(), fit.fitted.end(), "matmul"), 0);
 }
 
 TEST(DeviceTest, ShippedProfilesLoad) {

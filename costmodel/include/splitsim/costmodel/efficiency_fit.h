@@ -23,7 +23,9 @@ struct FitResult {
 // Least squares (Eigen, relative error) for the inverse efficiencies of conv,
 // depthwise, matmul and element-wise work plus a per-op overhead, given
 // `device`'s peak_flops and memory bandwidth. Coefficients that would come out
-// negative are dropped and the rest refitted. REQUIRES device peaks > 0.
+// negative are dropped and the rest refitted. A class is fitted only if, at
+// full efficiency, it takes at least 5% of some observation's measured time;
+// otherwise it keeps the prior. REQUIRES device peaks > 0.
 FitResult fit_efficiency(const DeviceProfile& device, const std::vector<TimedWork>& data);
 
 }  // namespace splitsim
