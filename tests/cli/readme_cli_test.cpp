@@ -41,8 +41,8 @@ OptionSet declared_options(const std::string& help) {
 OptionSet mentioned_options(const std::string& text) {
   static const std::regex kOpt(R"((^|[^A-Za-z0-9_-])(--[A-Za-z0-9][A-Za-z0-9_-]*))");
   OptionSet out;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kOpt);
-       it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kOpt); it != std::sregex_iterator();
+       ++it)
     out.insert((*it)[2]);
   return out;
 }
@@ -139,11 +139,11 @@ class ReadmeCliTest : public ::testing::Test {
 
 TEST_F(ReadmeCliTest, EverySubcommandHasARowAndEveryRowASubcommand) {
   for (const std::string& sub : commands_)
-    EXPECT_EQ(rows_.count(sub), 1u) << "README's CLI reference has no row \"| `" << sub << " ...`\"";
+    EXPECT_EQ(rows_.count(sub), 1u)
+        << "README's CLI reference has no row \"| `" << sub << " ...`\"";
   for (const auto& [command, row] : rows_)
-    EXPECT_EQ(options_.count(command), 1u)
-        << "README's CLI reference has a row for \"" << command
-        << "\", which `splitsim --help` does not list";
+    EXPECT_EQ(options_.count(command), 1u) << "README's CLI reference has a row for \"" << command
+                                           << "\", which `splitsim --help` does not list";
 }
 
 TEST_F(ReadmeCliTest, EveryOptionOfEverySubcommandIsInItsRow) {
