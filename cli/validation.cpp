@@ -236,10 +236,22 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
     if (r.overlap_ratio && std::isfinite(*r.overlap_ratio)) {
       s.overlap_ratios.push_back(*r.overlap_ratio);
       s.max_overlap_ratio = std::max(s.max_overlap_ratio, *r.overlap_ratio);
-      if (r.predicted_overlap_ratio)
+      auto by = std::find_if(s.overlap_by_chunks.begin(), s.overlap_by_chunks.end(),
+                             [&](const auto& b) { return b.chunks == r.chunks; });
+      if (by == s.overlap_by_chunks.end())
+        by = s.overlap_by_chunks.insert(s.overlap_by_chunks.end(), {r.chunks, 0, 0, 0});
+      ++by->runs;
+      by->max_ratio = std::max(by->max_ratio, *r.overlap_ratio);
+      if (r.predicted_overlap_ratio && *r.predicted_overlap_ratio > 0) {
         s.predicted_overlap_ratios.push_back(*r.predicted_overlap_ratio);
+        by->max_predicted_ratio = std::max(by->max_predicted_ratio, *r.predicted_overlap_ratio);
+        s.max_overlap_vs_predicted =
+            std::max(s.max_overlap_vs_predicted, *r.overlap_ratio / *r.predicted_overlap_ratio);
+      }
     }
   }
+  std::sort(s.overlap_by_chunks.begin(), s.overlap_by_chunks.end(),
+            [](const auto& a, const auto& b) { return a.chunks < b.chunks; });
   if (!abs_errors.empty()) {
     s.median_abs_error_time_per_batch = quantile(abs_errors, 0.5);
     s.p90_abs_error_time_per_batch = quantile(abs_errors, 0.9);
@@ -252,6 +264,12 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
   for (const auto& r : runs) all.push_back(validation_json(r));
   const MatrixSummary s = summarise(runs);
   const bool any = s.runs > s.failed;
+  nlohmann::json by_chunks = nlohmann::json::array();
+  for (const auto& b : s.overlap_by_chunks)
+    by_chunks.push_back({{"chunks", b.chunks},
+                         {"runs", b.runs},
+                         {"max_overlap_ratio", b.max_ratio},
+                         {"max_predicted_overlap_ratio", b.max_predicted_ratio}});
   return {{"schema", "splitsim.validation_matrix/1"},
           {"runs", all},
           {"summary",
@@ -267,6 +285,10 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
             {"predicted_overlap_ratios", s.predicted_overlap_ratios},
             {"max_overlap_ratio",
              s.overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_ratio)},
+            {"max_overlap_ratio_exec_over_sim",
+             s.predicted_overlap_ratios.empty() ? nullptr
+                                                : nlohmann::json(s.max_overlap_vs_predicted)},
+            {"overlap_by_chunks", by_chunks},
             {"targets",
              {{"median_abs_error_time_per_batch_pct", 10},
               {"bytes_exact", "all deterministic codecs"},
@@ -319,12 +341,23 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
                   s.max_overlap_ratio, s.overlap_ratios.size(),
                   s.max_overlap_ratio <= 1.15 ? ", met" : ", MISSED");
     os << line;
+    for (const auto& b : s.overlap_by_chunks) {
+      std::snprintf(line, sizeof line,
+                    "  chunks %lld: max %.3f over %d run(s); the simulator's for the same runs: "
+                    "max %.3f\n",
+                    static_cast<long long>(b.chunks), b.max_ratio, b.runs, b.max_predicted_ratio);
+      os << line;
+    }
     if (!s.predicted_overlap_ratios.empty()) {
       const auto& p = s.predicted_overlap_ratios;
       const double max_p = *std::max_element(p.begin(), p.end());
-      std::snprintf(
-          line, sizeof line, "  the simulator's ratio for the same runs: max %.3f%s\n", max_p,
-          max_p > 1.15 ? " (above 1.15 too: the schedule itself keeps them from the bound)" : "");
+      if (max_p > 1.15)
+        os << "  the simulator's ratio is above 1.15 too: the schedule itself (fill and drain of "
+              "the pipeline, one GPipe flush per batch) keeps those runs from the bound\n";
+      std::snprintf(line, sizeof line,
+                    "  exec against the schedule: largest exec ratio / simulator's ratio %.3f "
+                    "(1: exec overlaps transfers and compute exactly as simulated)\n",
+                    s.max_overlap_vs_predicted);
       os << line;
     }
   }

@@ -105,6 +105,16 @@ struct MatrixSummary {
   std::vector<double> overlap_ratios;      // gpipe, chunks >= 4
   double max_overlap_ratio = 0;
   std::vector<double> predicted_overlap_ratios;  // the same runs, simulated
+  // How close exec comes to what the schedule allows: the largest
+  // overlap_ratio / predicted_overlap_ratio (1: exec overlaps exactly as the
+  // simulator does).
+  double max_overlap_vs_predicted = 0;
+  struct ByChunks {
+    int64_t chunks = 0;
+    int runs = 0;
+    double max_ratio = 0, max_predicted_ratio = 0;
+  };
+  std::vector<ByChunks> overlap_by_chunks;  // ascending chunks
 };
 MatrixSummary summarise(const std::vector<ValidationRun>& runs);
 // {"schema": "splitsim.validation_matrix/1", "runs": [validation_json...], "summary": {...}}

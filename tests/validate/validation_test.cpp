@@ -159,10 +159,16 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
     r.measured = two_party(measured_times[i], i == 3 ? 4001 : 4000, 0.2);
     r.deterministic_bytes = i != 2;
     r.errors = compare_metrics(r.predicted, r.measured);
+    const Plan plan = two_party_plan(Schedule::k1F1B);  // wire: 3000 B the busier way
     if (i == 1) {
-      Plan plan = two_party_plan(Schedule::k1F1B);  // wire: 4000 B / 1000 B/s
-      r.overlap_ratio = overlap_ratio(r.measured, plan, 8000);
+      r.chunks = 4;
+      r.overlap_ratio = overlap_ratio(r.measured, plan, 8000);  // 1 s / 3 s
       r.predicted_overlap_ratio = 1.5;
+    }
+    if (i == 0) {
+      r.chunks = 8;
+      r.overlap_ratio = overlap_ratio(r.measured, plan, 16000);  // 1 s / 1.5 s
+      r.predicted_overlap_ratio = 0.5;
     }
     runs.push_back(r);
   }
@@ -178,8 +184,15 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_NEAR(s.p90_abs_error_time_per_batch, 0.17, 1e-9);      // 10 + 0.7 * (20 - 10) %
   EXPECT_EQ(s.bytes_checked, 3);
   EXPECT_EQ(s.bytes_exact, 2);
-  ASSERT_EQ(s.overlap_ratios.size(), 1u);
-  EXPECT_NEAR(s.overlap_ratios[0], 1.0 / 3.0, 1e-12);  // time 1 s / max(0.2 s, 3 s)
+  ASSERT_EQ(s.overlap_ratios.size(), 2u);
+  EXPECT_NEAR(s.overlap_ratios[1], 1.0 / 3.0, 1e-12);  // time 1 s / max(0.2 s, 3 s)
+  EXPECT_NEAR(s.max_overlap_ratio, 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(s.max_overlap_vs_predicted, (2.0 / 3.0) / 0.5, 1e-12);
+  ASSERT_EQ(s.overlap_by_chunks.size(), 2u);
+  EXPECT_EQ(s.overlap_by_chunks[0].chunks, 4);
+  EXPECT_NEAR(s.overlap_by_chunks[0].max_predicted_ratio, 1.5, 1e-12);
+  EXPECT_EQ(s.overlap_by_chunks[1].chunks, 8);
+  EXPECT_NEAR(s.overlap_by_chunks[1].max_ratio, 2.0 / 3.0, 1e-12);
 
   const nlohmann::json j = matrix_json(runs);
   EXPECT_EQ(j["schema"], "splitsim.validation_matrix/1");
@@ -192,8 +205,13 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_NE(table.str().find("FAILED: server exit code 1"), std::string::npos);
   EXPECT_NE(table.str().find("2 of 3 (target MISSED)"), std::string::npos);
   EXPECT_NE(table.str().find("0.33/1.50"), std::string::npos) << table.str();
-  EXPECT_NE(table.str().find("the simulator's ratio for the same runs: max 1.500 (above 1.15"),
-            std::string::npos);
+  EXPECT_NE(table.str().find("chunks 4: max 0.333 over 1 run(s); the simulator's for the same "
+                             "runs: max 1.500"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("the simulator's ratio is above 1.15 too"), std::string::npos);
+  EXPECT_NE(table.str().find("largest exec ratio / simulator's ratio 1.333"), std::string::npos);
+  EXPECT_EQ(j["summary"]["overlap_by_chunks"].size(), 2u);
 }
 
 TEST(Report, WrittenAtomicallyOrNotAtAll) {
