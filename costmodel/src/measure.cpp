@@ -66,6 +66,9 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch) {
     fwd[n - 1] += counter.counts();
   }
   for (int i = n - 1; i >= 0; --i) {
+    // A unit whose output needs no gradient (frozen, fed by the input) has no
+    // backward: nothing before it trains either.
+    if (i < n - 1 && !outputs[i].requires_grad()) continue;
     MacCounter counter;
     if (i == n - 1) {
       loss.backward();

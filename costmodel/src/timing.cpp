@@ -89,7 +89,7 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
     for (int i = n - 1; i >= 0; --i) {
       const auto t0 = Clock::now();
       if (i == n - 1) model.loss(outs[i], target).backward();
-      else outs[i].backward(ins[i + 1].grad());
+      else if (outs[i].requires_grad()) outs[i].backward(ins[i + 1].grad());  // else frozen
       if (r >= opts.warmup) bwd[i].push_back(since(t0));
     }
     for (int i = 0; i < n; ++i) {

@@ -275,7 +275,7 @@ class Instance {
       const double t0 = now_s();
       if (k_ == K_ - 1)
         s.loss.backward();
-      else
+      else if (s.y.requires_grad())  // else stage 0 is frozen: no backward
         s.y.backward(grad.view(s.y.sizes()));
       record(EventKind::kBackward, op, t0, now_s());
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/measure.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/scenario.h"
 #include "model_test_util.h"
@@ -131,6 +132,38 @@ TEST(ModelTorchScriptTest, Int64InputsAreTokenIds) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "$.model.path");
     EXPECT_NE(std::string(e.what()).find("input_dtype"), std::string::npos) << e.what();
+  }
+}
+
+// The net with requires_grad switched off on `encoder`'s parameters, or on all.
+torch::jit::Module frozen_net(bool all) {
+  torch::jit::Module net = scripted_net(true);
+  for (const auto& child : net.named_children()) {
+    if (!all && child.name != "encoder") continue;
+    for (const auto& p : child.value.parameters()) p.requires_grad_(false);
+  }
+  return net;
+}
+
+TEST(ModelTorchScriptTest, AFrozenFirstUnitHasNoBackward) {
+  TempFile file("frozen_first");
+  frozen_net(false).save(file.path());
+  const ModelProfile p = measure_model(torchscript_spec(file.path()));
+  ASSERT_EQ(p.units.size(), 2u);
+  EXPECT_GT(p.units[0].fwd.macs(), 0);
+  EXPECT_EQ(p.units[0].bwd.macs(), 0);  // frozen, and nothing before it trains
+  EXPECT_GT(p.units[1].bwd.macs(), 0);
+}
+
+TEST(ModelTorchScriptTest, RejectsAModelWithNothingToTrain) {
+  TempFile file("frozen_all");
+  frozen_net(true).save(file.path());
+  try {
+    build_model(torchscript_spec(file.path()));
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.model.path");
+    EXPECT_NE(std::string(e.what()).find("requires_grad"), std::string::npos) << e.what();
   }
 }
 

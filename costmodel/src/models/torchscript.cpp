@@ -88,6 +88,15 @@ void add_torchscript(SplitModel& m) {
                                  "\" has no top-level submodules to split at; wrap its layers "
                                  "in child modules that forward runs in order");
   }
+  bool trainable = false;
+  for (const auto& unit : m.units)
+    for (const auto& p : unit->parameters()) trainable = trainable || p.requires_grad();
+  if (!trainable) {
+    throw InputError(kWhere, "\"" + m.spec.path +
+                                 "\" has no parameter that requires a gradient, so there is "
+                                 "nothing to train; save it from a model whose parameters have "
+                                 "requires_grad True (not frozen with torch.jit.freeze)");
+  }
   // One sample, eval mode: the chain of children must reproduce forward.
   torch::NoGradGuard no_grad;
   module.eval();
