@@ -160,8 +160,8 @@ Command add_bench_command(CLI::App& app) {
       "Time the simulator (wall clock, medians): one scenario of 100 batches, one CIFAR-10 epoch "
       "(782 batches, chunks 8), 1,000 clients x 10 batches, a 300-variant sweep.");
   sub->add_option("--scenario", args->scenario,
-                  "scenario whose plans are simulated (default: the MobileNetV2 U-shape one)")
-      ->capture_default_str();
+                  "scenario whose plans are simulated (default: the shipped "
+                  "scenarios/mobilenet_v2_ushape.json)");
   sub->add_option("--repeat", args->repeat, "runs per figure")->capture_default_str();
   sub->add_option("--jobs", args->jobs, "parallel simulations in the sweep (default: CPU count)");
   return {sub, [args] { return run_bench(*args); }};

@@ -150,9 +150,12 @@ Command add_exec_command(CLI::App& app) {
   sub->add_option("--variant", args->variant, "Select the one variant whose label contains TEXT");
   sub->add_flag("--json", args->json, "Print the metrics JSON (splitsim.metrics/1) on stdout");
   sub->add_option("--trace", args->trace, "Write a Chrome trace of the run to FILE");
-  sub->add_option("--threads", args->threads, "torch intra-op threads")->check(CLI::PositiveNumber);
+  sub->add_option("--threads", args->threads, "torch intra-op threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--timeout-s", args->timeout_s, "Connect and per-transfer timeout (s)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--iterations", args->iterations, "Batches to run (overrides the scenario)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));

@@ -176,6 +176,7 @@ int run_explore(const ExploreArgs& a) {
   to_sim.resize(to_sim.size() - capped);
   const int jobs = a.jobs > 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
   const size_t batch = 32;
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
   for (size_t s = 0; s < to_sim.size(); s += batch) {
     std::vector<Plan> plans;
     for (size_t k = s; k < std::min(to_sim.size(), s + batch); ++k)
@@ -184,11 +185,12 @@ int run_explore(const ExploreArgs& a) {
     for (size_t k = 0; k < plans.size(); ++k)
       r.candidates[to_sim[s + k]].time_per_batch_s =
           compute_metrics(timelines[k], plans[k], plans[k].warmup).time_per_batch_s;
-    std::cerr << "\rexplore: " << r.candidates.size() << " screened, "
+    // A terminal gets one line rewritten in place; a log one line per step.
+    std::cerr << (tty ? "\r" : "") << "explore: " << r.candidates.size() << " screened, "
               << std::min(to_sim.size(), s + batch) << "/" << to_sim.size() << " simulated"
-              << std::flush;
+              << (tty ? "" : "\n") << std::flush;
   }
-  std::cerr << "\n";
+  if (tty) std::cerr << "\n";
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto front = candidate_front(r.candidates);
