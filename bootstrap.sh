@@ -18,6 +18,7 @@ packages=(
   libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libgtest-dev libcli11-dev
   iproute2                                      # network namespaces for `validate`
   dataset-fashion-mnist                         # real data for `exec` (IDX files)
+  jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas  # notebooks/
 )
 missing=()
 for p in "${packages[@]}"; do

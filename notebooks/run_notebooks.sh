@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Regenerates the notebooks' inputs with the CLI, runs the notebooks headless and checks that
+# each wrote its figures.
+#
+#   notebooks/run_notebooks.sh SPLITSIM_BIN OUT_DIR [report_figures|validation|explore]
+#
+# With no name, runs all three. Inputs, executed notebooks and PNGs all go to OUT_DIR.
+# Exits 77 (ctest: skipped) when `jupyter nbconvert` is not installed; Debian:
+#   apt-get install jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas
+set -euo pipefail
+
+if (($# < 2 || $# > 3)); then
+  echo "usage: $0 SPLITSIM_BIN OUT_DIR [report_figures|validation|explore]" >&2
+  exit 2
+fi
+bin="$(realpath "$1")"
+out="$(mkdir -p "$2" && realpath "$2")"
+names=("${3:-report_figures}")
+(($# == 3)) || names=(report_figures validation explore)
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here/.."  # the repository root: scenarios name devices and files relative to it
+
+if ! jupyter nbconvert --version >/dev/null 2>&1; then
+  echo "SKIP: 'jupyter nbconvert' is not installed, so the notebooks cannot run." >&2
+  echo "      Debian: apt-get install jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas" >&2
+  exit 77
+fi
+[[ -x "$bin" ]] || { echo "$0: no splitsim executable at $1" >&2; exit 2; }
+
+# The figures each notebook must write (its own final cell asserts the same).
+expected_figures() {
+  case "$1" in
+    report_figures)
+      echo report_peak_bandwidth.png report_average_bandwidth.png report_time_per_batch.png \
+        report_computation_time.png report_timeline_chunks1_vs_8.png ;;
+    validation)
+      echo validation_time_per_batch.png validation_times.png validation_bandwidths.png \
+        validation_bytes.png ;;
+    explore) echo explore_pareto_front.png ;;
+    *) echo "$0: unknown notebook '$1' (report_figures, validation or explore)" >&2; return 2 ;;
+  esac
+}
+
+# Writes the CLI output the notebook reads into $out.
+generate_inputs() {
+  local ushape=scenarios/mobilenet_v2_ushape.json
+  case "$1" in
+    report_figures)
+      "$bin" simulate "$ushape" --csv >"$out/simulate.csv"
+      "$bin" simulate "$ushape" --variant "chunks=1 compression=none" \
+        --trace "$out/trace_chunks1.json" >/dev/null
+      "$bin" simulate "$ushape" --variant "chunks=8 compression=none" \
+        --trace "$out/trace_chunks8.json" >/dev/null ;;
+    validation)
+      # Four short real runs (2x2 sweep, 4 iterations); the full matrix takes minutes.
+      # Exit code 1 with a report: some run failed; the notebook leaves it out and asserts
+      # that at least one run succeeded.
+      local rc=0
+      "$bin" validate tests/notebooks/validation_small.json --matrix --keep-going --json \
+        --timeout-s 60 >"$out/validation_matrix.json" || rc=$?
+      if ((rc == 1)) && [[ -s "$out/validation_matrix.json" ]]; then
+        echo "warning: some validate runs failed; see the report's runs[].failure" >&2
+      elif ((rc != 0)); then
+        return "$rc"
+      fi ;;
+    explore)
+      "$bin" explore "$ushape" --kinds single --chunks 1,4 --csv >"$out/explore.csv" ;;
+  esac
+}
+
+status=0
+for name in "${names[@]}"; do
+  figures=$(expected_figures "$name")
+  echo "== $name: generating inputs in $out"
+  for f in $figures; do rm -f "$out/$f"; done
+  generate_inputs "$name"
+  echo "== $name: executing notebooks/$name.ipynb"
+  SPLITSIM_NB_INPUT_DIR="$out" SPLITSIM_NB_OUTPUT_DIR="$out" \
+    jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=120 \
+    --output-dir "$out" "notebooks/$name.ipynb"
+  for f in $figures; do
+    if [[ -s "$out/$f" ]]; then
+      echo "ok   $out/$f"
+    else
+      echo "FAIL $name did not write $out/$f (or it is empty)" >&2
+      status=1
+    fi
+  done
+done
+exit $status
