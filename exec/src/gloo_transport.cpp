@@ -21,6 +21,12 @@
 namespace splitsim {
 namespace {
 
+// LibTorch's errors carry a C++ backtrace in what(): users get the reason only.
+std::string reason(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
+  return e.what();
+}
+
 // "2.5 s": a timeout as people write it.
 std::string seconds_text(std::chrono::milliseconds t) {
   char buf[32];
@@ -61,7 +67,7 @@ class GlooTransfer : public Transfer {
         for (const auto& w : works) w->wait(timeout);
       } catch (const std::exception& e) {
         throw TransportError(what_ + " failed (peer gone or no progress within " +
-                             seconds_text(timeout) + "): " + e.what());
+                             seconds_text(timeout) + "): " + reason(e));
       }
       return ExecClock::now();
     });
@@ -133,7 +139,7 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
         (o.rank == 0
              ? "cannot listen on " + where
              : "cannot reach the server at " + where + " within the connect timeout of " + secs) +
-        " (--timeout-s; is the server running and the address right?): " + e.what());
+        " (--timeout-s; is the server running and the address right?): " + reason(e));
   }
   try {
     auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
@@ -146,7 +152,7 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
   } catch (const std::exception& e) {
     throw TransportError("rendezvous of " + std::to_string(o.world_size) + " processes at " +
                          where + " did not complete within " + secs +
-                         " (--timeout-s; did every party start?): " + e.what());
+                         " (--timeout-s; did every party start?): " + reason(e));
   }
   impl->self_hub = std::make_shared<LoopbackHub>(o.world_size);
   impl->self = std::make_unique<LoopbackTransport>(impl->self_hub, o.rank);

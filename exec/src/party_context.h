@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,15 @@ struct StageParts {
   // backward (pipedream, ddg) does not invalidate the saved graph.
   std::vector<torch::Tensor> aliases;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  // pipedream's weight stashing: the version of the weights the forwards run
+  // with now. Each forward holds the current version; an update that finds
+  // it held copies the weights into it first (a version nobody holds is
+  // never copied), then starts a new one. A backward whose version has
+  // values runs with them swapped in (see Instance::backward).
+  struct WeightVersion {
+    std::vector<torch::Tensor> values;  // empty: still the current weights
+  };
+  std::shared_ptr<WeightVersion> live = std::make_shared<WeightVersion>();
 };
 
 struct PartyContext {
@@ -48,6 +58,19 @@ struct PartyContext {
   RunOptions options;
   torch::Device device{torch::kCPU};
   int64_t batches = 0;  // iterations + cool-down
+  // ddg/fr: each client's iteration barrier over its K stage instances, as
+  // the simulator's (the algorithms' synchronous outer loop). The last of a
+  // client's local instances to arrive meets the other ranks holding its
+  // stages (Instance::barrier), then releases the local ones.
+  struct IterationBarrier {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int local = 0;  // this process's instances of the client
+    int arrived = 0;
+    int64_t released = -1;  // the last iteration every stage finished
+    std::string error;      // set when meeting the other ranks failed
+  };
+  std::map<int, std::unique_ptr<IterationBarrier>> barriers;  // by client
 };
 
 struct InstanceResult {

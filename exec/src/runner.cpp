@@ -110,6 +110,13 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
     if (local) build_stage(ctx, k);
   }
 
+  if (has_iteration_barrier(plan.schedule))
+    for (const auto& [k, c] : instances) {
+      auto& b = ctx.barriers[c];
+      if (!b) b = std::make_unique<PartyContext::IterationBarrier>();
+      ++b->local;
+    }
+
   std::vector<InstanceResult> results(instances.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < instances.size(); ++i)
@@ -135,6 +142,12 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
       if (s.batch < plan.iterations) r.stats.push_back(s);
     for (auto& [u, g] : res.gradients) r.gradients[u] = std::move(g);
   }
+  if (options.keep_parameters)
+    for (int k = 0; k < K; ++k)
+      if (!ctx.stages[static_cast<size_t>(k)].params.empty())
+        for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
+          for (const auto& p : ctx.model.units[static_cast<size_t>(u)]->parameters())
+            r.parameters[u].push_back(p.detach().to(torch::kCPU).clone());
   sort_events(&r.timeline);
   r.wire_bytes_sent = transport.bytes_sent() - sent_before;
   r.wire_bytes_received = transport.bytes_received() - received_before;

@@ -7,10 +7,12 @@
 // arbiter); transfers are asynchronous: receives are posted ahead, sends
 // waited on lazily, so transfers overlap compute as the schedule allows.
 //
-// Schedules: sequential, gpipe, 1f1b exactly; pipedream without weight
-// stashing (the backward uses the current weights); ddg with delayed
-// gradients but no cross-stage barrier (data dependencies only); fr with
-// the forward replayed inside the backward (event kind "recompute").
+// Schedules: sequential, gpipe, 1f1b exactly; pipedream with weight
+// stashing (a backward runs with the weights its forward used, the update
+// applies to the current ones); ddg with delayed gradients and the
+// simulator's iteration barrier across every stage of a client (over the
+// transport between processes); fr as ddg, with the forward replayed inside
+// the backward (event kind "recompute").
 #include <torch/torch.h>
 
 #include <chrono>
@@ -33,6 +35,8 @@ struct RunOptions {
   std::string device = "cpu";                // "cpu" | "cuda"
   // Tests: no optimizer step; the gradients of the last batch are kept.
   bool keep_gradients = false;
+  // Tests: the parameters of the local units after the run are kept.
+  bool keep_parameters = false;
   // Training data; null = the scenario's dataset (make_batch_source with
   // `data_dir`, the --data flag).
   BatchSource* data = nullptr;
@@ -55,6 +59,8 @@ struct RunResult {
   int64_t batches_done = 0;  // batches every local stage finished (updated)
   // keep_gradients: per model unit index, its parameters' gradients.
   std::map<int, std::vector<torch::Tensor>> gradients;
+  // keep_parameters: per local model unit index, its parameters (copies).
+  std::map<int, std::vector<torch::Tensor>> parameters;
   int64_t wire_bytes_sent = 0;  // counted at the transport, to other ranks
   int64_t wire_bytes_received = 0;
 };
