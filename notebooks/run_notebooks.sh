@@ -75,7 +75,7 @@ for name in "${names[@]}"; do
   for f in $figures; do rm -f "$out/$f"; done
   generate_inputs "$name"
   echo "== $name: executing notebooks/$name.ipynb"
-  SPLITSIM_NB_INPUT_DIR="$out" SPLITSIM_NB_OUTPUT_DIR="$out" \
+  SPLITSIM_NB_INPUT_DIR="$out" SPLITSIM_NB_OUTPUT_DIR="$out" PYDEVD_DISABLE_FILE_VALIDATION=1 \
     jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=120 \
     --output-dir "$out" "notebooks/$name.ipynb"
   for f in $figures; do
