@@ -69,6 +69,17 @@ ModelSpec torchscript_spec(const std::string& path) {
   return s;
 }
 
+// build_model(spec) throws InputError at $.model.path whose message holds `text`.
+void expect_path_refused(const ModelSpec& spec, const std::string& text) {
+  try {
+    build_model(spec);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.model.path");
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelTorchScriptTest, ChildrenAreUnits) {
   TempFile file("chain");
   scripted_net(true).save(file.path());
@@ -126,13 +137,7 @@ TEST(ModelTorchScriptTest, Int64InputsAreTokenIds) {
   TempFile float_file("float");
   scripted_net(true).save(float_file.path());
   s.path = float_file.path();
-  try {
-    build_model(s);
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-    EXPECT_NE(std::string(e.what()).find("input_dtype"), std::string::npos) << e.what();
-  }
+  expect_path_refused(s, "input_dtype");
 }
 
 // The net with requires_grad switched off on `encoder`'s parameters, or on all.
@@ -158,45 +163,22 @@ TEST(ModelTorchScriptTest, AFrozenFirstUnitHasNoBackward) {
 TEST(ModelTorchScriptTest, RejectsAModelWithNothingToTrain) {
   TempFile file("frozen_all");
   frozen_net(true).save(file.path());
-  try {
-    build_model(torchscript_spec(file.path()));
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-    EXPECT_NE(std::string(e.what()).find("requires_grad"), std::string::npos) << e.what();
-  }
+  expect_path_refused(torchscript_spec(file.path()), "requires_grad");
 }
 
 TEST(ModelTorchScriptTest, RejectsForwardThatIsNotAChain) {
   TempFile file("notchain");
   scripted_net(false).save(file.path());
-  try {
-    build_model(torchscript_spec(file.path()));
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-    EXPECT_NE(std::string(e.what()).find("chain"), std::string::npos) << e.what();
-  }
+  expect_path_refused(torchscript_spec(file.path()), "chain");
 }
 
 TEST(ModelTorchScriptTest, UnreadableFilesThrowInputError) {
   const std::string missing =
       (std::filesystem::temp_directory_path() / "splitsim_no_such_model.pt").string();
-  try {
-    build_model(torchscript_spec(missing));
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-    EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
-  }
+  expect_path_refused(torchscript_spec(missing), "No such file");
   TempFile garbage("garbage");
   std::ofstream(garbage.path()) << "not a zip archive";
-  try {
-    build_model(torchscript_spec(garbage.path()));
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.model.path");
-  }
+  expect_path_refused(torchscript_spec(garbage.path()), "");
 }
 
 }  // namespace
