@@ -337,7 +337,8 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
   } else {
     std::snprintf(line, sizeof line,
                   "overlap ratio exec time per batch / max(busiest party's compute, wire time "
-                  "(gpipe: busier direction forward + busier direction backward)), gpipe chunks >= 4: max %.3f over %zu run(s) (target <= 1.15%s)\n",
+                  "(gpipe: busier direction forward + busier direction backward)), gpipe "
+                  "chunks >= 4: max %.3f over %zu run(s) (target <= 1.15%s)\n",
                   s.max_overlap_ratio, s.overlap_ratios.size(),
                   s.max_overlap_ratio <= 1.15 ? ", met" : ", MISSED");
     os << line;

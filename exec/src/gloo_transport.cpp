@@ -15,17 +15,12 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "error_reason.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/exec/loopback_transport.h"
 
 namespace splitsim {
 namespace {
-
-// LibTorch's errors carry a C++ backtrace in what(): users get the reason only.
-std::string reason(const std::exception& e) {
-  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
-  return e.what();
-}
 
 // "2.5 s": a timeout as people write it.
 std::string seconds_text(std::chrono::milliseconds t) {
@@ -67,7 +62,7 @@ class GlooTransfer : public Transfer {
         for (const auto& w : works) w->wait(timeout);
       } catch (const std::exception& e) {
         throw TransportError(what_ + " failed (peer gone or no progress within " +
-                             seconds_text(timeout) + "): " + reason(e));
+                             seconds_text(timeout) + "): " + error_reason(e));
       }
       return ExecClock::now();
     });
@@ -139,7 +134,7 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
         (o.rank == 0
              ? "cannot listen on " + where
              : "cannot reach the server at " + where + " within the connect timeout of " + secs) +
-        " (--timeout-s; is the server running and the address right?): " + reason(e));
+        " (--timeout-s; is the server running and the address right?): " + error_reason(e));
   }
   try {
     auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
@@ -152,7 +147,7 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
   } catch (const std::exception& e) {
     throw TransportError("rendezvous of " + std::to_string(o.world_size) + " processes at " +
                          where + " did not complete within " + secs +
-                         " (--timeout-s; did every party start?): " + reason(e));
+                         " (--timeout-s; did every party start?): " + error_reason(e));
   }
   impl->self_hub = std::make_shared<LoopbackHub>(o.world_size);
   impl->self = std::make_unique<LoopbackTransport>(impl->self_hub, o.rank);

@@ -35,7 +35,7 @@ struct StageParts {
   // with now. Each forward holds the current version; an update that finds
   // it held copies the weights into it first (a version nobody holds is
   // never copied), then starts a new one. A backward whose version has
-  // values runs with them swapped in (see Instance::backward).
+  // values runs with them swapped in (asynchronous.h).
   struct WeightVersion {
     std::vector<torch::Tensor> values;  // empty: still the current weights
   };
@@ -61,7 +61,7 @@ struct PartyContext {
   // ddg/fr: each client's iteration barrier over its K stage instances, as
   // the simulator's (the algorithms' synchronous outer loop). The last of a
   // client's local instances to arrive meets the other ranks holding its
-  // stages (Instance::barrier), then releases the local ones.
+  // stages (asynchronous.h), then releases the local ones.
   struct IterationBarrier {
     std::mutex mutex;
     std::condition_variable cv;

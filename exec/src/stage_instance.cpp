@@ -3,6 +3,8 @@
 #include <deque>
 #include <optional>
 
+#include "asynchronous.h"
+#include "error_reason.h"
 #include "party_context.h"
 #include "splitsim/sim/schedule.h"
 
@@ -49,7 +51,7 @@ class Instance {
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
       if (op.kind == OpKind::kUpdate) update(op);
-      if (op.kind == OpKind::kBarrier) barrier(op);
+      if (op.kind == OpKind::kBarrier) iteration_barrier(ctx_, c_, op.batch);
       while (sends_.size() > static_cast<size_t>(4 * m_ + 4)) wait_oldest_send();
     }
     while (!sends_.empty()) wait_oldest_send();
@@ -310,101 +312,11 @@ class Instance {
     BatchStats saved_;
   };
 
-  // ddg/fr: no stage of this client starts iteration t+1 before all of its
-  // stages have finished iteration t (op.batch = t).
-  void barrier(const Op& op) {
-    auto& b = *ctx_.barriers.at(c_);
-    std::unique_lock<std::mutex> lock(b.mutex);
-    if (++b.arrived < b.local) {
-      if (!b.cv.wait_for(lock, ctx_.options.timeout,
-                         [&] { return b.released >= op.batch || !b.error.empty(); }))
-        throw std::runtime_error("iteration barrier " + std::to_string(op.batch) +
-                                 ": the other local stages did not arrive within the timeout");
-      if (!b.error.empty()) throw std::runtime_error(b.error);
-      return;
-    }
-    b.arrived = 0;
-    lock.unlock();
-    try {
-      meet_other_ranks(op.batch);
-    } catch (const std::exception& e) {
-      lock.lock();
-      b.error = e.what();
-      b.cv.notify_all();
-      throw;
-    }
-    lock.lock();
-    b.released = op.batch;
-    b.cv.notify_all();
-  }
-
-  // The ranks holding this client's stages exchange a token through the
-  // lowest of them: each sends it one and waits for its reply.
-  void meet_other_ranks(int64_t iteration) {
-    std::vector<int> ranks;
-    for (int k = 0; k < K_; ++k) ranks.push_back(ctx_.topo.rank_of(k, c_));
-    std::sort(ranks.begin(), ranks.end());
-    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    if (ranks.size() < 2) return;
-    constexpr int64_t kTagSync = int64_t{1} << 27;
-    const int tag = static_cast<int>(
-        kTagSync + (iteration * ctx_.topo.clients + c_) % (int64_t{1} << 26));
-    const auto token = [] { return std::vector<torch::Tensor>{torch::zeros({1})}; };
-    const auto timeout = ctx_.options.timeout;
-    if (ctx_.rank == ranks.front()) {
-      for (size_t i = 1; i < ranks.size(); ++i)
-        ctx_.transport->recv(token(), ranks[i], tag)->wait(timeout);
-      for (size_t i = 1; i < ranks.size(); ++i)
-        ctx_.transport->send(token(), ranks[i], tag)->wait(timeout);
-    } else {
-      ctx_.transport->send(token(), ranks.front(), tag)->wait(timeout);
-      ctx_.transport->recv(token(), ranks.front(), tag)->wait(timeout);
-    }
-  }
-
-  // Weight stashing: for the life of this object the stage's parameters hold
-  // `version`'s values (the graph saved by the forward reads the parameters'
-  // storage when the backward runs), then the current ones again. Copies go
-  // through the aliases, whose version counters the graph does not check.
-  class StashedWeights {
-   public:
-    StashedWeights(exec_internal::StageParts& parts,
-                   const exec_internal::StageParts::WeightVersion* version)
-        : parts_(parts) {
-      if (version == nullptr || version->values.empty()) return;
-      torch::NoGradGuard no_grad;
-      for (size_t i = 0; i < parts_.aliases.size(); ++i) {
-        current_.push_back(parts_.aliases[i].detach().clone());
-        parts_.aliases[i].copy_(version->values[i]);
-      }
-    }
-    ~StashedWeights() {
-      torch::NoGradGuard no_grad;
-      for (size_t i = 0; i < current_.size(); ++i) parts_.aliases[i].copy_(current_[i]);
-    }
-    StashedWeights(const StashedWeights&) = delete;
-    StashedWeights& operator=(const StashedWeights&) = delete;
-
-   private:
-    exec_internal::StageParts& parts_;
-    std::vector<torch::Tensor> current_;
-  };
-
-  // Before the weights change, the forwards still waiting for their backward
-  // keep a copy of the weights they ran with.
-  void stash_live_weights() {
-    if (parts_.live.use_count() > 1) {
-      torch::NoGradGuard no_grad;
-      for (const auto& a : parts_.aliases) parts_.live->values.push_back(a.detach().clone());
-    }
-    parts_.live = std::make_shared<exec_internal::StageParts::WeightVersion>();
-  }
-
   void update(const Op& op) {
     while (!sends_.empty()) wait_oldest_send();
     std::lock_guard<std::mutex> lock(ctx_.compute);
     const double t0 = now_s();
-    if (stash_weights_) stash_live_weights();
+    if (stash_weights_) stash_live_weights(parts_);
     if (ctx_.options.keep_gradients) {
       for (int u = parts_.first_unit; u <= parts_.last_unit; ++u) {
         auto& g = out_->gradients[u];
@@ -444,12 +356,9 @@ class Instance {
 void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out) {
   try {
     Instance(ctx, stage, client, out).run();
-  } catch (const c10::Error& e) {  // Gloo's and LibTorch's: the reason, not the backtrace
-    out->error = "stage " + std::to_string(stage) + " (client " + std::to_string(client) +
-                 "): " + e.what_without_backtrace();
   } catch (const std::exception& e) {
-    out->error =
-        "stage " + std::to_string(stage) + " (client " + std::to_string(client) + "): " + e.what();
+    out->error = "stage " + std::to_string(stage) + " (client " + std::to_string(client) +
+                 "): " + error_reason(e);
   }
 }
 
