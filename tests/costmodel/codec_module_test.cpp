@@ -1,6 +1,6 @@
 // The real codec modules (codec_module.h) against the formulas (codec.h):
 // pack() produces exactly wire_layout(), decode(encode(x)) has the right
-// shape and error, and codec_work() counts what the modules compute.
+// shape and error (the trainable inserts and codec_work(): codec_insert_test.cpp).
 #include "splitsim/costmodel/codec_module.h"
 
 #include <gtest/gtest.h>
@@ -8,66 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "codec_specs.h"
 #include "splitsim/costmodel/errors.h"
 
 namespace splitsim {
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-CodecSpec make(CodecMethod m) {
-  CodecSpec c;
-  c.method = m;
-  return c;
-}
-CodecSpec conv(int64_t out, int64_t k, int64_t s) {
-  CodecSpec c = make(CodecMethod::kConvInsert);
-  c.out_channels = out;
-  c.kernel = k;
-  c.stride = s;
-  return c;
-}
-CodecSpec linear(int64_t r) {
-  CodecSpec c = make(CodecMethod::kLinearInsert);
-  c.out_features = r;
-  return c;
-}
-CodecSpec decaying(double rate, int64_t every, int64_t iterations, bool sequence_axis) {
-  CodecSpec c = make(CodecMethod::kDecayingLinear);
-  c.rate = rate;
-  c.every_steps = every;
-  c.iterations = iterations;
-  c.sequence_axis = sequence_axis;
-  return c;
-}
-CodecSpec power(int64_t rank, int64_t iters) {
-  CodecSpec c = make(CodecMethod::kPowerIteration);
-  c.rank = rank;
-  c.iters = iters;
-  return c;
-}
-CodecSpec quantize(int64_t bits) {
-  CodecSpec c = make(CodecMethod::kQuantize);
-  c.bits = bits;
-  return c;
-}
-CodecSpec topk(double keep) {
-  CodecSpec c = make(CodecMethod::kTopK);
-  c.keep_ratio = keep;
-  return c;
-}
-
-Shape batched(int64_t batch, const Shape& shape) {
-  Shape out{batch};
-  out.insert(out.end(), shape.begin(), shape.end());
-  return out;
-}
+using namespace codec_specs;  // NOLINT: test helpers
 
 // Every method, with parameters that apply to `shape`.
 std::vector<CodecSpec> specs_for(const Shape& shape) {
-  std::vector<CodecSpec> specs{make(CodecMethod::kNone),
-                               make(CodecMethod::kFp16),
-                               make(CodecMethod::kBf16),
+  std::vector<CodecSpec> specs{plain(CodecMethod::kNone),
+                               plain(CodecMethod::kFp16),
+                               plain(CodecMethod::kBf16),
                                quantize(2),
                                quantize(8),
                                quantize(10),
@@ -145,7 +98,7 @@ TEST(CodecModule, PackMatchesWireLayoutForEveryMethodAndShape) {
 
 TEST(CodecModule, HalfActivationsKeepTheirDtypeOnTheWire) {
   const Shape shape{16, 6, 6};
-  for (const CodecSpec& spec : {make(CodecMethod::kNone), power(2, 1)}) {
+  for (const CodecSpec& spec : {plain(CodecMethod::kNone), power(2, 1)}) {
     auto enc = make_encoder(spec, shape);
     auto dec = make_decoder(spec, shape);
     torch::Tensor x = torch::randn(batched(2, shape)).to(torch::kHalf);
@@ -178,12 +131,12 @@ double rel_error(const torch::Tensor& x, const torch::Tensor& x_hat) {
 TEST(CodecModule, CastsAreAccurate) {
   torch::manual_seed(2);
   torch::Tensor x = torch::randn({3, 128, 768});
-  torch::Tensor h = round_trip(make(CodecMethod::kFp16), x);
+  torch::Tensor h = round_trip(plain(CodecMethod::kFp16), x);
   EXPECT_EQ(h.scalar_type(), torch::kFloat);
   EXPECT_LT(rel_error(x, h), 1e-3);
   EXPECT_GT(rel_error(x, h), 0.0);  // it really went through half
-  EXPECT_LT(rel_error(x, round_trip(make(CodecMethod::kBf16), x)), 4e-3);
-  EXPECT_TRUE(torch::equal(round_trip(make(CodecMethod::kNone), x), x));
+  EXPECT_LT(rel_error(x, round_trip(plain(CodecMethod::kBf16), x)), 4e-3);
+  EXPECT_TRUE(torch::equal(round_trip(plain(CodecMethod::kNone), x), x));
 }
 
 TEST(CodecModule, QuantizeErrorIsWithinHalfAStep) {
@@ -315,146 +268,6 @@ TEST(CodecModule, PowerIterationReconstructsExactlyLowRank) {
   auto enc = make_encoder(power(2, 2), {8, 4, 4}, 11);
   EXPECT_TRUE(torch::equal(enc->pack(x)[0], enc->pack(x)[0]));
   EXPECT_TRUE(torch::equal(make_encoder(power(2, 2), {8, 4, 4}, 11)->pack(x)[1], enc->pack(x)[1]));
-}
-
-// Sum of the numel of a module's parameters.
-int64_t param_count(const torch::nn::Module& m) {
-  int64_t n = 0;
-  for (const torch::Tensor& p : m.parameters()) n += p.numel();
-  return n;
-}
-
-// Runs the sender/receiver protocol of codec_module.h once and back-propagates
-// sum(x_hat); x requires grad.
-void train_step(CodecEncoder& enc, CodecDecoder& dec, const torch::Tensor& x) {
-  torch::Tensor y = enc.carry(x);
-  torch::Tensor y_hat = dec.unpack(enc.pack(y), x.size(0)).requires_grad_();
-  dec.expand(y_hat).pow(2).sum().backward();
-  ASSERT_TRUE(y_hat.grad().defined());
-  y.backward(y_hat.grad());
-}
-
-void expect_all_grads(const torch::nn::Module& m, const char* side) {
-  ASSERT_FALSE(m.named_parameters().is_empty()) << side;
-  for (const auto& p : m.named_parameters()) {
-    ASSERT_TRUE(p.value().grad().defined()) << side << " " << p.key();
-    EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0.0) << side << " " << p.key();
-  }
-}
-
-TEST(CodecModule, ConvInsertRestoresTheShapeAndTrains) {
-  torch::manual_seed(9);
-  const std::vector<std::pair<Shape, CodecSpec>> cases{{{32, 28, 28}, conv(20, 4, 4)},
-                                                       {{8, 15, 13}, conv(4, 3, 2)},
-                                                       {{5, 7, 9}, conv(2, 4, 3)},
-                                                       {{64, 7, 7}, conv(16, 1, 1)}};
-  for (const auto& [shape, spec] : cases) {
-    auto enc = make_encoder(spec, shape, 3);
-    auto dec = make_decoder(spec, shape, 3);
-    torch::Tensor x = torch::randn(batched(3, shape)).requires_grad_();
-    EXPECT_EQ(dec->expand(dec->unpack(enc->pack(enc->carry(x)), 3)).sizes(), x.sizes());
-    train_step(*enc, *dec, x);
-    expect_all_grads(*enc, "encoder");
-    expect_all_grads(*dec, "decoder");
-    ASSERT_TRUE(x.grad().defined());
-    EXPECT_GT(x.grad().abs().sum().item<double>(), 0.0);
-  }
-  // The same seed gives the same weights on both runs; another seed does not.
-  const Shape s{8, 15, 13};
-  auto w = [&](uint64_t seed) { return make_encoder(conv(4, 3, 2), s, seed)->parameters()[0]; };
-  EXPECT_TRUE(torch::equal(w(5), w(5)));
-  EXPECT_FALSE(torch::equal(w(5), w(6)));
-}
-
-TEST(CodecModule, LinearInsertIsEyeInitialisedAndTrains) {
-  torch::manual_seed(10);
-  torch::Tensor x = torch::randn({3, 12, 16});
-  // r == H: the identity both ways.
-  auto enc = make_encoder(linear(16), {12, 16});
-  auto dec = make_decoder(linear(16), {12, 16});
-  EXPECT_TRUE(torch::allclose(enc->carry(x), x));
-  EXPECT_TRUE(torch::allclose(dec->expand(enc->carry(x)), x));
-  // r < H: keeps the first r features, expands them back with zeros.
-  auto enc6 = make_encoder(linear(6), {12, 16});
-  auto dec6 = make_decoder(linear(6), {12, 16});
-  torch::Tensor y = enc6->carry(x);
-  EXPECT_TRUE(torch::allclose(y, x.narrow(2, 0, 6)));
-  EXPECT_TRUE(torch::allclose(dec6->expand(y).narrow(2, 0, 6), y));
-  EXPECT_EQ(dec6->expand(y).narrow(2, 6, 10).abs().max().item<float>(), 0.0f);
-  torch::Tensor xg = x.clone().requires_grad_();
-  train_step(*enc6, *dec6, xg);
-  expect_all_grads(*enc6, "encoder");
-  expect_all_grads(*dec6, "decoder");
-  EXPECT_GT(xg.grad().abs().sum().item<double>(), 0.0);
-}
-
-TEST(CodecModule, DecayingLinearSlicesItsFullSizeWeights) {
-  const Shape shape{12, 16};
-  const CodecSpec spec = decaying(0.5, 10, 2, true);
-  auto enc = make_encoder(spec, shape);
-  auto dec = make_decoder(spec, shape);
-  torch::Tensor x = torch::randn(batched(2, shape));
-  for (int64_t step : {int64_t{0}, int64_t{10}, int64_t{25}, kSteadyState}) {
-    enc->set_step(step);
-    dec->set_step(step);
-    const Shape c = carried_shape(spec, shape, step);
-    torch::Tensor y = enc->carry(x);
-    // Eye-initialised along both axes: the leading [rt, r] block of x.
-    EXPECT_TRUE(torch::allclose(y, x.narrow(1, 0, c[0]).narrow(2, 0, c[1]))) << step;
-    EXPECT_EQ(dec->expand(y).sizes(), x.sizes());
-  }
-  EXPECT_EQ(carried_shape(spec, shape, kSteadyState), (Shape{3, 4}));
-  // Parameters keep their initial size; rows past r get no gradient.
-  EXPECT_EQ(param_count(*enc), 16 * 16 + 16 + 12 * 12 + 12);
-  train_step(*enc, *dec, x.clone().requires_grad_());
-  torch::Tensor g = enc->named_parameters()["hidden.weight"].grad();
-  EXPECT_EQ(g.sizes(), torch::IntArrayRef({16, 16}));
-  EXPECT_GT(g.narrow(0, 0, 4).abs().sum().item<double>(), 0.0);
-  EXPECT_EQ(g.narrow(0, 4, 12).abs().sum().item<double>(), 0.0);
-}
-
-TEST(CodecModule, WorkFormulasCountWhatTheModulesCompute) {
-  const int64_t b = 3;
-  // conv: b * Ho * Wo * weight.numel() on both sides, from the real modules.
-  const std::vector<std::pair<Shape, CodecSpec>> cases{
-      {{32, 28, 28}, conv(20, 4, 4)}, {{5, 7, 9}, conv(2, 3, 2)}, {{1280, 7, 7}, conv(320, 1, 1)}};
-  for (const auto& [shape, spec] : cases) {
-    auto enc = make_encoder(spec, shape);
-    auto dec = make_decoder(spec, shape);
-    torch::Tensor y = enc->carry(torch::randn(batched(b, shape)));
-    const CodecWork w = codec_work(spec, shape, b);
-    const int64_t spatial = y.size(2) * y.size(3);
-    EXPECT_EQ(w.encode_macs, b * spatial * enc->named_parameters()["conv.weight"].numel());
-    EXPECT_EQ(w.decode_macs, b * spatial * dec->named_parameters()["deconv.weight"].numel());
-    EXPECT_EQ(w.sender_param_count, param_count(*enc));
-    EXPECT_EQ(w.receiver_param_count, param_count(*dec));
-  }
-  // linear inserts: b * T * H * r (+ b * r * T * rt), the parameters of the modules.
-  for (const CodecSpec& spec : {linear(5), decaying(0.5, 1, 1, false), decaying(0.5, 1, 2, true)}) {
-    const Shape shape{12, 16};
-    auto enc = make_encoder(spec, shape);
-    auto dec = make_decoder(spec, shape);
-    enc->set_step(kSteadyState);
-    const torch::Tensor y = enc->carry(torch::randn(batched(b, shape)));
-    const int64_t rt = y.size(1), r = y.size(2);
-    const int64_t seq_macs = spec.sequence_axis ? b * r * 12 * rt : 0;
-    const CodecWork w = codec_work(spec, shape, b);
-    EXPECT_EQ(w.encode_macs, b * 12 * 16 * r + seq_macs);
-    EXPECT_EQ(w.decode_macs, w.encode_macs);
-    EXPECT_EQ(w.sender_param_count, param_count(*enc));
-    EXPECT_EQ(w.receiver_param_count, param_count(*dec));
-  }
-  // power iteration: per iteration bmm [C,N]x[N,r] and [N,C]x[C,r]; decode [C,r]x[r,N].
-  const Shape shape{24, 6, 7};
-  const CodecSpec spec = power(4, 3);
-  std::vector<torch::Tensor> wire =
-      make_encoder(spec, shape)->pack(torch::randn(batched(b, shape)));
-  const int64_t c = wire[0].size(1), r = wire[0].size(2), n = wire[1].size(2);
-  const CodecWork w = codec_work(spec, shape, b);
-  EXPECT_EQ(w.encode_macs, b * 3 * (c * n * r + n * c * r));
-  EXPECT_EQ(w.decode_macs, b * c * r * n);
-  EXPECT_EQ(w.encode_elems, b * 3 * 2 * c * r * r);
-  EXPECT_EQ(param_count(*make_encoder(spec, shape)), 0);
 }
 
 TEST(CodecModule, FactoriesRefuseWhatDoesNotApply) {

@@ -8,66 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "codec_specs.h"
 #include "splitsim/costmodel/errors.h"
 
 namespace splitsim {
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-CodecSpec conv(int64_t out, int64_t k, int64_t s) {
-  CodecSpec c;
-  c.method = CodecMethod::kConvInsert;
-  c.out_channels = out;
-  c.kernel = k;
-  c.stride = s;
-  return c;
-}
-
-CodecSpec linear(int64_t r) {
-  CodecSpec c;
-  c.method = CodecMethod::kLinearInsert;
-  c.out_features = r;
-  return c;
-}
-
-CodecSpec decaying(double rate, int64_t every, int64_t iterations, bool sequence_axis) {
-  CodecSpec c;
-  c.method = CodecMethod::kDecayingLinear;
-  c.rate = rate;
-  c.every_steps = every;
-  c.iterations = iterations;
-  c.sequence_axis = sequence_axis;
-  return c;
-}
-
-CodecSpec power(int64_t rank, int64_t iters) {
-  CodecSpec c;
-  c.method = CodecMethod::kPowerIteration;
-  c.rank = rank;
-  c.iters = iters;
-  return c;
-}
-
-CodecSpec quantize(int64_t bits) {
-  CodecSpec c;
-  c.method = CodecMethod::kQuantize;
-  c.bits = bits;
-  return c;
-}
-
-CodecSpec topk(double keep) {
-  CodecSpec c;
-  c.method = CodecMethod::kTopK;
-  c.keep_ratio = keep;
-  return c;
-}
-
-CodecSpec plain(CodecMethod m) {
-  CodecSpec c;
-  c.method = m;
-  return c;
-}
+using namespace codec_specs;  // NOLINT: test helpers
 
 using Layout = std::vector<WireTensor>;
 
