@@ -136,6 +136,11 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--repeats", args->opts.repeats, "timed rounds (median)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_option("--in-flight", args->opts.in_flight,
+                  "micro-batches held at once: each round runs their forwards, then their "
+                  "backwards in reverse, as a GPipe stage does")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--warmup", args->opts.warmup, "untimed rounds first")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

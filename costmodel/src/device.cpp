@@ -58,6 +58,7 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
     j["measured"] = {{"model", d.measured_model},
                      {"input_shape", d.measured_input_shape},
                      {"batch", d.measured_batch},
+                     {"in_flight", d.measured_in_flight},
                      {"threads", d.threads},
                      {"units", units}};
   }
@@ -121,11 +122,13 @@ DeviceProfile parse_device(const nlohmann::json& j, const std::string& where) {
   if (j.contains("measured")) {
     const auto& m = j.at("measured");
     const std::string mw = where + ".measured";
-    check_keys(m, {"model", "input_shape", "batch", "threads", "units"}, mw);
+    check_keys(m, {"model", "input_shape", "batch", "in_flight", "threads", "units"}, mw);
     d.measured_model = m.at("model").get<std::string>();
     d.measured_input_shape = m.at("input_shape").get<std::vector<int64_t>>();
     d.measured_batch = m.at("batch").get<int64_t>();
     d.threads = m.value("threads", 0);
+    d.measured_in_flight = m.value("in_flight", int64_t{1});
+    if (d.measured_in_flight <= 0) throw InputError(mw + ".in_flight", "must be > 0");
     if (d.measured_batch <= 0) throw InputError(mw + ".batch", "must be > 0");
     for (const auto& u : m.at("units"))
       d.timings.push_back({u.at("unit").get<std::string>(), u.at("fwd_s").get<double>(),

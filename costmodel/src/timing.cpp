@@ -76,21 +76,30 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
 
   std::vector<std::vector<double>> fwd(n), bwd(n), upd(n);
   const int rounds = opts.warmup + opts.repeats;
+  const int64_t m = std::max<int64_t>(1, opts.in_flight);
   for (int r = 0; r < rounds; ++r) {
-    std::vector<torch::Tensor> ins(n), outs(n);
-    torch::Tensor x = input;
-    for (int i = 0; i < n; ++i) {
-      ins[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(true);
-      const auto t0 = Clock::now();
-      outs[i] = model.units[i]->forward(ins[i]);
-      if (r >= opts.warmup) fwd[i].push_back(since(t0));
-      x = outs[i];
+    const bool timed = r >= opts.warmup;
+    std::vector<std::vector<torch::Tensor>> ins(m, std::vector<torch::Tensor>(n)),
+        outs(m, std::vector<torch::Tensor>(n));
+    for (int64_t j = 0; j < m; ++j) {
+      torch::Tensor x = input;
+      for (int i = 0; i < n; ++i) {
+        ins[j][i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(true);
+        const auto t0 = Clock::now();
+        outs[j][i] = model.units[i]->forward(ins[j][i]);
+        if (timed) fwd[i].push_back(since(t0));
+        x = outs[j][i];
+      }
     }
-    for (int i = n - 1; i >= 0; --i) {
-      const auto t0 = Clock::now();
-      if (i == n - 1) model.loss(outs[i], target).backward();
-      else if (outs[i].requires_grad()) outs[i].backward(ins[i + 1].grad());  // else frozen
-      if (r >= opts.warmup) bwd[i].push_back(since(t0));
+    for (int64_t j = m - 1; j >= 0; --j) {
+      for (int i = n - 1; i >= 0; --i) {
+        const auto t0 = Clock::now();
+        if (i == n - 1) model.loss(outs[j][i], target).backward();
+        else if (outs[j][i].requires_grad()) outs[j][i].backward(ins[j][i + 1].grad());  // else frozen
+        if (timed) bwd[i].push_back(since(t0));
+      }
+      ins[j].clear();  // this micro-batch's activations are free now, as in a stage
+      outs[j].clear();
     }
     for (int i = 0; i < n; ++i) {
       const auto t0 = Clock::now();
@@ -98,7 +107,7 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
         optimizers[i]->step();
         optimizers[i]->zero_grad();
       }
-      if (r >= opts.warmup) upd[i].push_back(since(t0));
+      if (timed) upd[i].push_back(since(t0));
     }
     progress("round " + std::to_string(r + 1) + "/" + std::to_string(rounds) +
              (r < opts.warmup ? " (warm-up)" : ""));
@@ -108,6 +117,7 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
   d.measured_model = model.spec.name;
   d.measured_input_shape = std::vector<int64_t>(input.sizes().begin() + 1, input.sizes().end());
   d.measured_batch = opts.batch;
+  d.measured_in_flight = m;
   d.threads = opts.threads;
   for (int i = 0; i < n; ++i)
     d.timings.push_back({model.names[i], median(fwd[i]), median(bwd[i]), median(upd[i])});

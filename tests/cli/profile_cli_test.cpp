@@ -11,8 +11,8 @@ namespace {
 TEST(ProfileCliTest, WritesAMeasuredProfileWithAFit) {
   const auto out = std::filesystem::temp_directory_path() /
                    ("splitsim_profile_" + std::to_string(::getpid()) + ".json");
-  const CliResult r = run_cli("profile --model resnet20 --batch 4 --repeats 3 --warmup 1 -o " +
-                              out.string());
+  const CliResult r = run_cli(
+      "profile --model resnet20 --batch 4 --repeats 3 --warmup 1 --in-flight 3 -o " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("fit error over 22 unit timings"), std::string::npos) << r.out;
   std::ifstream in(out);
@@ -20,6 +20,7 @@ TEST(ProfileCliTest, WritesAMeasuredProfileWithAFit) {
   EXPECT_EQ(j["schema"], "splitsim.device/1");
   EXPECT_EQ(j["measured"]["model"], "resnet20");
   EXPECT_EQ(j["measured"]["batch"], 4);
+  EXPECT_EQ(j["measured"]["in_flight"], 3);
   ASSERT_EQ(j["measured"]["units"].size(), 11u);
   for (const auto& u : j["measured"]["units"]) {
     EXPECT_GT(u["fwd_s"].get<double>(), 0) << u["unit"];
@@ -41,6 +42,9 @@ TEST(ProfileCliTest, BadFlagsExitTwoAndWriteNothing) {
   EXPECT_NE(r.err.find("--seq-len"), std::string::npos) << r.err;
   r = run_cli("profile --model resnet20 --threads 0 -o " + out.string());
   EXPECT_EQ(r.exit_code, 2);
+  r = run_cli("profile --model resnet20 --in-flight 0 -o " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--in-flight"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 

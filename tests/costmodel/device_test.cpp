@@ -129,10 +129,16 @@ TEST(DeviceTest, JsonRoundTripKeepsTimings) {
   d.measured_model = "resnet20";
   d.measured_input_shape = {3, 32, 32};
   d.measured_batch = 16;
+  d.measured_in_flight = 4;
   d.threads = 1;
   d.timings = {{"conv1", 0.1, 0.2, 0.01}};
-  const nlohmann::json j = d;
+  nlohmann::json j = d;
   const DeviceProfile back = parse_device(j, "$");
+  EXPECT_EQ(back.measured_in_flight, 4);
+  j["measured"].erase("in_flight");  // profiles written before it: one micro-batch
+  EXPECT_EQ(parse_device(j, "$").measured_in_flight, 1);
+  j["measured"]["in_flight"] = 0;
+  EXPECT_THROW(parse_device(j, "$"), InputError);
   ASSERT_NE(back.timing_for("resnet20", {3, 32, 32}, "conv1"), nullptr);
   EXPECT_DOUBLE_EQ(back.timing_for("resnet20", {3, 32, 32}, "conv1")->bwd_s, 0.2);
   EXPECT_EQ(back.timing_for("resnet20", {3, 64, 64}, "conv1"), nullptr);

@@ -42,6 +42,7 @@ struct DeviceProfile {
   std::string measured_model;            // ModelSpec::name
   std::vector<int64_t> measured_input_shape;
   int64_t measured_batch = 0;
+  int64_t measured_in_flight = 1;  // micro-batches held at once (ProfileOptions::in_flight)
   int64_t threads = 0;
   std::vector<UnitTiming> timings;
 

@@ -15,6 +15,11 @@ struct ProfileOptions {
   int threads = 1;
   int warmup = 1;
   int repeats = 5;          // median of these
+  // Micro-batches whose activations are held at once: each round runs the
+  // forwards of `in_flight` micro-batches, then their backwards in reverse
+  // (GPipe's order), so a backward reads activations written long before,
+  // as a pipeline stage's does, not the ones just written.
+  int64_t in_flight = 1;
   OptimizerSpec optimizer;  // the step that is timed
 };
 
