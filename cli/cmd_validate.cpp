@@ -12,9 +12,11 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "awake_cores.h"
 #include "commands.h"
 #include "exec_pair.h"
 #include "netns_link.h"
@@ -36,6 +38,7 @@ struct ValidateArgs {
   int64_t iterations = 0;
   double timeout_s = 300;
   bool json = false, matrix = false, keep_going = false, reprofile = false;
+  bool let_cores_idle = false;
 };
 
 void log(const std::string& line) { std::cerr << "validate: " << line << "\n"; }
@@ -70,6 +73,15 @@ class Validator {
     if (cpus < 2 * args.threads)
       log("warning: " + std::to_string(cpus) + " CPU(s) for 2 x " + std::to_string(args.threads) +
           " thread(s): server and client share cores");
+  }
+
+  // The CPUs of the other party's load while profiling: the client's, when
+  // they are not the server's (else the run itself shares cores too).
+  std::vector<int> companion_cpus() const {
+    for (int c : endpoints_.client_cpus)
+      for (int s : endpoints_.server_cpus)
+        if (c == s) return {};
+    return endpoints_.client_cpus;
   }
 
   // Builds the shaped link (or decides on loopback) at `rate`.
@@ -111,14 +123,19 @@ class Validator {
     Scenario s = v.scenario;
     const ModelProfile& model = ws_.model(v);
     const int64_t microbatch = (s.batch_size + s.chunks - 1) / s.chunks;
-    auto it = profiles_.find(microbatch);
+    // As many micro-batches in flight as the schedule keeps at stage 0, the
+    // stage that holds the most.
+    const int64_t in_flight = stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()),
+                                                   s.chunks);
+    auto it = profiles_.find({microbatch, in_flight});
     if (it == profiles_.end()) {
-      it =
-          profiles_
-              .emplace(microbatch, profile_for_validation(s.model, model, microbatch, args_.threads,
-                                                          s.optimizer, cache_dir_, args_.reprofile,
-                                                          endpoints_.server_cpus.front(), log))
-              .first;
+      it = profiles_
+               .emplace(std::make_pair(microbatch, in_flight),
+                        profile_for_validation(s.model, model, microbatch, in_flight,
+                                               args_.threads, s.optimizer, cache_dir_,
+                                               args_.reprofile, endpoints_.server_cpus.front(),
+                                               companion_cpus(), log))
+               .first;
       log("profile: " + it->second.origin);
     }
     r.profile = it->second.origin;
@@ -148,6 +165,12 @@ class Validator {
     o.timeout_s = args_.timeout_s;
     if (!link_) endpoints_.port = free_loopback_port();
     try {
+      std::optional<AwakeCores> awake;
+      if (!args_.let_cores_idle) {
+        std::vector<int> cpus = endpoints_.server_cpus;
+        cpus.insert(cpus.end(), endpoints_.client_cpus.begin(), endpoints_.client_cpus.end());
+        r.awake_cores = awake.emplace(cpus).active();
+      }
       const nlohmann::json measured = run_exec_pair(o, endpoints_, log);
       from_json(measured, r.measured);
     } catch (const std::exception& e) {
@@ -172,12 +195,19 @@ class Validator {
   std::unique_ptr<NetnsLink> link_;
   LinkInfo link_info_;
   ExecEndpoints endpoints_;
-  std::map<int64_t, CachedProfile> profiles_;
+  std::map<std::pair<int64_t, int64_t>, CachedProfile> profiles_;  // (micro-batch, in flight)
 };
+
+std::string awake_text(int awake_cores) {
+  return awake_cores > 0 ? std::to_string(awake_cores) +
+                               " CPU(s) kept from idling during the run (SCHED_IDLE pollers)"
+                         : "left to idle while waiting (--let-cores-idle)";
+}
 
 void print_single(std::ostream& os, const ValidationRun& r) {
   os << "== " << r.scenario << " \"" << r.variant << "\": predicted (simulate) vs measured (exec)\n"
-     << "link: " << r.link.description << "\nprofile: " << r.profile << "\n";
+     << "link: " << r.link.description << "\nprofile: " << r.profile << "\n"
+     << "cores: " << awake_text(r.awake_cores) << "\n";
   print_comparison(os, r.errors);
 }
 
@@ -262,6 +292,9 @@ Command add_validate_command(CLI::App& app) {
                 "|error| of time per batch");
   sub->add_flag("--keep-going", args->keep_going,
                 "with --matrix: record a failed run and go on (exit code 1 at the end)");
+  sub->add_flag("--let-cores-idle", args->let_cores_idle,
+                "do not keep the run's CPUs busy with SCHED_IDLE pollers: a waiting party's core "
+                "may idle, and on a VM compute after idling runs slower than the profile says");
   sub->add_flag("--reprofile", args->reprofile, "measure this machine again, ignore the cache");
   sub->add_option("--profile-cache", args->profile_cache,
                   "directory of cached profiles (default $SPLITSIM_PROFILE_CACHE or "

@@ -3,14 +3,17 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "splitsim/costmodel/efficiency_fit.h"
+#include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/timing.h"
 #include "validation.h"
 
@@ -26,13 +29,14 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-std::string cache_key(const ModelSpec& m, int64_t batch, int threads, const OptimizerSpec& o) {
+std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int threads,
+                      const OptimizerSpec& o, bool loaded) {
   char host[256] = "";
   gethostname(host, sizeof host);
   // Bump kMethod when what a profile holds or how it is fitted changes, so
   // stale caches are measured again (2: classes too small to measure keep
-  // their prior efficiency).
-  constexpr int kMethod = 2;
+  // their prior efficiency; 3: measured beside a CompanionLoad).
+  constexpr int kMethod = 3;
   nlohmann::json j = {
       {"version", SPLITSIM_VERSION},
       {"method", kMethod},
@@ -46,19 +50,22 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int threads, const Opti
       {"input_shape", m.input_shape},
       {"input_dtype", m.input_dtype},
       {"batch", batch},
+      {"in_flight", in_flight},
       {"threads", threads},
+      {"companion_load", loaded},
       {"optimizer", {o.name, o.lr, o.momentum, o.weight_decay}}};
   return j.dump();
 }
 
-// Pins this process to `cpu` for its lifetime; restores the old mask.
+// Pins the calling thread to `cpu` for its lifetime; restores the old mask.
 class ScopedAffinity {
  public:
-  explicit ScopedAffinity(int cpu) {
-    if (cpu < 0 || sched_getaffinity(0, sizeof old_, &old_) != 0) return;
+  explicit ScopedAffinity(int cpu) : ScopedAffinity(std::vector<int>{cpu}) {}
+  explicit ScopedAffinity(const std::vector<int>& cpus) {
+    if (cpus.empty() || cpus.front() < 0 || sched_getaffinity(0, sizeof old_, &old_) != 0) return;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    for (int cpu : cpus) CPU_SET(cpu, &set);
     active_ = sched_setaffinity(0, sizeof set, &set) == 0;
   }
   ~ScopedAffinity() {
@@ -70,6 +77,47 @@ class ScopedAffinity {
   bool active_ = false;
 };
 
+// The other party's load during a real run: training steps of the same
+// model at the same batch, on the other party's CPUs, until destroyed. A
+// profile measured beside it sees the shared caches and memory bandwidth the
+// real run sees (a core alone ran up to 10% faster on this project's VM).
+class CompanionLoad {
+ public:
+  CompanionLoad(const ModelSpec& spec, int64_t batch, int threads, std::vector<int> cpus) {
+    if (cpus.empty()) return;
+    thread_ = std::thread([this, spec, batch, threads, cpus] { run(spec, batch, threads, cpus); });
+  }
+  ~CompanionLoad() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  CompanionLoad(const CompanionLoad&) = delete;
+  CompanionLoad& operator=(const CompanionLoad&) = delete;
+
+ private:
+  void run(const ModelSpec& spec, int64_t batch, int threads, const std::vector<int>& cpus) {
+    ScopedAffinity pin(cpus);
+    torch::set_num_threads(threads);  // OpenMP: this thread's team only
+    try {
+      SplitModel model = build_model(spec, /*seed=*/1);
+      model.train(true);
+      const torch::Tensor x = model.make_input(batch, 2), y = model.make_target(batch, 2);
+      const auto params = model.parameters(0, model.size() - 1);
+      while (!stop_) {
+        torch::Tensor loss = model.loss(model.forward(x), y);
+        if (loss.requires_grad()) loss.backward();
+        for (auto p : params) p.mutable_grad() = torch::Tensor();
+      }
+    } catch (const std::exception&) {
+      // A load generator only: the profile beside it is still valid, if
+      // measured with the other core idle.
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 }  // namespace
 
 std::string default_profile_cache_dir() {
@@ -78,19 +126,26 @@ std::string default_profile_cache_dir() {
 }
 
 std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec, int64_t batch,
-                               int threads, const OptimizerSpec& optimizer) {
+                               int64_t in_flight, int threads, const OptimizerSpec& optimizer,
+                               bool loaded) {
   char name[256];
-  std::snprintf(name, sizeof name, "%s_b%lld_t%d_%016llx.json", spec.name.c_str(),
-                static_cast<long long>(batch), threads,
-                static_cast<unsigned long long>(fnv1a(cache_key(spec, batch, threads, optimizer))));
+  std::snprintf(
+      name, sizeof name, "%s_b%lldx%lld_t%d_%016llx.json", spec.name.c_str(),
+      static_cast<long long>(batch), static_cast<long long>(in_flight), threads,
+      static_cast<unsigned long long>(
+          fnv1a(cache_key(spec, batch, in_flight, threads, optimizer, loaded))));
   return (std::filesystem::path(cache_dir) / name).string();
 }
 
 CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& model,
-                                     int64_t batch, int threads, const OptimizerSpec& optimizer,
+                                     int64_t batch, int64_t in_flight, int threads,
+                                     const OptimizerSpec& optimizer,
                                      const std::string& cache_dir, bool reprofile, int cpu,
+                                     const std::vector<int>& load_cpus,
                                      const std::function<void(const std::string&)>& progress) {
-  const std::string file = profile_cache_file(cache_dir, spec, batch, threads, optimizer);
+  const bool loaded = !load_cpus.empty();
+  const std::string file =
+      profile_cache_file(cache_dir, spec, batch, in_flight, threads, optimizer, loaded);
   if (!reprofile && std::filesystem::exists(file)) {
     try {
       std::ifstream in(file);
@@ -99,14 +154,18 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
       progress("cached profile " + file + " is unreadable (" + e.what() + "); measuring again");
     }
   }
-  progress("profiling " + spec.name + " at batch " + std::to_string(batch) + " with " +
+  progress("profiling " + spec.name + " at batch " + std::to_string(batch) + " x " +
+           std::to_string(in_flight) + " in flight with " +
            std::to_string(threads) + " thread(s) on this machine" +
-           (cpu >= 0 ? " (pinned to CPU " + std::to_string(cpu) + ")" : ""));
+           (cpu >= 0 ? " (pinned to CPU " + std::to_string(cpu) + ")" : "") +
+           (loaded ? ", the other party's CPU running the same model meanwhile" : ""));
   ProfileOptions opts;
   opts.batch = batch;
+  opts.in_flight = in_flight;
   opts.threads = threads;
   opts.optimizer = optimizer;
   DeviceProfile device;
+  CompanionLoad load(spec, batch, threads, load_cpus);
   {
     ScopedAffinity pin(cpu);
     device =

@@ -4,6 +4,7 @@
 // threads, optimizer, host, program version) in a cache directory.
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
@@ -20,18 +21,25 @@ struct CachedProfile {
 // <temp dir>/splitsim-profile-cache.
 std::string default_profile_cache_dir();
 
-// The cache file for these inputs (the key is hashed into the name).
+// The cache file for these inputs (the key is hashed into the name);
+// `loaded`: measured beside a companion load.
 std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec, int64_t batch,
-                               int threads, const OptimizerSpec& optimizer);
+                               int64_t in_flight, int threads, const OptimizerSpec& optimizer,
+                               bool loaded);
 
 // Returns the cached profile, or measures one (profile_this_machine with
-// `threads` threads at `batch`, this process pinned to `cpu` meanwhile when
-// cpu >= 0) and caches it (written atomically). `reprofile` ignores the
+// `threads` threads at `batch` with `in_flight` micro-batches held at once
+// (ProfileOptions::in_flight), this thread pinned to `cpu` meanwhile when
+// cpu >= 0) and caches it (written atomically). With `load_cpus`, a thread
+// pinned to them trains the same model meanwhile, as the other party's
+// process does during the real run. `reprofile` ignores the
 // cache. `model` (the measured MACs of `spec`) serves the efficiency fit
 // that prices codec work. A cache file that does not parse is measured again.
 CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& model,
-                                     int64_t batch, int threads, const OptimizerSpec& optimizer,
+                                     int64_t batch, int64_t in_flight, int threads,
+                                     const OptimizerSpec& optimizer,
                                      const std::string& cache_dir, bool reprofile, int cpu,
+                                     const std::vector<int>& load_cpus,
                                      const std::function<void(const std::string&)>& progress);
 
 }  // namespace splitsim

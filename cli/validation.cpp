@@ -204,6 +204,7 @@ nlohmann::json validation_json(const ValidationRun& run) {
         {"rate_bit_per_s", run.link.rate_bit_per_s},
         {"burst_bytes", run.link.burst_bytes}}},
       {"profile", run.profile},
+      {"awake_cores", run.awake_cores},
       {"schedule", run.schedule},
       {"chunks", run.chunks},
       {"predicted", run.predicted},
@@ -322,6 +323,10 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
     os << line;
   }
   const MatrixSummary s = summarise(runs);
+  const auto awake = std::count_if(runs.begin(), runs.end(),
+                                   [](const ValidationRun& r) { return r.awake_cores > 0; });
+  os << "cores kept from idling (SCHED_IDLE pollers) in " << awake << " of " << runs.size()
+     << " run(s)" << (awake == 0 ? " (--let-cores-idle)" : "") << "\n";
   std::snprintf(line, sizeof line,
                 "time per batch |error| over %d run(s): median %.1f%%, p90 %.1f%% (target: "
                 "median <= 10%%)%s\n",

@@ -60,6 +60,7 @@ struct ValidationRun {
   std::string scenario, variant;
   LinkInfo link;
   std::string profile;  // "measured now (...)" or "cached FILE"
+  int awake_cores = 0;  // CPUs kept from idling during the real run (AwakeCores)
   Metrics predicted, measured;
   std::vector<MetricError> errors;
   // For the matrix summary:

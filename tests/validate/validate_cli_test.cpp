@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "../cli/run_cli.h"
 
@@ -79,9 +80,25 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   EXPECT_EQ(j["predicted"]["source"], "sim");
   EXPECT_TRUE(j["bytes_exact"].get<bool>());  // both sides price q8 by the same formula
   EXPECT_TRUE(j["errors"].contains("time_per_batch_s"));
+  // Server and client CPUs (0 and 1) spun by SCHED_IDLE pollers meanwhile.
+  const int cpus = std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+  EXPECT_EQ(j["awake_cores"], cpus);
+  EXPECT_NE(r.out.find("cores: " + std::to_string(cpus) + " CPU(s) kept from idling"),
+            std::string::npos)
+      << r.out;
   if (root) {  // the namespaces are gone
     EXPECT_EQ(slurp("/proc/self/mounts").find("netns/splitsim-"), std::string::npos);
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ValidateCliTest, LetCoresIdleRunsWithoutPollers) {
+  const auto dir = temp_dir("idle");
+  const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
+                              "' --iterations 5 --timeout-s 120 --let-cores-idle --json --exec-bin " +
+                              write_standin(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["awake_cores"], 0);
   std::filesystem::remove_all(dir);
 }
 
