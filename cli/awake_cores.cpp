@@ -35,6 +35,7 @@ void AwakeCores::poll(int cpu) {
   param.sched_priority = 0;
   const bool ok = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 &&
                   pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) == 0;
+  pthread_setname_np(pthread_self(), kAwakeThreadName);
   if (ok) ++active_;
   ++started_;
   if (!ok) return;

@@ -14,6 +14,9 @@
 
 namespace splitsim {
 
+// The pollers' thread name (top -H shows it; at most 15 characters).
+inline constexpr const char* kAwakeThreadName = "splitsim-awake";
+
 class AwakeCores {
  public:
   // Starts one poller per CPU in `cpus` (duplicates ignored). Pollers whose
