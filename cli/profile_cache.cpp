@@ -3,17 +3,14 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "splitsim/costmodel/efficiency_fit.h"
-#include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/timing.h"
 #include "validation.h"
 
@@ -35,7 +32,8 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
   gethostname(host, sizeof host);
   // Bump kMethod when what a profile holds or how it is fitted changes, so
   // stale caches are measured again (2: classes too small to measure keep
-  // their prior efficiency; 3: measured beside a CompanionLoad).
+  // their prior efficiency; 3: measured beside a companion load,
+  // ProfileOptions::load_cpus).
   constexpr int kMethod = 3;
   nlohmann::json j = {
       {"version", SPLITSIM_VERSION},
@@ -60,12 +58,11 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
 // Pins the calling thread to `cpu` for its lifetime; restores the old mask.
 class ScopedAffinity {
  public:
-  explicit ScopedAffinity(int cpu) : ScopedAffinity(std::vector<int>{cpu}) {}
-  explicit ScopedAffinity(const std::vector<int>& cpus) {
-    if (cpus.empty() || cpus.front() < 0 || sched_getaffinity(0, sizeof old_, &old_) != 0) return;
+  explicit ScopedAffinity(int cpu) {
+    if (cpu < 0 || sched_getaffinity(0, sizeof old_, &old_) != 0) return;
     cpu_set_t set;
     CPU_ZERO(&set);
-    for (int cpu : cpus) CPU_SET(cpu, &set);
+    CPU_SET(cpu, &set);
     active_ = sched_setaffinity(0, sizeof set, &set) == 0;
   }
   ~ScopedAffinity() {
@@ -75,47 +72,6 @@ class ScopedAffinity {
  private:
   cpu_set_t old_{};
   bool active_ = false;
-};
-
-// The other party's load during a real run: training steps of the same
-// model at the same batch, on the other party's CPUs, until destroyed. A
-// profile measured beside it sees the shared caches and memory bandwidth the
-// real run sees (a core alone ran up to 10% faster on this project's VM).
-class CompanionLoad {
- public:
-  CompanionLoad(const ModelSpec& spec, int64_t batch, int threads, std::vector<int> cpus) {
-    if (cpus.empty()) return;
-    thread_ = std::thread([this, spec, batch, threads, cpus] { run(spec, batch, threads, cpus); });
-  }
-  ~CompanionLoad() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  CompanionLoad(const CompanionLoad&) = delete;
-  CompanionLoad& operator=(const CompanionLoad&) = delete;
-
- private:
-  void run(const ModelSpec& spec, int64_t batch, int threads, const std::vector<int>& cpus) {
-    ScopedAffinity pin(cpus);
-    torch::set_num_threads(threads);  // OpenMP: this thread's team only
-    try {
-      SplitModel model = build_model(spec, /*seed=*/1);
-      model.train(true);
-      const torch::Tensor x = model.make_input(batch, 2), y = model.make_target(batch, 2);
-      const auto params = model.parameters(0, model.size() - 1);
-      while (!stop_) {
-        torch::Tensor loss = model.loss(model.forward(x), y);
-        if (loss.requires_grad()) loss.backward();
-        for (auto p : params) p.mutable_grad() = torch::Tensor();
-      }
-    } catch (const std::exception&) {
-      // A load generator only: the profile beside it is still valid, if
-      // measured with the other core idle.
-    }
-  }
-
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
 };
 
 }  // namespace
@@ -164,8 +120,8 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
   opts.in_flight = in_flight;
   opts.threads = threads;
   opts.optimizer = optimizer;
+  opts.load_cpus = load_cpus;
   DeviceProfile device;
-  CompanionLoad load(spec, batch, threads, load_cpus);
   {
     ScopedAffinity pin(cpu);
     device =

@@ -1,7 +1,12 @@
 #include "splitsim/costmodel/timing.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include <torch/torch.h>
 
@@ -22,6 +27,49 @@ double median(std::vector<double> v) {
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+// ProfileOptions::load_cpus: training steps of the model on those CPUs
+// until destroyed.
+class CompanionLoad {
+ public:
+  CompanionLoad(const ModelSpec& spec, int64_t batch, int threads, std::vector<int> cpus) {
+    if (cpus.empty()) return;
+    thread_ = std::thread([this, spec, batch, threads, cpus] { run(spec, batch, threads, cpus); });
+  }
+  ~CompanionLoad() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  CompanionLoad(const CompanionLoad&) = delete;
+  CompanionLoad& operator=(const CompanionLoad&) = delete;
+
+ private:
+  void run(const ModelSpec& spec, int64_t batch, int threads, const std::vector<int>& cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus)
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // unpinned if refused
+    torch::set_num_threads(threads);  // OpenMP: this thread's team only
+    try {
+      SplitModel model = build_model(spec, /*seed=*/1);
+      model.train(true);
+      const torch::Tensor x = model.make_input(batch, 2), y = model.make_target(batch, 2);
+      const auto params = model.parameters(0, model.size() - 1);
+      while (!stop_) {
+        torch::Tensor loss = model.loss(model.forward(x), y);
+        if (loss.requires_grad()) loss.backward();
+        for (auto p : params) p.mutable_grad() = torch::Tensor();
+      }
+    } catch (const std::exception&) {
+      // A load generator only: the timings beside it stand, if taken with
+      // the other CPUs idle.
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -75,6 +123,7 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
   const torch::Tensor target = model.make_target(opts.batch, 1);
 
   std::vector<std::vector<double>> fwd(n), bwd(n), upd(n);
+  CompanionLoad load(spec, opts.batch, opts.threads, opts.load_cpus);
   const int rounds = opts.warmup + opts.repeats;
   const int64_t m = std::max<int64_t>(1, opts.in_flight);
   for (int r = 0; r < rounds; ++r) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/scenario.h"
@@ -21,6 +22,11 @@ struct ProfileOptions {
   // as a pipeline stage's does, not the ones just written.
   int64_t in_flight = 1;
   OptimizerSpec optimizer;  // the step that is timed
+  // CPUs of another party's load: while timing, a thread pinned to them
+  // trains the same model at the same batch, as the other process of a real
+  // run does beside this one (shared caches and memory bandwidth: a core
+  // alone ran up to 10% faster on this project's VM). Empty: no load.
+  std::vector<int> load_cpus;
 };
 
 // Peak FLOP/s: the best of a 1024^3 matmul and a 64->64 3x3 convolution on

@@ -1,0 +1,73 @@
+// profile_this_machine: the in-flight order is recorded, and a companion
+// load really computes beside the timing, and stops with it.
+#include "splitsim/costmodel/timing.h"
+
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <chrono>
+#include <thread>
+
+#include "splitsim/costmodel/model_zoo.h"
+
+namespace splitsim {
+namespace {
+
+double cpu_s(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+ModelSpec resnet20() {
+  ModelSpec spec;
+  spec.name = "resnet20";
+  spec.num_classes = 10;
+  spec.image_size = 32;
+  return spec;
+}
+
+// CPU seconds that threads other than this one spent during `f`, and the wall time.
+template <typename F>
+std::pair<double, double> other_threads_cpu(F f) {
+  const double p0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), t0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+  const auto w0 = std::chrono::steady_clock::now();
+  f();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  return {(cpu_s(CLOCK_PROCESS_CPUTIME_ID) - p0) - (cpu_s(CLOCK_THREAD_CPUTIME_ID) - t0), wall};
+}
+
+TEST(TimingTest, RecordsTheMicroBatchesInFlight) {
+  ProfileOptions opts;
+  opts.batch = 2;
+  opts.repeats = 2;
+  opts.in_flight = 3;
+  const DeviceProfile d = profile_this_machine(resnet20(), opts, [](const std::string&) {});
+  EXPECT_EQ(d.measured_in_flight, 3);
+  EXPECT_EQ(d.measured_batch, 2);
+  ASSERT_EQ(d.timings.size(), 11u);
+  for (const auto& t : d.timings) EXPECT_GT(t.bwd_s, 0) << t.unit;
+}
+
+TEST(TimingTest, ACompanionLoadComputesBesideTheTimingAndStopsWithIt) {
+  ProfileOptions opts;
+  opts.batch = 8;
+  opts.repeats = 15;
+  auto profile = [&] { profile_this_machine(resnet20(), opts, [](const std::string&) {}); };
+
+  const auto [alone_cpu, alone_wall] = other_threads_cpu(profile);
+  EXPECT_LT(alone_cpu, 0.2 * alone_wall) << "one LibTorch thread: nobody else computes";
+
+  opts.load_cpus = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) - 1};
+  const auto [loaded_cpu, loaded_wall] = other_threads_cpu(profile);
+  // On its own CPU the companion is busy nearly all the time; sharing one
+  // CPU with the timing, about half of it.
+  EXPECT_GT(loaded_cpu, 0.3 * loaded_wall) << "wall " << loaded_wall << " s";
+
+  const auto [after_cpu, after_wall] =
+      other_threads_cpu([] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); });
+  EXPECT_LT(after_cpu, 0.1 * after_wall) << "the companion stopped with the profile";
+}
+
+}  // namespace
+}  // namespace splitsim
