@@ -76,7 +76,9 @@ class Validator {
   }
 
   // The CPUs of the other party's load while profiling: the client's, when
-  // they are not the server's (else the run itself shares cores too).
+  // they are not the server's (else the run itself shares cores too). Used
+  // only when the schedule keeps more than one micro-batch in flight: with
+  // one, the parties take turns and never compute at the same time.
   std::vector<int> companion_cpus() const {
     for (int c : endpoints_.client_cpus)
       for (int s : endpoints_.server_cpus)
@@ -125,16 +127,16 @@ class Validator {
     const int64_t microbatch = (s.batch_size + s.chunks - 1) / s.chunks;
     // As many micro-batches in flight as the schedule keeps at stage 0, the
     // stage that holds the most.
-    const int64_t in_flight = stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()),
-                                                   s.chunks);
+    const int64_t in_flight =
+        stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
     auto it = profiles_.find({microbatch, in_flight});
     if (it == profiles_.end()) {
       it = profiles_
                .emplace(std::make_pair(microbatch, in_flight),
-                        profile_for_validation(s.model, model, microbatch, in_flight,
-                                               args_.threads, s.optimizer, cache_dir_,
-                                               args_.reprofile, endpoints_.server_cpus.front(),
-                                               companion_cpus(), log))
+                        profile_for_validation(
+                            s.model, model, microbatch, in_flight, args_.threads, s.optimizer,
+                            cache_dir_, args_.reprofile, endpoints_.server_cpus.front(),
+                            in_flight > 1 ? companion_cpus() : std::vector<int>{}, log))
                .first;
       log("profile: " + it->second.origin);
     }
