@@ -126,6 +126,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   plan.microbatch_sizes = split_batch(sc.batch_size, sc.chunks);
   plan.schedule = sc.schedule;
   plan.network = sc.network;
+  plan.platform = sc.platform;
   plan.iterations = sc.iterations;
   plan.warmup = sc.warmup;
   plan.clients = sc.clients;

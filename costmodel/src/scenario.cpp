@@ -33,6 +33,8 @@ const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weig
 const std::vector<std::string> kNetworkKeys = {
     "bandwidth_bit_per_s", "up_bandwidth_bit_per_s", "down_bandwidth_bit_per_s", "latency_s",
     "bandwidth_trace",     "per_message_overhead_s", "bandwidth_factor"};
+const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent", "cpu_s_per_byte_received",
+                                                "shared_machine", "co_compute_slowdown"};
 const std::vector<std::string> kPartKeys = {"party", "from", "to"};
 const std::vector<std::string> kBoundaryKeys = {"forward", "backward"};
 const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
@@ -224,6 +226,26 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
   return n;
 }
 
+PlatformSpec parse_platform(const json& j, const std::string& path) {
+  jr::require_object(j, path,
+                     "a platform object such as {\"cpu_s_per_byte_sent\": 2e-9, "
+                     "\"shared_machine\": true, \"co_compute_slowdown\": 1.05}");
+  jr::check_keys(j, path, kPlatformKeys);
+  PlatformSpec p;
+  if (j.contains("cpu_s_per_byte_sent"))
+    p.cpu_s_per_byte_sent = jr::read_number(j.at("cpu_s_per_byte_sent"),
+                                            path + ".cpu_s_per_byte_sent", jr::non_negative());
+  if (j.contains("cpu_s_per_byte_received"))
+    p.cpu_s_per_byte_received = jr::read_number(
+        j.at("cpu_s_per_byte_received"), path + ".cpu_s_per_byte_received", jr::non_negative());
+  if (j.contains("shared_machine"))
+    p.shared_machine = jr::read_bool(j.at("shared_machine"), path + ".shared_machine");
+  if (j.contains("co_compute_slowdown"))
+    p.co_compute_slowdown = jr::read_number(j.at("co_compute_slowdown"),
+                                            path + ".co_compute_slowdown", {1, false, 100, false});
+  return p;
+}
+
 }  // namespace
 
 namespace scenario_internal {
@@ -239,9 +261,9 @@ void check_schema(const json& j) {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> kKeys = {
-      "schema",    "name",        "description", "model",    "batch_size", "precision",
-      "partition", "compression", "chunks",      "schedule", "optimizer",  "devices",
-      "network",   "iterations",  "warmup",      "clients",  "dataset",    "seed"};
+      "schema",      "name",   "description", "model",     "batch_size", "precision", "partition",
+      "compression", "chunks", "schedule",    "optimizer", "devices",    "network",   "platform",
+      "iterations",  "warmup", "clients",     "dataset",   "seed"};
   return kKeys;
 }
 
@@ -249,6 +271,7 @@ const std::vector<std::string>* nested_keys(const std::string& object) {
   if (object == "model") return &kModelKeys;
   if (object == "optimizer") return &kOptimizerKeys;
   if (object == "network") return &kNetworkKeys;
+  if (object == "platform") return &kPlatformKeys;
   return nullptr;
 }
 
@@ -318,6 +341,7 @@ Scenario parse_scenario(const json& j) {
   }
   if (j.contains("optimizer")) s.optimizer = parse_optimizer(j.at("optimizer"), "$.optimizer");
   if (j.contains("network")) s.network = parse_network(j.at("network"), "$.network");
+  if (j.contains("platform")) s.platform = parse_platform(j.at("platform"), "$.platform");
   if (j.contains("iterations")) s.iterations = jr::read_int(j.at("iterations"), "$.iterations");
   if (j.contains("warmup")) s.warmup = jr::read_int(j.at("warmup"), "$.warmup", 0);
   if (s.warmup >= s.iterations) {

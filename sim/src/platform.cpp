@@ -43,14 +43,19 @@ simgrid::kernel::profile::Profile* scaled_profile(const sg4::Link* link,
 }  // namespace
 
 std::vector<sg4::Host*> build_platform(const Deployment& d, const NetworkSpec& net,
-                                       const std::string& bandwidth_trace) {
+                                       const std::string& bandwidth_trace,
+                                       double co_compute_slowdown) {
   sg4::NetZone* zone = sg4::create_full_zone("splitsim");
   const double up = up_bytes_per_s(net), down = down_bytes_per_s(net);
 
   std::vector<sg4::Host*> hosts;
   std::vector<sg4::SplitDuplexLink*> links;
   for (const auto& p : d.parties) {
-    hosts.push_back(zone->create_host(p.name, kFlopsPerSecond));
+    if (co_compute_slowdown != 1.0)
+      hosts.push_back(zone->create_host(
+          p.name, std::vector<double>{kFlopsPerSecond, kFlopsPerSecond / co_compute_slowdown}));
+    else
+      hosts.push_back(zone->create_host(p.name, kFlopsPerSecond));
     sg4::SplitDuplexLink* link = zone->create_split_duplex_link("link_" + p.name, up);
     // UP = party -> switch, DOWN = switch -> party. The client role sends
     // client->server traffic (up), the others send server->client (down).

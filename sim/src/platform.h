@@ -25,10 +25,13 @@ double down_bytes_per_s(const NetworkSpec& net);
 
 // Builds the platform and returns one host per party, in Deployment order.
 // `bandwidth_trace`: empty, or SimGrid profile text ("TIME FACTOR" lines)
-// applied to every link direction.
+// applied to every link direction. With `co_compute_slowdown` != 1 every
+// host has two pstates: 0 at kFlopsPerSecond, 1 at kFlopsPerSecond /
+// co_compute_slowdown (SimContext::set_computing switches them).
 // REQUIRES: the process's Engine exists, configured (see simulator.cpp), and
 // no platform was built yet.
 std::vector<simgrid::s4u::Host*> build_platform(const Deployment& d, const NetworkSpec& net,
-                                                const std::string& bandwidth_trace);
+                                                const std::string& bandwidth_trace,
+                                                double co_compute_slowdown = 1.0);
 
 }  // namespace splitsim::sim_internal

@@ -6,6 +6,7 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
 #include <string>
 
 #include "platform.h"
@@ -50,19 +51,58 @@ void PairSender::post(Outgoing o) {
   pending_->release();
 }
 
+namespace {
+
+// Starts `seconds` of CPU work on `host`, spread over `over_s` (its rate
+// bounded to seconds / over_s of the host) so that it competes with the
+// host's compute while the transfer runs. Null when there is no work.
+sg4::ExecPtr start_host_work(sg4::Host* host, double seconds, double over_s) {
+  if (!(seconds > 0)) return nullptr;
+  const double flops = seconds * kFlopsPerSecond;
+  sg4::ExecPtr work = sg4::Exec::init()->set_flops_amount(flops)->set_host(host);
+  if (over_s > seconds) work->set_bound(flops / over_s);
+  work->start();
+  return work;
+}
+
+}  // namespace
+
 void PairSender::run() {
   const NetworkSpec& net = ctx_->plan->network;
+  const PlatformSpec& pf = ctx_->plan->platform;
   sg4::Host* from = ctx_->hosts[from_];
   sg4::Host* to = ctx_->hosts[to_];
+  const double rate =
+      ctx_->deployment->parties[from_].client_role ? up_bytes_per_s(net) : down_bytes_per_s(net);
   for (;;) {
     pending_->acquire();
     Outgoing o = std::move(queue_.front());
     queue_.pop_front();
     const double start = sg4::Engine::get_clock();
     if (net.per_message_overhead_s > 0) sg4::this_actor::sleep_for(net.per_message_overhead_s);
+    // The hosts' work for these bytes (kernel, copies) runs beside the
+    // transfer; the message is there when both its bytes and that work are.
+    const double bytes = static_cast<double>(o.bytes);
+    const double over_s = bytes / rate;
+    sg4::ExecPtr send_work = start_host_work(from, pf.cpu_s_per_byte_sent * bytes, over_s);
+    sg4::ExecPtr recv_work = start_host_work(to, pf.cpu_s_per_byte_received * bytes, over_s);
     sg4::Comm::sendto(from, to, static_cast<uint64_t>(o.bytes));
+    if (send_work) send_work->wait();
+    if (recv_work) recv_work->wait();
     const double sent = sg4::Engine::get_clock();
     complete_transfer(ctx_, &o, start, sent + net.latency_s);
+  }
+}
+
+void SimContext::set_computing(int party, bool on) {
+  computing[static_cast<size_t>(party)] = on ? 1 : 0;
+  const PlatformSpec& pf = plan->platform;
+  if (!pf.shared_machine || pf.co_compute_slowdown == 1.0) return;
+  int n = 0;
+  for (int c : computing) n += c;
+  for (size_t p = 0; p < computing.size(); ++p) {
+    const unsigned long want = computing[p] != 0 && n >= 2 ? 1 : 0;
+    if (hosts[p]->get_pstate() != want) hosts[p]->set_pstate(want);
   }
 }
 
@@ -155,11 +195,17 @@ class StageActor {
     for (const Slice& s : slices) total += s.seconds;
     HostArbiter& host = *ctx_->arbiters[in.party];
     const bool busy = total > 0;
-    if (busy) host.acquire(in.client, wake_.get());
+    if (busy) {
+      host.acquire(in.client, wake_.get());
+      ctx_->set_computing(in.party, true);
+    }
     const double start = sg4::Engine::get_clock();
     if (busy) sg4::this_actor::execute(total * kFlopsPerSecond);
     const double end = sg4::Engine::get_clock();
-    if (busy) host.release();
+    if (busy) {
+      ctx_->set_computing(in.party, false);
+      host.release();
+    }
     auto recorded = [](const Slice& s) {
       return s.seconds > 0 || (s.kind != EventKind::kEncode && s.kind != EventKind::kDecode &&
                                s.kind != EventKind::kRecompute);
@@ -228,6 +274,7 @@ void deploy_actors(SimContext* ctx) {
   const int K = d.stages;
   for (size_t p = 0; p < d.parties.size(); ++p)
     ctx->arbiters.push_back(std::make_unique<HostArbiter>(ctx->options.server_order));
+  ctx->computing.assign(d.parties.size(), 0);
   ctx->fwd_inbox.resize(d.instances.size());
   ctx->bwd_inbox.resize(d.instances.size());
   for (int k = 0; k < K; ++k)

@@ -85,6 +85,12 @@ struct SimContext {
   std::map<std::pair<int, int>, std::unique_ptr<PairSender>> senders;
   std::vector<simgrid::s4u::BarrierPtr> barriers;  // per client (ddg, fr)
   std::vector<std::vector<Op>> ops;                // per stage
+  std::vector<int> computing;                      // per party: 1 while it computes
+
+  // Marks `party` as computing or not. On a shared machine with a
+  // co-compute slowdown, every computing party runs at pstate 1 (slowed)
+  // while another party computes too, else at pstate 0.
+  void set_computing(int party, bool on);
 };
 
 // Creates the Inboxes, senders, barriers and actors of every instance.

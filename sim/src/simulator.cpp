@@ -148,7 +148,9 @@ Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
   const std::string trace = plan.network.bandwidth_trace.empty()
                                 ? ""
                                 : load_bandwidth_trace(plan.network.bandwidth_trace);
-  ctx.hosts = sim_internal::build_platform(d, plan.network, trace);
+  const PlatformSpec& pf = plan.platform;
+  ctx.hosts = sim_internal::build_platform(d, plan.network, trace,
+                                           pf.shared_machine ? pf.co_compute_slowdown : 1.0);
   sim_internal::deploy_actors(&ctx);
   engine.run();
   // The cool-down batches only kept the pipeline full behind the last one.

@@ -4,10 +4,9 @@
 // A plain value type; JSON schema "splitsim.plan/1" (SPEC "Output contracts").
 #include <cstdint>
 #include <iosfwd>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/model_profile.h"
@@ -16,9 +15,9 @@
 namespace splitsim {
 
 struct PlanStage {
-  std::string name;                 // "stage0", ...
-  std::string party;                // "client", "server", "gpu1", ...
-  std::string device;               // device profile name
+  std::string name;    // "stage0", ...
+  std::string party;   // "client", "server", "gpu1", ...
+  std::string device;  // device profile name
   std::vector<std::string> units;
   int first_unit = 0, last_unit = 0;
   OpCounts fwd_per_batch, bwd_per_batch;  // model units only (codecs: see boundaries)
@@ -30,19 +29,19 @@ struct PlanStage {
   int64_t weight_versions = 1;             // pipedream keeps several
   int64_t replay_bytes = 0;                // fr: one micro-batch recomputed in backward
   int64_t peak_memory_bytes = 0;           // params+grads+state+versions+stash
-  std::vector<double> fwd_s;        // per micro-batch, incl. codec work on this stage
-  std::vector<double> bwd_s;        // per micro-batch, incl. codec work on this stage
-  double update_s = 0;              // optimizer step, once per batch
-  bool timed_from_measurement = false;  // true: unit timings from a profile
+  std::vector<double> fwd_s;               // per micro-batch, incl. codec work on this stage
+  std::vector<double> bwd_s;               // per micro-batch, incl. codec work on this stage
+  double update_s = 0;                     // optimizer step, once per batch
+  bool timed_from_measurement = false;     // true: unit timings from a profile
 };
 
 struct PlanTransfer {
   CodecSpec codec;
-  std::vector<int64_t> carried_shape;     // per sample
-  std::vector<int64_t> wire_bytes;        // per micro-batch
+  std::vector<int64_t> carried_shape;  // per sample
+  std::vector<int64_t> wire_bytes;     // per micro-batch
   int64_t wire_bytes_per_batch = 0;
-  std::vector<double> encode_s;           // sender, per micro-batch (in stage costs too)
-  std::vector<double> decode_s;           // receiver, per micro-batch (in stage costs too)
+  std::vector<double> encode_s;  // sender, per micro-batch (in stage costs too)
+  std::vector<double> decode_s;  // receiver, per micro-batch (in stage costs too)
 };
 
 struct PlanBoundary {
@@ -62,6 +61,7 @@ struct Plan {
   std::vector<PlanStage> stages;
   std::vector<PlanBoundary> boundaries;
   NetworkSpec network;
+  PlatformSpec platform;
   int64_t iterations = 0, warmup = 0, clients = 1;
 
   int64_t chunks() const { return static_cast<int64_t>(microbatch_sizes.size()); }

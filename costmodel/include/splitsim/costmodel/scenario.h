@@ -6,10 +6,9 @@
 // model's units (cut names, codec applicability) happen in make_plan().
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "splitsim/costmodel/codec.h"
 
@@ -18,12 +17,12 @@ namespace splitsim {
 struct ModelSpec {
   // mobilenet_v2 | mobilenet_v2_cifar | resnet20 | roberta_base | bert_small | torchscript
   std::string name;
-  int64_t num_classes = 0;    // image classes / sequence labels (0 = model default)
-  int64_t image_size = 0;     // image models: H = W (0 = model default)
-  int64_t seq_len = 0;        // transformers (0 = model default), same for the rest
+  int64_t num_classes = 0;  // image classes / sequence labels (0 = model default)
+  int64_t image_size = 0;   // image models: H = W (0 = model default)
+  int64_t seq_len = 0;      // transformers (0 = model default), same for the rest
   int64_t hidden = 0, layers = 0, heads = 0, ffn = 0, vocab_size = 0, max_positions = 0;
-  std::string path;                   // torchscript: the .pt file
-  std::vector<int64_t> input_shape;   // torchscript: per-sample input shape
+  std::string path;                  // torchscript: the .pt file
+  std::vector<int64_t> input_shape;  // torchscript: per-sample input shape
   std::string input_dtype = "float32";
 };
 std::vector<std::string> known_models();
@@ -58,13 +57,33 @@ struct OptimizerSpec {
 };
 
 struct NetworkSpec {
-  double bandwidth_bit_per_s = 1e9;       // both directions unless overridden
-  double up_bandwidth_bit_per_s = 0;      // client->server (0 = bandwidth_bit_per_s)
-  double down_bandwidth_bit_per_s = 0;    // server->client (0 = bandwidth_bit_per_s)
+  double bandwidth_bit_per_s = 1e9;     // both directions unless overridden
+  double up_bandwidth_bit_per_s = 0;    // client->server (0 = bandwidth_bit_per_s)
+  double down_bandwidth_bit_per_s = 0;  // server->client (0 = bandwidth_bit_per_s)
   double latency_s = 0.0;
-  std::string bandwidth_trace;            // optional SimGrid profile file
-  double per_message_overhead_s = 0.0;    // calibration knob (simulator)
-  double bandwidth_factor = 1.0;          // calibration knob (simulator)
+  std::string bandwidth_trace;          // optional SimGrid profile file
+  double per_message_overhead_s = 0.0;  // calibration knob (simulator)
+  double bandwidth_factor = 1.0;        // calibration knob (simulator)
+};
+
+// What the machines running the parties add to the model's compute and the
+// link's bytes (scenarios/FORMAT.md "Platform"; sim/README.md "Host work").
+struct PlatformSpec {
+  // CPU seconds a party spends per byte it sends / receives over the network
+  // (kernel network stack, copies, the received tensor's allocation), on its
+  // own processor while the transfer runs: it competes with the party's
+  // compute. 0: free.
+  double cpu_s_per_byte_sent = 0.0;
+  double cpu_s_per_byte_received = 0.0;
+  // The parties run on one machine (each pinned to its own cores): while
+  // two of them compute at once, each computes `co_compute_slowdown` times
+  // slower (shared caches, memory bandwidth). Ignored unless shared_machine.
+  bool shared_machine = false;
+  double co_compute_slowdown = 1.0;
+  bool any() const {
+    return cpu_s_per_byte_sent > 0 || cpu_s_per_byte_received > 0 ||
+           (shared_machine && co_compute_slowdown != 1.0);
+  }
 };
 
 struct Scenario {
@@ -72,18 +91,19 @@ struct Scenario {
   std::string description;
   ModelSpec model;
   int64_t batch_size = 1;
-  std::string precision = "fp32";         // fp32 | fp16 | bf16 (activations on the wire)
-  std::vector<PartSpec> partition;        // >= 2 parts, in model order
+  std::string precision = "fp32";           // fp32 | fp16 | bf16 (activations on the wire)
+  std::vector<PartSpec> partition;          // >= 2 parts, in model order
   std::vector<BoundaryCodecs> compression;  // one per boundary (partition.size()-1)
   int64_t chunks = 1;
   Schedule schedule = Schedule::kSequential;
   OptimizerSpec optimizer;
   std::map<std::string, std::string> devices;  // party -> device profile name or file
   NetworkSpec network;
-  int64_t iterations = 20;                // batches to run / simulate
-  int64_t warmup = 2;                     // first batches left out of steady state
+  PlatformSpec platform;
+  int64_t iterations = 20;  // batches to run / simulate
+  int64_t warmup = 2;       // first batches left out of steady state
   int64_t clients = 1;
-  std::string dataset = "synthetic";      // synthetic | fashion_mnist | cifar10
+  std::string dataset = "synthetic";  // synthetic | fashion_mnist | cifar10
   uint64_t seed = 0;
 };
 

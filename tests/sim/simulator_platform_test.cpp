@@ -1,0 +1,104 @@
+// The platform's host work against hand-computed timelines: CPU seconds per
+// byte sent and received (competing with compute while a transfer runs), and
+// the co-compute slowdown of parties that share one machine.
+#include <gtest/gtest.h>
+
+#include "splitsim/sim/metrics.h"
+#include "splitsim/sim/simulator.h"
+#include "test_plans.h"
+
+namespace splitsim {
+namespace {
+
+using testing::equal_stages;
+using testing::set_wire_bytes;
+
+constexpr double kRel = 1e-6;
+
+Metrics run(const Plan& plan) { return compute_metrics(simulate(plan), plan, plan.warmup); }
+
+// client | server, GPipe with 2 micro-batches: the client's forward of 10 ms
+// per micro-batch, nothing else computes; 1e6 bytes up per micro-batch at
+// 1e8 B/s (10 ms each), nothing comes back.
+Plan streaming_client() {
+  Plan p = equal_stages(2, 2, 0, 0, Schedule::kGpipe, 6, 2, {"client", "server"});
+  p.stages[0].fwd_s.assign(2, 10e-3);
+  p.network.bandwidth_bit_per_s = 8e8;
+  set_wire_bytes(&p, 0, 1000000, 0);
+  return p;
+}
+
+TEST(SimulatorPlatformTest, WithoutHostWorkTransfersOverlapCompute) {
+  // F0 0..10, xfer0 10..20 beside F1 10..20, xfer1 20..30.
+  const Metrics m = run(streaming_client());
+  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
+}
+
+TEST(SimulatorPlatformTest, SendWorkSlowsTheComputeItOverlaps) {
+  // 5e-9 s/B: 5 ms of work per message spread over its 10 ms (half the
+  // core). F1 shares the core with xfer0's work from 10 to 20 ms (half
+  // speed, 5 ms done), then runs alone to 25; xfer1 25..35.
+  Plan p = streaming_client();
+  p.platform.cpu_s_per_byte_sent = 5e-9;
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / 35e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
+  // The work is the host's, not compute: no event, no bytes changed.
+  EXPECT_DOUBLE_EQ(m.party("client")->bytes_sent_per_batch, 2e6);
+}
+
+TEST(SimulatorPlatformTest, ReceiveWorkRunsOnTheReceiver) {
+  // The server computes nothing: its work slows no compute, and 5 ms per
+  // 10 ms transfer never holds a message back.
+  Plan p = streaming_client();
+  p.platform.cpu_s_per_byte_received = 5e-9;
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
+}
+
+TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
+  // 2e-8 s/B: 20 ms of work per 10 ms of wire. The receiver is idle, so
+  // each message arrives when its work is done: 0..10 F0, xfer0 10..30 (F1
+  // shares nothing: the work is the server's), xfer1 30..50.
+  Plan p = streaming_client();
+  p.platform.cpu_s_per_byte_received = 2e-8;
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kRel);
+}
+
+// client | server, GPipe, 2 micro-batches, free links, forwards only: the
+// client's F1 runs while the server's F0 does.
+Plan overlapping(double client_f, double server_f) {
+  Plan p = equal_stages(2, 2, 0, 0, Schedule::kGpipe, 6, 2, {"client", "server"});
+  p.stages[0].fwd_s.assign(2, client_f);
+  p.stages[1].fwd_s.assign(2, server_f);
+  return p;
+}
+
+TEST(SimulatorPlatformTest, CoComputeSlowdownAppliesOnlyOnASharedMachine) {
+  // Alone: c F0 0..10, c F1 & s F0 10..20, s F1 20..30.
+  Plan p = overlapping(10e-3, 10e-3);
+  p.platform.co_compute_slowdown = 2;
+  EXPECT_NEAR(run(p).time_per_batch_s / 30e-3, 1.0, kRel);  // not shared: ignored
+  // Shared, 2x while both compute: the overlap takes 20 ms, s F1 30..40.
+  p.platform.shared_machine = true;
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("server")->busy_s_per_batch / 30e-3, 1.0, kRel);
+}
+
+TEST(SimulatorPlatformTest, CoComputeSlowdownEndsWhenThePeerStops) {
+  // s F0 (5 ms) and c F1 (10 ms) start together at 10 at half speed; s F0
+  // ends at 20, c F1 has 5 ms left at full speed: 25; s F1 25..30.
+  Plan p = overlapping(10e-3, 5e-3);
+  p.platform.shared_machine = true;
+  p.platform.co_compute_slowdown = 2;
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
+}
+
+}  // namespace
+}  // namespace splitsim
