@@ -1,45 +1,39 @@
-// `splitsim validate SCENARIO`: predict a variant on this machine's measured
-// CPU profile and the real link's rate, run it for real (`splitsim exec`
-// server + client, each pinned to its own core, joined by a shaped veth link
-// between two network namespaces, or loopback without root) and print
-// predicted vs measured per metric. `--matrix` does this for every variant
-// and summarises the errors.
-#include <unistd.h>
-
+// `splitsim validate SCENARIO...`: flag handling over Validator
+// (cli/validator.h): predict variants on this machine's measured profile,
+// platform and link rate, run them for real, repeated and interleaved, and
+// print predicted vs measured per metric (one variant) or the matrix
+// summary (`--matrix`).
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <optional>
 #include <sstream>
-#include <thread>
 
-#include "awake_cores.h"
 #include "commands.h"
-#include "exec_pair.h"
-#include "netns_link.h"
 #include "profile_cache.h"
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/planner.h"
-#include "splitsim/sim/metrics.h"
-#include "splitsim/sim/simulator.h"
 #include "validation.h"
+#include "validator.h"
 #include "workspace.h"
 
 namespace splitsim {
 namespace {
 
 struct ValidateArgs {
-  std::string scenario, variant, link_rate = "200mbit", report, exec_bin, profile_cache;
-  bool link_rate_given = false;
-  int threads = 1;
+  std::vector<std::string> scenarios;
+  std::string variant, link_rate, report, exec_bin, profile_cache;
+  int threads = 1, repeat = 3, retries = 1;
   int64_t iterations = 0;
   double timeout_s = 300;
-  bool json = false, matrix = false, keep_going = false, reprofile = false;
-  bool let_cores_idle = false;
+  bool json = false, matrix = false, keep_going = false, reprofile = false, quick = false;
+  bool let_cores_idle = false, no_platform_model = false;
 };
+
+// --quick: every kQuickStride-th variant of each scenario file (the first,
+// then every kQuickStride-th after it).
+constexpr size_t kQuickStride = 6;
 
 void log(const std::string& line) { std::cerr << "validate: " << line << "\n"; }
 
@@ -52,153 +46,26 @@ std::string exec_binary(const std::string& flag_value) {
   return ec ? "splitsim" : self.string();
 }
 
-bool deterministic_bytes(const Scenario& s) {
-  for (const auto& b : s.compression)
-    for (const CodecSpec* c : {&b.forward, &b.backward})
-      if (std::string(method_name(c->method)) == "decaying_linear") return false;
-  return true;
+// Scenario arguments: files, or directories whose *.json files are taken in
+// name order.
+std::vector<std::string> scenario_files(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  for (const std::string& a : args) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(a, ec)) {
+      files.push_back(a);
+      continue;
+    }
+    std::vector<std::string> in_dir;
+    for (const auto& e : std::filesystem::directory_iterator(a, ec))
+      if (e.path().extension() == ".json" && e.is_regular_file()) in_dir.push_back(e.path());
+    std::sort(in_dir.begin(), in_dir.end());
+    if (in_dir.empty())
+      throw InputError("scenario", "the directory \"" + a + "\" holds no .json scenario file");
+    files.insert(files.end(), in_dir.begin(), in_dir.end());
+  }
+  return files;
 }
-
-// Everything one validation needs across variants.
-class Validator {
- public:
-  Validator(const ValidateArgs& args, Workspace& ws) : args_(args), ws_(ws) {
-    cache_dir_ = args.profile_cache.empty() ? default_profile_cache_dir() : args.profile_cache;
-    exec_bin_ = exec_binary(args.exec_bin);
-    const int cpus = std::max(1u, std::thread::hardware_concurrency());
-    for (int i = 0; i < args.threads; ++i) {
-      endpoints_.server_cpus.push_back(i % cpus);
-      endpoints_.client_cpus.push_back((args.threads + i) % cpus);
-    }
-    if (cpus < 2 * args.threads)
-      log("warning: " + std::to_string(cpus) + " CPU(s) for 2 x " + std::to_string(args.threads) +
-          " thread(s): server and client share cores");
-  }
-
-  // The CPUs of the other party's load while profiling: the client's, when
-  // they are not the server's (else the run itself shares cores too). Used
-  // only when the schedule keeps more than one micro-batch in flight: with
-  // one, the parties take turns and never compute at the same time.
-  std::vector<int> companion_cpus() const {
-    for (int c : endpoints_.client_cpus)
-      for (int s : endpoints_.server_cpus)
-        if (c == s) return {};
-    return endpoints_.client_cpus;
-  }
-
-  // Builds the shaped link (or decides on loopback) at `rate`.
-  void open_link(double rate) {
-    const int stale = NetnsLink::remove_stale();
-    if (stale > 0) log("removed " + std::to_string(stale) + " stale namespace(s) of dead runs");
-    const std::string reason = NetnsLink::unavailable_reason();
-    if (!reason.empty()) {
-      link_info_ = {"loopback (not shaped: " + reason + ")", false, rate, 0};
-      endpoints_.server_address = "127.0.0.1";
-      log("WARNING: the real run uses loopback 127.0.0.1, NOT shaped (" + reason +
-          "); the prediction still assumes " + format_link_rate(rate));
-      return;
-    }
-    link_ = std::make_unique<NetnsLink>(rate);
-    endpoints_.server_netns = link_->server_netns();
-    endpoints_.client_netns = link_->client_netns();
-    endpoints_.server_address = link_->server_address();
-    endpoints_.port = 29500;
-    log("link: " + link_->description());
-  }
-
-  ValidationRun run(const ScenarioVariant& v, double rate) {
-    ValidationRun r;
-    r.scenario = v.scenario.name;
-    r.variant = v.label;
-    r.schedule = schedule_name(v.scenario.schedule);
-    r.chunks = v.scenario.chunks;
-    r.deterministic_bytes = deterministic_bytes(v.scenario);
-    if (link_) {
-      if (link_->rate_bit_per_s() != rate) link_->set_rate(rate);
-      link_info_ = {link_->description(), true, rate, NetnsLink::burst_bytes(rate)};
-    } else {
-      link_info_.rate_bit_per_s = rate;
-    }
-    r.link = link_info_;
-
-    // (a) this machine's measured profile at the micro-batch size.
-    Scenario s = v.scenario;
-    const ModelProfile& model = ws_.model(v);
-    const int64_t microbatch = (s.batch_size + s.chunks - 1) / s.chunks;
-    // As many micro-batches in flight as the schedule keeps at stage 0, the
-    // stage that holds the most.
-    const int64_t in_flight =
-        stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
-    auto it = profiles_.find({microbatch, in_flight});
-    if (it == profiles_.end()) {
-      it = profiles_
-               .emplace(std::make_pair(microbatch, in_flight),
-                        profile_for_validation(
-                            s.model, model, microbatch, in_flight, args_.threads, s.optimizer,
-                            cache_dir_, args_.reprofile, endpoints_.server_cpus.front(),
-                            in_flight > 1 ? companion_cpus() : std::vector<int>{}, log))
-               .first;
-      log("profile: " + it->second.origin);
-    }
-    r.profile = it->second.origin;
-
-    // (b) every party on that profile, the link's rate, no extra latency.
-    s.network = NetworkSpec{};
-    s.network.bandwidth_bit_per_s = rate;
-    if (args_.iterations > 0) s.iterations = args_.iterations;
-    if (s.warmup >= s.iterations)
-      throw InputError("--iterations", "must be more than the scenario's warm-up (" +
-                                           std::to_string(s.warmup) + " batches)");
-    std::map<std::string, DeviceProfile> devices;
-    for (const auto& [party, name] : s.devices) devices.emplace(party, it->second.device);
-    const Plan plan = make_plan(s, model, devices, v.label);
-
-    // (c) predict.
-    log("simulating \"" + v.label + "\" at " + format_link_rate(rate));
-    r.predicted = compute_metrics(simulate(plan), plan, plan.warmup);
-
-    // (d) run for real.
-    ExecPairOptions o;
-    o.exec_bin = exec_bin_;
-    o.scenario = args_.scenario;
-    o.variant = ws_.variants().size() > 1 || v.label != "base" ? v.label : "";
-    o.threads = args_.threads;
-    o.iterations = s.iterations;
-    o.timeout_s = args_.timeout_s;
-    if (!link_) endpoints_.port = free_loopback_port();
-    try {
-      std::optional<AwakeCores> awake;
-      if (!args_.let_cores_idle) {
-        std::vector<int> cpus = endpoints_.server_cpus;
-        cpus.insert(cpus.end(), endpoints_.client_cpus.begin(), endpoints_.client_cpus.end());
-        r.awake_cores = awake.emplace(cpus).active();
-      }
-      const nlohmann::json measured = run_exec_pair(o, endpoints_, log);
-      from_json(measured, r.measured);
-    } catch (const std::exception& e) {
-      if (!args_.keep_going) throw;
-      r.failure = e.what();
-      log("FAILED \"" + v.label + "\": " + r.failure);
-      return r;
-    }
-    // (e) compare.
-    r.errors = compare_metrics(r.predicted, r.measured);
-    if (plan.schedule == Schedule::kGpipe && plan.chunks() >= 4) {
-      r.overlap_ratio = overlap_ratio(r.measured, plan, rate);
-      r.predicted_overlap_ratio = overlap_ratio(r.predicted, plan, rate);
-    }
-    return r;
-  }
-
- private:
-  const ValidateArgs& args_;
-  Workspace& ws_;
-  std::string cache_dir_, exec_bin_;
-  std::unique_ptr<NetnsLink> link_;
-  LinkInfo link_info_;
-  ExecEndpoints endpoints_;
-  std::map<std::pair<int64_t, int64_t>, CachedProfile> profiles_;  // (micro-batch, in flight)
-};
 
 std::string awake_text(int awake_cores) {
   return awake_cores > 0 ? std::to_string(awake_cores) +
@@ -210,39 +77,86 @@ void print_single(std::ostream& os, const ValidationRun& r) {
   os << "== " << r.scenario << " \"" << r.variant << "\": predicted (simulate) vs measured (exec)\n"
      << "link: " << r.link.description << "\nprofile: " << r.profile << "\n"
      << "cores: " << awake_text(r.awake_cores) << "\n";
+  if (!r.repetitions.empty()) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "repetitions: %zu, measured time per batch %.4f..%.4f s (the prediction %.4f s "
+                  "is %s)\n",
+                  r.repetitions.size(), r.measured_min_time_s, r.measured_max_time_s,
+                  r.predicted.time_per_batch_s, predicted_inside_spread(r) ? "inside" : "outside");
+    os << line;
+  }
   print_comparison(os, r.errors);
 }
 
 int run_validate(const ValidateArgs& args) {
-  const double rate = parse_link_rate(args.link_rate, "--link-rate");
-  Workspace ws(args.scenario, log);
-  ws.select(args.variant);
-  if (!args.matrix && ws.variants().size() > 1) {
+  ValidatorOptions o;
+  if (!args.link_rate.empty())
+    o.link_rate_bit_per_s = parse_link_rate(args.link_rate, "--link-rate");
+  if (!args.report.empty() && std::filesystem::is_directory(args.report))
+    throw InputError("--report", "\"" + args.report + "\" is a directory; give a file name");
+  o.exec_bin = exec_binary(args.exec_bin);
+  o.profile_cache = args.profile_cache.empty() ? default_profile_cache_dir() : args.profile_cache;
+  o.threads = args.threads;
+  o.iterations = args.iterations;
+  o.timeout_s = args.timeout_s;
+  o.repeat = args.repeat;
+  o.retries = args.retries;
+  o.reprofile = args.reprofile;
+  o.let_cores_idle = args.let_cores_idle;
+  o.keep_going = args.keep_going;
+  o.platform_model = !args.no_platform_model;
+
+  const std::vector<std::string> files = scenario_files(args.scenarios);
+  std::vector<std::unique_ptr<Workspace>> workspaces;
+  std::vector<ValidationItem> items;
+  for (const std::string& file : files) {
+    workspaces.push_back(std::make_unique<Workspace>(file, log));
+    Workspace& ws = *workspaces.back();
+    if (!args.variant.empty()) {
+      try {
+        ws.select(args.variant);
+      } catch (const InputError&) {
+        if (files.size() == 1) throw;
+        continue;  // another file may hold it
+      }
+    }
+    const bool single = ws.variants().size() == 1 && ws.variants().front().label == "base";
+    for (size_t i = 0; i < ws.variants().size(); ++i)
+      if (!args.quick || i % kQuickStride == 0)
+        items.push_back({std::filesystem::absolute(file).string(), &ws, &ws.variants()[i], single});
+  }
+  if (items.empty())
+    throw InputError("--variant",
+                     "no variant of the given scenario(s) contains \"" + args.variant + "\"");
+  if (!args.matrix && items.size() > 1) {
     std::string labels;
-    for (const auto& v : ws.variants()) labels += (labels.empty() ? "\"" : ", \"") + v.label + "\"";
-    throw InputError("--variant", std::to_string(ws.variants().size()) +
+    for (const auto& it : items)
+      labels += (labels.empty() ? "\"" : ", \"") + it.variant->label + "\"";
+    throw InputError("--variant", std::to_string(items.size()) +
                                       " variants are selected; pick one with --variant or run "
                                       "them all with --matrix (labels: " +
                                       labels + ")");
   }
-  auto rate_of = [&](const ScenarioVariant& v) {
-    return args.matrix && !args.link_rate_given ? v.scenario.network.bandwidth_bit_per_s : rate;
-  };
-  Validator validator(args, ws);
-  validator.open_link(rate_of(ws.variants().front()));
-  std::vector<ValidationRun> runs;
-  for (const auto& v : ws.variants()) runs.push_back(validator.run(v, rate_of(v)));
+  Validator validator(o, log);
+  std::vector<ValidationRun> runs = validator.run(items);
 
   std::ostringstream out;
   std::string report;
   if (args.matrix) {
-    report = matrix_json(runs).dump(2) + "\n";
-    if (args.json)
+    nlohmann::json j = matrix_json(runs);
+    if (!validator.drift().empty()) j["summary"]["profile_drift"] = validator.drift();
+    report = j.dump(2) + "\n";
+    if (args.json) {
       out << report;
-    else
+    } else {
       print_matrix(out, runs);
+      if (!validator.drift().empty()) out << "profile drift: " << validator.drift() << "\n";
+    }
   } else {
-    report = validation_json(runs.front()).dump(2) + "\n";
+    nlohmann::json j = validation_json(runs.front());
+    if (!validator.drift().empty()) j["profile_drift"] = validator.drift();
+    report = j.dump(2) + "\n";
     if (args.json)
       out << report;
     else
@@ -261,49 +175,63 @@ Command add_validate_command(CLI::App& app) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* sub = app.add_subcommand(
       "validate",
-      "Predict a variant with this machine's measured CPU profile (one thread per party) and the "
-      "link's rate, run it for real (splitsim exec: server and client pinned to separate cores, "
-      "joined as root by a veth pair between two network namespaces shaped with tc tbf, else by "
-      "unshaped loopback), and print predicted vs measured per metric with the error %.");
-  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+      "Predict variants with this machine's measured CPU profile (one thread per party), the "
+      "host work per byte measured by a link probe and the co-compute slowdown of two parties "
+      "on one machine; run each for real --repeat times, interleaved (splitsim exec: server and "
+      "client pinned to separate cores, joined as root by a veth pair between two network "
+      "namespaces shaped with tc tbf, else by unshaped loopback); print predicted vs measured "
+      "per metric with the error %, the spread and the machine's CPU steal.");
+  sub->add_option("scenario", args->scenarios,
+                  "scenario JSON file(s), or directories of them (every *.json inside)")
+      ->required();
   sub->add_option("--variant", args->variant,
                   "the variant whose label contains this text (with --matrix: a filter)");
-  sub->add_option_function<std::string>(
-      "--link-rate",
-      [args](const std::string& v) {
-        args->link_rate = v;
-        args->link_rate_given = true;
-      },
-      "rate of the real link, each way: 50mbit, 200mbit, 1gbit, 500kbit (default 200mbit; "
-      "--matrix: each variant's network.bandwidth_bit_per_s unless given)");
+  sub->add_option("--link-rate", args->link_rate,
+                  "rate of the real link, each way, for every variant: 50mbit, 200mbit, 1gbit, "
+                  "500kbit (default: each variant's network.bandwidth_bit_per_s)");
   sub->add_option("--threads", args->threads, "compute threads per process (and CPUs pinned)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 256));
   sub->add_option("--iterations", args->iterations,
                   "batches per run, warm-up included (default: the scenario's iterations)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  sub->add_option("--repeat", args->repeat,
+                  "real runs per variant, interleaved (round r runs every variant once); the "
+                  "median is compared, the min..max reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  sub->add_option("--retries", args->retries,
+                  "re-runs of a repetition disturbed by CPU steal > 3% or other processes > 5% "
+                  "of the CPUs (it is kept, flagged, after the last)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10));
+  sub->add_flag("--quick", args->quick,
+                "only every 6th variant of each scenario file (the first, the 7th, ...)");
   sub->add_option("--timeout-s", args->timeout_s, "wall-clock limit of one real run")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1.0, 86400.0));
   sub->add_flag("--json", args->json,
                 "JSON report on stdout (splitsim.validation/1, or splitsim.validation_matrix/1 "
                 "with --matrix)");
   sub->add_option("--report", args->report, "also write the JSON report to this file");
   sub->add_flag("--matrix", args->matrix,
                 "validate every (selected) variant; print a table and the median and p90 "
-                "|error| of time per batch");
+                "|error| of time per batch, over all and per model");
   sub->add_flag("--keep-going", args->keep_going,
                 "with --matrix: record a failed run and go on (exit code 1 at the end)");
   sub->add_flag("--let-cores-idle", args->let_cores_idle,
                 "do not keep the run's CPUs busy with SCHED_IDLE pollers: a waiting party's core "
                 "may idle, and on a VM compute after idling runs slower than the profile says");
+  sub->add_flag("--no-platform-model", args->no_platform_model,
+                "predict without the link probe's host work per byte and without the co-compute "
+                "slowdown (the report always shows the error without them too)");
   sub->add_flag("--reprofile", args->reprofile, "measure this machine again, ignore the cache");
   sub->add_option("--profile-cache", args->profile_cache,
                   "directory of cached profiles (default $SPLITSIM_PROFILE_CACHE or "
                   "<tmp>/splitsim-profile-cache)");
   sub->add_option("--exec-bin", args->exec_bin,
-                  "binary to run as `BIN exec ...` (default $SPLITSIM_EXEC_BIN, else this one; "
-                  "for tests)");
+                  "binary to run as `BIN exec ...` and `BIN link-probe ...` (default "
+                  "$SPLITSIM_EXEC_BIN, else this one; for tests)");
   return {sub, [args] { return run_validate(*args); }};
 }
 

@@ -1,9 +1,8 @@
 #pragma once
 // The CLI's subcommands. Each registers a subcommand and its flags on `app`
 // and returns it with the function that runs it (returning the exit code).
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace splitsim {
 
@@ -19,5 +18,6 @@ Command add_bench_command(CLI::App& app);
 Command add_exec_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_explore_command(CLI::App& app);
+Command add_link_probe_command(CLI::App& app);
 
 }  // namespace splitsim

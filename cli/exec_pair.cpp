@@ -66,8 +66,34 @@ std::vector<std::string> exec_client_argv(const ExecPairOptions& o, const ExecEn
   return in_netns(e.client_netns, argv);
 }
 
+std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
+                                         bool server, double megabytes, double timeout_s) {
+  const std::string address = e.server_address + ":" + std::to_string(e.port);
+  std::vector<std::string> argv = {exec_bin,
+                                   "link-probe",
+                                   "--role",
+                                   server ? "server" : "client",
+                                   server ? "--listen" : "--connect",
+                                   address,
+                                   "--megabytes",
+                                   std::to_string(megabytes),
+                                   "--timeout-s",
+                                   std::to_string(static_cast<long long>(std::ceil(timeout_s)))};
+  if (server) argv.push_back("--json");
+  return in_netns(server ? e.server_netns : e.client_netns, argv);
+}
+
 nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints& endpoints,
                              const std::function<void(const std::string&)>& progress) {
+  return run_process_pair(exec_server_argv(options, endpoints),
+                          exec_client_argv(options, endpoints), endpoints, options.timeout_s,
+                          progress);
+}
+
+nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
+                                const std::vector<std::string>& client_argv,
+                                const ExecEndpoints& endpoints, double timeout_s,
+                                const std::function<void(const std::string&)>& progress) {
   const std::string dir = make_work_dir();
   struct Cleanup {
     std::string dir;
@@ -76,8 +102,6 @@ nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{dir};
-  const auto server_argv = exec_server_argv(options, endpoints);
-  const auto client_argv = exec_client_argv(options, endpoints);
   SpawnOptions server_opts{endpoints.server_cpus, dir + "/server.out", dir + "/server.err"};
   SpawnOptions client_opts{endpoints.client_cpus, dir + "/client.out", dir + "/client.err"};
 
@@ -96,7 +120,7 @@ nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints
     throw;
   }
   NetnsLink::register_child(client);
-  const std::vector<int> codes = wait_all({server, client}, options.timeout_s);
+  const std::vector<int> codes = wait_all({server, client}, timeout_s);
   NetnsLink::unregister_child(server);
   NetnsLink::unregister_child(client);
 
@@ -119,8 +143,7 @@ nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints
   try {
     return nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("the server's stdout is not the metrics JSON (" +
-                             std::string(e.what()) +
+    throw std::runtime_error("the server's stdout is not JSON (" + std::string(e.what()) +
                              "); it began with: " + text.str().substr(0, 300));
   }
 }

@@ -42,6 +42,19 @@ std::vector<std::string> exec_client_argv(const ExecPairOptions& o, const ExecEn
 nlohmann::json run_exec_pair(const ExecPairOptions& options, const ExecEndpoints& endpoints,
                              const std::function<void(const std::string&)>& progress);
 
+// The same for any pair of processes: starts `server_argv` (pinned to
+// endpoints.server_cpus), then `client_argv` (client_cpus), and returns the
+// server's stdout parsed as JSON; throws as run_exec_pair.
+nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
+                                const std::vector<std::string>& client_argv,
+                                const ExecEndpoints& endpoints, double timeout_s,
+                                const std::function<void(const std::string&)>& progress);
+
+// `BIN link-probe` for one side: `megabytes` each way, rank 0 (server)
+// printing the JSON report (splitsim.link_probe/1).
+std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
+                                         bool server, double megabytes, double timeout_s);
+
 // A TCP port that was free on 127.0.0.1 a moment ago (loopback runs).
 int free_loopback_port();
 

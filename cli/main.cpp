@@ -13,13 +13,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", SPLITSIM_VERSION);
   const std::vector<splitsim::Command> commands = {
-      splitsim::add_plan_command(app),
-      splitsim::add_profile_command(app),
-      splitsim::add_simulate_command(app),
-      splitsim::add_bench_command(app),
-      splitsim::add_exec_command(app),
-      splitsim::add_validate_command(app),
-      splitsim::add_explore_command(app),
+      splitsim::add_plan_command(app),     splitsim::add_profile_command(app),
+      splitsim::add_simulate_command(app), splitsim::add_bench_command(app),
+      splitsim::add_exec_command(app),     splitsim::add_validate_command(app),
+      splitsim::add_explore_command(app),  splitsim::add_link_probe_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -144,6 +144,42 @@ void print_comparison(std::ostream& os, const std::vector<MetricError>& rows) {
   os << "error = (predicted - measured) / measured; seconds in s, bytes in B, rates in B/s\n";
 }
 
+nlohmann::json conditions_json(const RunConditions& c) {
+  nlohmann::json j = {{"wall_s", c.cpu.wall_s},
+                      {"steal_pct", 100 * c.cpu.steal_fraction},
+                      {"foreign_cpu_pct", 100 * c.cpu.foreign_cpu_fraction},
+                      {"load_1m", c.cpu.load_1m},
+                      {"retried", c.retried}};
+  if (!c.disturbed.empty()) j["disturbed"] = c.disturbed;
+  return j;
+}
+
+void aggregate_repetitions(ValidationRun* r) {
+  const std::vector<Metrics>& reps = r->repetitions;
+  std::vector<size_t> order(reps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return reps[a].time_per_batch_s < reps[b].time_per_batch_s;
+  });
+  r->measured = reps[order[(order.size() - 1) / 2]];
+  r->measured_min_time_s = reps[order.front()].time_per_batch_s;
+  r->measured_max_time_s = reps[order.back()].time_per_batch_s;
+  std::vector<std::vector<MetricError>> per_rep;
+  for (const Metrics& m : reps) per_rep.push_back(compare_metrics(r->predicted, m));
+  r->errors = per_rep.front();
+  for (size_t row = 0; row < r->errors.size(); ++row) {
+    std::vector<double> values;
+    for (const auto& rows : per_rep) values.push_back(rows[row].measured);
+    const MetricError& first = r->errors[row];
+    r->errors[row] = make_error(first.metric, first.predicted, quantile(values, 0.5));
+  }
+}
+
+bool predicted_inside_spread(const ValidationRun& r) {
+  const double p = r.predicted.time_per_batch_s;
+  return r.failure.empty() && p >= r.measured_min_time_s && p <= r.measured_max_time_s;
+}
+
 double wire_lower_bound_s(const Plan& plan, double rate_bit_per_s) {
   // Bytes per batch per direction (sender -> receiver), forward and backward.
   std::map<std::pair<std::string, std::string>, double> fwd, bwd;
@@ -216,157 +252,31 @@ nlohmann::json validation_json(const ValidationRun& run) {
       {"predicted_overlap_ratio",
        run.predicted_overlap_ratio ? number_or_null(*run.predicted_overlap_ratio) : nullptr},
   };
+  if (!run.model.empty()) j["model"] = run.model;
+  if (!run.repetitions.empty()) {
+    nlohmann::json reps = nlohmann::json::array();
+    for (size_t i = 0; i < run.repetitions.size(); ++i) {
+      const Metrics& m = run.repetitions[i];
+      nlohmann::json busy = nlohmann::json::object();
+      for (const auto& p : m.parties) busy[p.name] = p.busy_s_per_batch;
+      nlohmann::json rep = {{"time_per_batch_s", m.time_per_batch_s},
+                            {"computation_time_s", m.computation_time_s},
+                            {"busy_s_per_batch", busy}};
+      if (i < run.conditions.size()) rep["conditions"] = conditions_json(run.conditions[i]);
+      reps.push_back(rep);
+    }
+    j["repetitions"] = reps;
+    j["measured_time_per_batch_spread_s"] = {run.measured_min_time_s, run.measured_max_time_s};
+    j["predicted_inside_spread"] = predicted_inside_spread(run);
+  }
+  if (run.predicted_plain_time_per_batch_s > 0)
+    j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
+  j["platform"] = {{"cpu_s_per_byte_sent", run.platform.cpu_s_per_byte_sent},
+                   {"cpu_s_per_byte_received", run.platform.cpu_s_per_byte_received},
+                   {"shared_machine", run.platform.shared_machine},
+                   {"co_compute_slowdown", run.platform.co_compute_slowdown}};
   if (!run.failure.empty()) j["failure"] = run.failure;
   return j;
-}
-
-MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
-  MatrixSummary s;
-  std::vector<double> abs_errors;
-  for (const auto& r : runs) {
-    ++s.runs;
-    if (!r.failure.empty()) {
-      ++s.failed;
-      continue;
-    }
-    abs_errors.push_back(std::fabs(r.errors.at(0).error));
-    if (r.deterministic_bytes) {
-      ++s.bytes_checked;
-      s.bytes_exact += bytes_match(r.predicted, r.measured);
-    }
-    if (r.overlap_ratio && std::isfinite(*r.overlap_ratio)) {
-      s.overlap_ratios.push_back(*r.overlap_ratio);
-      s.max_overlap_ratio = std::max(s.max_overlap_ratio, *r.overlap_ratio);
-      auto by = std::find_if(s.overlap_by_chunks.begin(), s.overlap_by_chunks.end(),
-                             [&](const auto& b) { return b.chunks == r.chunks; });
-      if (by == s.overlap_by_chunks.end())
-        by = s.overlap_by_chunks.insert(s.overlap_by_chunks.end(), {r.chunks, 0, 0, 0});
-      ++by->runs;
-      by->max_ratio = std::max(by->max_ratio, *r.overlap_ratio);
-      if (r.predicted_overlap_ratio && *r.predicted_overlap_ratio > 0) {
-        s.predicted_overlap_ratios.push_back(*r.predicted_overlap_ratio);
-        by->max_predicted_ratio = std::max(by->max_predicted_ratio, *r.predicted_overlap_ratio);
-        s.max_overlap_vs_predicted =
-            std::max(s.max_overlap_vs_predicted, *r.overlap_ratio / *r.predicted_overlap_ratio);
-      }
-    }
-  }
-  std::sort(s.overlap_by_chunks.begin(), s.overlap_by_chunks.end(),
-            [](const auto& a, const auto& b) { return a.chunks < b.chunks; });
-  if (!abs_errors.empty()) {
-    s.median_abs_error_time_per_batch = quantile(abs_errors, 0.5);
-    s.p90_abs_error_time_per_batch = quantile(abs_errors, 0.9);
-  }
-  return s;
-}
-
-nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
-  nlohmann::json all = nlohmann::json::array();
-  for (const auto& r : runs) all.push_back(validation_json(r));
-  const MatrixSummary s = summarise(runs);
-  const bool any = s.runs > s.failed;
-  nlohmann::json by_chunks = nlohmann::json::array();
-  for (const auto& b : s.overlap_by_chunks)
-    by_chunks.push_back({{"chunks", b.chunks},
-                         {"runs", b.runs},
-                         {"max_overlap_ratio", b.max_ratio},
-                         {"max_predicted_overlap_ratio", b.max_predicted_ratio}});
-  return {{"schema", "splitsim.validation_matrix/1"},
-          {"runs", all},
-          {"summary",
-           {{"runs", s.runs},
-            {"failed", s.failed},
-            {"median_abs_error_time_per_batch_pct",
-             any ? nlohmann::json(100 * s.median_abs_error_time_per_batch) : nullptr},
-            {"p90_abs_error_time_per_batch_pct",
-             any ? nlohmann::json(100 * s.p90_abs_error_time_per_batch) : nullptr},
-            {"bytes_checked", s.bytes_checked},
-            {"bytes_exact", s.bytes_exact},
-            {"overlap_ratios", s.overlap_ratios},
-            {"predicted_overlap_ratios", s.predicted_overlap_ratios},
-            {"max_overlap_ratio",
-             s.overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_ratio)},
-            {"max_overlap_ratio_exec_over_sim",
-             s.predicted_overlap_ratios.empty() ? nullptr
-                                                : nlohmann::json(s.max_overlap_vs_predicted)},
-            {"overlap_by_chunks", by_chunks},
-            {"targets",
-             {{"median_abs_error_time_per_batch_pct", 10},
-              {"bytes_exact", "all deterministic codecs"},
-              {"max_overlap_ratio", 1.15}}}}}};
-}
-
-void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
-  size_t width = 7;
-  for (const auto& r : runs) width = std::max(width, r.variant.size());
-  char line[512];
-  std::snprintf(line, sizeof line, "%-*s %9s %11s %11s %8s %6s %13s  %s\n", static_cast<int>(width),
-                "variant", "link", "predicted", "measured", "error", "bytes", "ratio exec/sim",
-                "note");
-  os << line;
-  for (const auto& r : runs) {
-    const bool ok = r.failure.empty();
-    const std::string bytes = !ok                                    ? "-"
-                              : !r.deterministic_bytes               ? "n/a"
-                              : bytes_match(r.predicted, r.measured) ? "exact"
-                                                                     : "DIFF";
-    char ratio[32] = "-";
-    if (ok && r.overlap_ratio)
-      std::snprintf(ratio, sizeof ratio, "%.2f/%.2f", *r.overlap_ratio,
-                    r.predicted_overlap_ratio.value_or(0.0));
-    std::snprintf(line, sizeof line, "%-*s %9s %10.4fs %10.4fs %8s %6s %13s  %s\n",
-                  static_cast<int>(width), r.variant.c_str(),
-                  format_link_rate(r.link.rate_bit_per_s).c_str(), r.predicted.time_per_batch_s,
-                  ok ? r.measured.time_per_batch_s : 0.0,
-                  ok ? format_error_percent(r.errors.at(0).error).c_str() : "-", bytes.c_str(),
-                  ratio, ok ? "" : ("FAILED: " + r.failure.substr(0, 200)).c_str());
-    os << line;
-  }
-  const MatrixSummary s = summarise(runs);
-  const auto awake = std::count_if(runs.begin(), runs.end(),
-                                   [](const ValidationRun& r) { return r.awake_cores > 0; });
-  os << "cores kept from idling (SCHED_IDLE pollers) in " << awake << " of " << runs.size()
-     << " run(s)" << (awake == 0 ? " (--let-cores-idle)" : "") << "\n";
-  std::snprintf(line, sizeof line,
-                "time per batch |error| over %d run(s): median %.1f%%, p90 %.1f%% (target: "
-                "median <= 10%%)%s\n",
-                s.runs - s.failed, 100 * s.median_abs_error_time_per_batch,
-                100 * s.p90_abs_error_time_per_batch,
-                s.failed ? (", " + std::to_string(s.failed) + " run(s) FAILED").c_str() : "");
-  os << line;
-  os << "bytes per batch exact for deterministic codecs: " << s.bytes_exact << " of "
-     << s.bytes_checked << (s.bytes_exact == s.bytes_checked ? " (target met)" : " (target MISSED)")
-     << "\n";
-  if (s.overlap_ratios.empty()) {
-    os << "overlap ratio (gpipe, chunks >= 4): no such run\n";
-  } else {
-    std::snprintf(line, sizeof line,
-                  "overlap ratio exec time per batch / max(busiest party's compute, wire time "
-                  "(gpipe: busier direction forward + busier direction backward)), gpipe "
-                  "chunks >= 4: max %.3f over %zu run(s) (target <= 1.15%s)\n",
-                  s.max_overlap_ratio, s.overlap_ratios.size(),
-                  s.max_overlap_ratio <= 1.15 ? ", met" : ", MISSED");
-    os << line;
-    for (const auto& b : s.overlap_by_chunks) {
-      std::snprintf(line, sizeof line,
-                    "  chunks %lld: max %.3f over %d run(s); the simulator's for the same runs: "
-                    "max %.3f\n",
-                    static_cast<long long>(b.chunks), b.max_ratio, b.runs, b.max_predicted_ratio);
-      os << line;
-    }
-    if (!s.predicted_overlap_ratios.empty()) {
-      const auto& p = s.predicted_overlap_ratios;
-      const double max_p = *std::max_element(p.begin(), p.end());
-      if (max_p > 1.15)
-        os << "  the simulator's ratio is above 1.15 too: the schedule itself (fill and drain of "
-              "the pipeline, one GPipe flush per batch) keeps those runs from the bound\n";
-      std::snprintf(line, sizeof line,
-                    "  exec against the schedule: largest exec ratio / simulator's ratio %.3f "
-                    "(1: exec overlaps transfers and compute exactly as simulated)\n",
-                    s.max_overlap_vs_predicted);
-      os << line;
-    }
-  }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text,

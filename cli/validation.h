@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "splitsim/costmodel/scenario.h"
+#include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/sim/metrics.h"
 
 namespace splitsim {
@@ -55,14 +57,33 @@ struct LinkInfo {
   int64_t burst_bytes = 0;    // tbf bucket (shaped only)
 };
 
+// The machine during one real run (or the profile).
+struct RunConditions {
+  CpuConditions cpu;
+  std::string disturbed;  // "" or what exceeded the limits ("steal 4.1%")
+  bool retried = false;   // this run replaced a disturbed one
+};
+nlohmann::json conditions_json(const RunConditions& c);
+
 // One validated variant.
 struct ValidationRun {
   std::string scenario, variant;
+  std::string model;  // model name: the summary reports each model family apart
   LinkInfo link;
-  std::string profile;  // "measured now (...)" or "cached FILE"
-  int awake_cores = 0;  // CPUs kept from idling during the real run (AwakeCores)
-  Metrics predicted, measured;
+  std::string profile;          // "measured now (...)" or "cached FILE"
+  int awake_cores = 0;          // CPUs kept from idling during the real run (AwakeCores)
+  Metrics predicted, measured;  // measured: the repetition with the median time per batch
+  // Per metric: the predicted value against the median of the repetitions.
   std::vector<MetricError> errors;
+  // validate --repeat: every measured repetition, in the order they ran,
+  // and the machine's conditions during each.
+  std::vector<Metrics> repetitions;
+  std::vector<RunConditions> conditions;
+  double measured_min_time_s = 0, measured_max_time_s = 0;  // over the repetitions
+  // What the simulator was told about the platform (validate measured it),
+  // and its prediction without it (to show what the platform model adds).
+  PlatformSpec platform;
+  double predicted_plain_time_per_batch_s = 0;
   // For the matrix summary:
   std::string schedule;
   int64_t chunks = 1;
@@ -76,6 +97,14 @@ struct ValidationRun {
   std::optional<double> predicted_overlap_ratio;
   std::string failure;  // non-empty: the run failed (measured is empty)
 };
+
+// Fills, from r->repetitions (non-empty): measured (the repetition with the
+// median time per batch; the lower one of an even count), errors (each
+// metric's median over the repetitions against the prediction) and the
+// min..max of the measured time per batch.
+void aggregate_repetitions(ValidationRun* r);
+// True iff the predicted time per batch lies within the measured min..max.
+bool predicted_inside_spread(const ValidationRun& r);
 
 // The least time the link needs for one batch of `plan` at `rate_bit_per_s`
 // each way (a full-duplex link: each direction is its own queue). Without a
@@ -102,6 +131,23 @@ struct MatrixSummary {
   int runs = 0, failed = 0;
   double median_abs_error_time_per_batch = 0;  // over the runs that did not fail
   double p90_abs_error_time_per_batch = 0;
+  int inside_spread = 0;  // predictions within the measured min..max
+  // The same quantiles for the prediction without the platform model (0
+  // when no run recorded one).
+  double median_abs_error_plain = 0, p90_abs_error_plain = 0;
+  // Per party: median |error| of busy_s_per_batch over the runs.
+  std::vector<std::pair<std::string, double>> median_abs_error_busy;
+  // Per model family: runs, median and p90 |error| of time per batch.
+  struct ByModel {
+    std::string model;
+    int runs = 0;
+    double median = 0, p90 = 0;
+  };
+  std::vector<ByModel> by_model;
+  // The machine: repetitions measured, disturbed ones kept after retries,
+  // retried ones, and the largest steal and foreign CPU fractions seen.
+  int repetitions = 0, disturbed = 0, retried = 0;
+  double max_steal_fraction = 0, max_foreign_cpu_fraction = 0;
   int bytes_checked = 0, bytes_exact = 0;  // deterministic-codec runs; equal bytes
   std::vector<double> overlap_ratios;      // gpipe, chunks >= 4
   double max_overlap_ratio = 0;

@@ -32,6 +32,16 @@ std::filesystem::path temp_dir(const std::string& name) {
 std::string write_standin(const std::filesystem::path& dir) {
   const auto path = dir / "standin_exec.sh";
   std::ofstream(path) << R"(#!/bin/bash
+if [ "$1" = link-probe ]; then
+  if [ "$3" = server ]; then cat <<'JSON'
+{"schema": "splitsim.link_probe/1", "phases": {
+ "idle": {"bytes": 0, "server": {"wall_s": 0.5, "busy_s": 0.01}, "client": {"wall_s": 0.5, "busy_s": 0.01}},
+ "client_to_server": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.22}, "client": {"wall_s": 1, "busy_s": 0.32}},
+ "server_to_client": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.32}, "client": {"wall_s": 1, "busy_s": 0.22}}}}
+JSON
+  fi
+  exit 0
+fi
 scenario="$2"; role="$4"; variant=""
 while [ $# -gt 0 ]; do [ "$1" = "--variant" ] && variant="$2"; shift; done
 if [ "$role" = server ]; then
@@ -80,6 +90,17 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   EXPECT_EQ(j["predicted"]["source"], "sim");
   EXPECT_TRUE(j["bytes_exact"].get<bool>());  // both sides price q8 by the same formula
   EXPECT_TRUE(j["errors"].contains("time_per_batch_s"));
+  // Three interleaved repetitions (the default), each with the machine's
+  // conditions; the stand-in's link probe priced the host work: sent
+  // (0.32 - 0.02) s / 1e8 B on the client, received (0.22 - 0.02) s / 1e8 B.
+  ASSERT_EQ(j["repetitions"].size(), 3u);
+  EXPECT_TRUE(j["repetitions"][0]["conditions"].contains("steal_pct"));
+  EXPECT_NEAR(j["platform"]["cpu_s_per_byte_sent"].get<double>(), 3e-9, 1e-15);
+  EXPECT_NEAR(j["platform"]["cpu_s_per_byte_received"].get<double>(), 2e-9, 1e-15);
+  EXPECT_TRUE(j["platform"]["shared_machine"].get<bool>());
+  EXPECT_GE(j["platform"]["co_compute_slowdown"].get<double>(), 1.0);
+  EXPECT_TRUE(j.contains("predicted_without_platform_time_per_batch_s"));
+  EXPECT_TRUE(j.contains("profile_drift"));
   // Server and client CPUs (0 and 1) spun by SCHED_IDLE pollers meanwhile.
   const int cpus = std::thread::hardware_concurrency() >= 2 ? 2 : 1;
   EXPECT_EQ(j["awake_cores"], cpus);
@@ -92,11 +113,45 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ValidateCliTest, QuickMatrixTakesEverySixthVariantRepeatedAndSummarisesPerModel) {
+  const auto dir = temp_dir("quick");
+  const CliResult r = run_cli("validate " + matrix_file() +
+                              " --matrix --quick --repeat 2 --iterations 5 --timeout-s 120 "
+                              "--json --exec-bin " +
+                              write_standin(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 6u);  // 36 variants, every 6th
+  EXPECT_EQ(j["runs"][1]["variant"], "network.bandwidth_bit_per_s=50mbit compression=pi chunks=1");
+  for (const auto& run : j["runs"]) EXPECT_EQ(run["repetitions"].size(), 2u);
+  EXPECT_EQ(j["summary"]["conditions"]["repetitions"], 12);
+  ASSERT_EQ(j["summary"]["by_model"].size(), 1u);
+  EXPECT_EQ(j["summary"]["by_model"][0]["model"], "resnet20");
+  EXPECT_EQ(j["summary"]["by_model"][0]["runs"], 6);
+  EXPECT_TRUE(j["summary"]["median_abs_error_busy_pct"].contains("client"));
+  // Interleaved: round 1 ran all six before round 2 began.
+  const std::string& log = r.err;
+  const size_t second_round = log.find("repetition 2 of");
+  ASSERT_NE(second_round, std::string::npos) << log;
+  EXPECT_EQ(log.find("repetition 1 of", second_round), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ValidateCliTest, ReportToADirectoryIsRefusedBeforeTheRun) {
+  const auto dir = temp_dir("reportdir");
+  const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
+                              "' --report " + dir.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--report"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("simulating"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ValidateCliTest, LetCoresIdleRunsWithoutPollers) {
   const auto dir = temp_dir("idle");
-  const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
-                              "' --iterations 5 --timeout-s 120 --let-cores-idle --json --exec-bin " +
-                              write_standin(dir));
+  const CliResult r = run_cli(
+      "validate " + matrix_file() + " --variant '" + kVariant +
+      "' --iterations 5 --timeout-s 120 --let-cores-idle --json --exec-bin " + write_standin(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["awake_cores"], 0);
   std::filesystem::remove_all(dir);

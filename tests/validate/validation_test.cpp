@@ -209,9 +209,76 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
                              "runs: max 1.500"),
             std::string::npos)
       << table.str();
-  EXPECT_NE(table.str().find("the simulator's ratio is above 1.15 too"), std::string::npos);
-  EXPECT_NE(table.str().find("largest exec ratio / simulator's ratio 1.333"), std::string::npos);
+  EXPECT_NE(table.str().find("largest exec ratio / simulator's ratio 1.333 (target <= 1.15 MISSED"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("median <= 5% MISSED, p90 <= 10% MISSED"), std::string::npos);
   EXPECT_EQ(j["summary"]["overlap_by_chunks"].size(), 2u);
+}
+
+TEST(Repetitions, MedianRepetitionSpreadAndPerMetricMedians) {
+  ValidationRun r;
+  r.predicted = two_party(1.0, 4000, 0.3);
+  // Times 1.3, 0.9, 1.1: the median repetition is the third; busy 0.2, 0.5, 0.25.
+  r.repetitions = {two_party(1.3, 4000, 0.2), two_party(0.9, 4000, 0.5),
+                   two_party(1.1, 4000, 0.25)};
+  aggregate_repetitions(&r);
+  EXPECT_DOUBLE_EQ(r.measured.time_per_batch_s, 1.1);
+  EXPECT_DOUBLE_EQ(r.measured_min_time_s, 0.9);
+  EXPECT_DOUBLE_EQ(r.measured_max_time_s, 1.3);
+  EXPECT_TRUE(predicted_inside_spread(r));
+  EXPECT_NEAR(r.errors.at(0).measured, 1.1, 1e-12);
+  EXPECT_NEAR(r.errors.at(0).error, 1.0 / 1.1 - 1, 1e-12);
+  // Each metric's own median: client busy 0.25 (not the median repetition's).
+  for (const auto& e : r.errors)
+    if (e.metric == "parties.client.busy_s_per_batch") EXPECT_NEAR(e.measured, 0.25, 1e-12);
+  r.predicted = two_party(0.8, 4000, 0.3);
+  EXPECT_FALSE(predicted_inside_spread(r));
+}
+
+TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
+  std::vector<ValidationRun> runs;
+  const char* models[] = {"resnet20", "resnet20", "roberta_base"};
+  const double predicted[] = {1.02, 0.9, 1.3};  // |errors| 2, 10, 30 %
+  const double busy[] = {0.22, 0.2, 0.1};       // client busy |errors| 10, 0, 50 %
+  for (int i = 0; i < 3; ++i) {
+    ValidationRun r;
+    r.variant = "v" + std::to_string(i);
+    r.model = models[i];
+    r.predicted = two_party(predicted[i], 4000, busy[i]);
+    r.repetitions = {two_party(1.0, 4000, 0.2)};
+    RunConditions c;
+    c.cpu.steal_fraction = 0.01 * i;
+    c.cpu.foreign_cpu_fraction = 0.1 * i;
+    c.disturbed = i == 2 ? "other processes 20.0% of the CPUs" : "";
+    c.retried = i == 2;
+    r.conditions = {c};
+    r.predicted_plain_time_per_batch_s = 0.5;  // 50 % off everywhere
+    aggregate_repetitions(&r);
+    runs.push_back(r);
+  }
+  const MatrixSummary s = summarise(runs);
+  EXPECT_NEAR(s.median_abs_error_time_per_batch, 0.10, 1e-9);
+  ASSERT_EQ(s.by_model.size(), 2u);
+  EXPECT_EQ(s.by_model[0].model, "resnet20");
+  EXPECT_EQ(s.by_model[0].runs, 2);
+  EXPECT_NEAR(s.by_model[0].median, 0.06, 1e-9);
+  EXPECT_EQ(s.by_model[1].model, "roberta_base");
+  EXPECT_NEAR(s.by_model[1].median, 0.30, 1e-9);
+  ASSERT_FALSE(s.median_abs_error_busy.empty());
+  EXPECT_EQ(s.median_abs_error_busy[0].first, "client");
+  EXPECT_NEAR(s.median_abs_error_busy[0].second, 0.10, 1e-9);
+  EXPECT_NEAR(s.median_abs_error_plain, 0.5, 1e-9);
+  EXPECT_EQ(s.repetitions, 3);
+  EXPECT_EQ(s.retried, 1);
+  EXPECT_EQ(s.disturbed, 1);
+  EXPECT_NEAR(s.max_foreign_cpu_fraction, 0.2, 1e-12);
+  std::ostringstream table;
+  print_matrix(table, runs);
+  EXPECT_NE(table.str().find("roberta_base: 1 variant(s), median 30.0%"), std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("disturbed: other processes 20.0%"), std::string::npos);
+  EXPECT_NE(table.str().find("without the platform model"), std::string::npos);
 }
 
 TEST(Report, WrittenAtomicallyOrNotAtAll) {

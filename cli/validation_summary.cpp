@@ -1,0 +1,268 @@
+// The summary of a validation matrix: errors over all runs and per model
+// family, busy times, the machine's conditions, bytes and overlap
+// (cli/VALIDATE.md "--matrix").
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <ostream>
+
+#include "validation.h"
+
+namespace splitsim {
+namespace {
+
+// The targets printed and written in the report.
+constexpr double kTargetMedian = 0.05, kTargetP90 = 0.10, kTargetBusy = 0.10;
+constexpr double kTargetOverlapVsSim = 1.15;
+
+const char* met(bool ok) { return ok ? "met" : "MISSED"; }
+
+void add_overlap(const ValidationRun& r, MatrixSummary* s) {
+  s->overlap_ratios.push_back(*r.overlap_ratio);
+  s->max_overlap_ratio = std::max(s->max_overlap_ratio, *r.overlap_ratio);
+  auto by = std::find_if(s->overlap_by_chunks.begin(), s->overlap_by_chunks.end(),
+                         [&](const auto& b) { return b.chunks == r.chunks; });
+  if (by == s->overlap_by_chunks.end())
+    by = s->overlap_by_chunks.insert(s->overlap_by_chunks.end(), {r.chunks, 0, 0, 0});
+  ++by->runs;
+  by->max_ratio = std::max(by->max_ratio, *r.overlap_ratio);
+  if (r.predicted_overlap_ratio && *r.predicted_overlap_ratio > 0) {
+    s->predicted_overlap_ratios.push_back(*r.predicted_overlap_ratio);
+    by->max_predicted_ratio = std::max(by->max_predicted_ratio, *r.predicted_overlap_ratio);
+    s->max_overlap_vs_predicted =
+        std::max(s->max_overlap_vs_predicted, *r.overlap_ratio / *r.predicted_overlap_ratio);
+  }
+}
+
+void add_conditions(const ValidationRun& r, MatrixSummary* s) {
+  for (const RunConditions& c : r.conditions) {
+    ++s->repetitions;
+    s->disturbed += !c.disturbed.empty();
+    s->retried += c.retried;
+    s->max_steal_fraction = std::max(s->max_steal_fraction, c.cpu.steal_fraction);
+    s->max_foreign_cpu_fraction = std::max(s->max_foreign_cpu_fraction, c.cpu.foreign_cpu_fraction);
+  }
+}
+
+}  // namespace
+
+MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
+  MatrixSummary s;
+  std::vector<double> abs_errors, plain;
+  std::map<std::string, std::vector<double>> busy, by_model;
+  std::vector<std::string> party_order, model_order;
+  for (const auto& r : runs) {
+    ++s.runs;
+    add_conditions(r, &s);
+    if (!r.failure.empty()) {
+      ++s.failed;
+      continue;
+    }
+    const double e = std::fabs(r.errors.at(0).error);
+    abs_errors.push_back(e);
+    const double measured = r.errors.at(0).measured;
+    if (r.predicted_plain_time_per_batch_s > 0 && measured > 0)
+      plain.push_back(std::fabs(r.predicted_plain_time_per_batch_s - measured) / measured);
+    const std::string model = r.model.empty() ? "(model not recorded)" : r.model;
+    if (!by_model.count(model)) model_order.push_back(model);
+    by_model[model].push_back(e);
+    s.inside_spread += predicted_inside_spread(r);
+    for (const MetricError& m : r.errors) {
+      const std::string suffix = ".busy_s_per_batch";
+      if (m.metric.size() <= suffix.size() || m.metric.rfind("parties.", 0) != 0 ||
+          m.metric.compare(m.metric.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+          !std::isfinite(m.error))
+        continue;
+      const std::string party = m.metric.substr(8, m.metric.size() - 8 - suffix.size());
+      if (!busy.count(party)) party_order.push_back(party);
+      busy[party].push_back(std::fabs(m.error));
+    }
+    if (r.deterministic_bytes) {
+      ++s.bytes_checked;
+      s.bytes_exact += bytes_match(r.predicted, r.measured);
+    }
+    if (r.overlap_ratio && std::isfinite(*r.overlap_ratio)) add_overlap(r, &s);
+  }
+  std::sort(s.overlap_by_chunks.begin(), s.overlap_by_chunks.end(),
+            [](const auto& a, const auto& b) { return a.chunks < b.chunks; });
+  if (!abs_errors.empty()) {
+    s.median_abs_error_time_per_batch = quantile(abs_errors, 0.5);
+    s.p90_abs_error_time_per_batch = quantile(abs_errors, 0.9);
+  }
+  if (!plain.empty()) {
+    s.median_abs_error_plain = quantile(plain, 0.5);
+    s.p90_abs_error_plain = quantile(plain, 0.9);
+  }
+  for (const auto& party : party_order)
+    s.median_abs_error_busy.push_back({party, quantile(busy[party], 0.5)});
+  for (const auto& model : model_order) {
+    const auto& e = by_model[model];
+    s.by_model.push_back({model, static_cast<int>(e.size()), quantile(e, 0.5), quantile(e, 0.9)});
+  }
+  return s;
+}
+
+nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& r : runs) all.push_back(validation_json(r));
+  const MatrixSummary s = summarise(runs);
+  const bool any = s.runs > s.failed;
+  nlohmann::json by_chunks = nlohmann::json::array();
+  for (const auto& b : s.overlap_by_chunks)
+    by_chunks.push_back({{"chunks", b.chunks},
+                         {"runs", b.runs},
+                         {"max_overlap_ratio", b.max_ratio},
+                         {"max_predicted_overlap_ratio", b.max_predicted_ratio}});
+  nlohmann::json busy = nlohmann::json::object();
+  for (const auto& [party, e] : s.median_abs_error_busy) busy[party] = 100 * e;
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& m : s.by_model)
+    models.push_back({{"model", m.model},
+                      {"runs", m.runs},
+                      {"median_abs_error_time_per_batch_pct", 100 * m.median},
+                      {"p90_abs_error_time_per_batch_pct", 100 * m.p90}});
+  return {
+      {"schema", "splitsim.validation_matrix/1"},
+      {"runs", all},
+      {"summary",
+       {{"runs", s.runs},
+        {"failed", s.failed},
+        {"median_abs_error_time_per_batch_pct",
+         any ? nlohmann::json(100 * s.median_abs_error_time_per_batch) : nullptr},
+        {"p90_abs_error_time_per_batch_pct",
+         any ? nlohmann::json(100 * s.p90_abs_error_time_per_batch) : nullptr},
+        {"median_abs_error_busy_pct", busy},
+        {"without_platform_model",
+         {{"median_abs_error_time_per_batch_pct", 100 * s.median_abs_error_plain},
+          {"p90_abs_error_time_per_batch_pct", 100 * s.p90_abs_error_plain}}},
+        {"by_model", models},
+        {"predicted_inside_spread", s.inside_spread},
+        {"conditions",
+         {{"repetitions", s.repetitions},
+          {"disturbed", s.disturbed},
+          {"retried", s.retried},
+          {"max_steal_pct", 100 * s.max_steal_fraction},
+          {"max_foreign_cpu_pct", 100 * s.max_foreign_cpu_fraction}}},
+        {"bytes_checked", s.bytes_checked},
+        {"bytes_exact", s.bytes_exact},
+        {"overlap_ratios", s.overlap_ratios},
+        {"predicted_overlap_ratios", s.predicted_overlap_ratios},
+        {"max_overlap_ratio",
+         s.overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_ratio)},
+        {"max_overlap_ratio_exec_over_sim",
+         s.predicted_overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_vs_predicted)},
+        {"overlap_by_chunks", by_chunks},
+        {"targets",
+         {{"median_abs_error_time_per_batch_pct", 100 * kTargetMedian},
+          {"p90_abs_error_time_per_batch_pct", 100 * kTargetP90},
+          {"median_abs_error_busy_pct", 100 * kTargetBusy},
+          {"bytes_exact", "all deterministic codecs"},
+          {"max_overlap_ratio_exec_over_sim", kTargetOverlapVsSim}}}}}};
+}
+
+void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
+  size_t width = 7;
+  for (const auto& r : runs) width = std::max(width, r.variant.size());
+  char line[768];
+  std::snprintf(line, sizeof line, "%-*s %9s %11s %11s %19s %8s %6s %13s  %s\n",
+                static_cast<int>(width), "variant", "link", "predicted", "measured",
+                "spread (min..max)", "error", "bytes", "ratio exec/sim", "note");
+  os << line;
+  for (const auto& r : runs) {
+    const bool ok = r.failure.empty();
+    const std::string bytes = !ok                                    ? "-"
+                              : !r.deterministic_bytes               ? "n/a"
+                              : bytes_match(r.predicted, r.measured) ? "exact"
+                                                                     : "DIFF";
+    char ratio[32] = "-", spread[48] = "-";
+    if (ok && r.overlap_ratio)
+      std::snprintf(ratio, sizeof ratio, "%.2f/%.2f", *r.overlap_ratio,
+                    r.predicted_overlap_ratio.value_or(0.0));
+    if (ok && r.repetitions.size() > 1)
+      std::snprintf(spread, sizeof spread, "%.4f..%.4f%s", r.measured_min_time_s,
+                    r.measured_max_time_s, predicted_inside_spread(r) ? " *" : "");
+    std::string note = ok ? "" : "FAILED: " + r.failure.substr(0, 200);
+    for (const RunConditions& c : r.conditions)
+      if (!c.disturbed.empty()) note += (note.empty() ? "disturbed: " : "; ") + c.disturbed;
+    std::snprintf(line, sizeof line, "%-*s %9s %10.4fs %10.4fs %19s %8s %6s %13s  %s\n",
+                  static_cast<int>(width), r.variant.c_str(),
+                  format_link_rate(r.link.rate_bit_per_s).c_str(), r.predicted.time_per_batch_s,
+                  ok ? r.errors.at(0).measured : 0.0, spread,
+                  ok ? format_error_percent(r.errors.at(0).error).c_str() : "-", bytes.c_str(),
+                  ratio, note.c_str());
+    os << line;
+  }
+  const MatrixSummary s = summarise(runs);
+  const auto awake = std::count_if(runs.begin(), runs.end(),
+                                   [](const ValidationRun& r) { return r.awake_cores > 0; });
+  os << "measured: the median of each variant's repetitions; * = the prediction lies within the "
+        "measured min..max\n";
+  os << "cores kept from idling (SCHED_IDLE pollers) in " << awake << " of " << runs.size()
+     << " run(s)" << (awake == 0 ? " (--let-cores-idle)" : "") << "\n";
+  std::snprintf(line, sizeof line,
+                "machine: %d repetition(s), max steal %.1f%%, max other processes %.1f%% of the "
+                "CPUs; %d retried, %d still disturbed\n",
+                s.repetitions, 100 * s.max_steal_fraction, 100 * s.max_foreign_cpu_fraction,
+                s.retried, s.disturbed);
+  os << line;
+  const int ok_runs = s.runs - s.failed;
+  std::snprintf(line, sizeof line,
+                "time per batch |error| over %d variant(s): median %.1f%%, p90 %.1f%% (targets: "
+                "median <= 5%% %s, p90 <= 10%% %s); prediction within the measured spread in "
+                "%d%s\n",
+                ok_runs, 100 * s.median_abs_error_time_per_batch,
+                100 * s.p90_abs_error_time_per_batch,
+                met(s.median_abs_error_time_per_batch <= kTargetMedian),
+                met(s.p90_abs_error_time_per_batch <= kTargetP90), s.inside_spread,
+                s.failed ? (", " + std::to_string(s.failed) + " variant(s) FAILED").c_str() : "");
+  os << line;
+  if (s.median_abs_error_plain > 0) {
+    std::snprintf(line, sizeof line,
+                  "  without the platform model (host work per byte, co-compute slowdown): "
+                  "median %.1f%%, p90 %.1f%%\n",
+                  100 * s.median_abs_error_plain, 100 * s.p90_abs_error_plain);
+    os << line;
+  }
+  for (const auto& m : s.by_model) {
+    std::snprintf(line, sizeof line, "  %s: %d variant(s), median %.1f%%, p90 %.1f%%\n",
+                  m.model.c_str(), m.runs, 100 * m.median, 100 * m.p90);
+    os << line;
+  }
+  for (const auto& [party, e] : s.median_abs_error_busy) {
+    std::snprintf(line, sizeof line, "busy time of %s |error|: median %.1f%% (target <= 10%% %s)\n",
+                  party.c_str(), 100 * e, met(e <= kTargetBusy));
+    os << line;
+  }
+  os << "bytes per batch exact for deterministic codecs: " << s.bytes_exact << " of "
+     << s.bytes_checked << (s.bytes_exact == s.bytes_checked ? " (target met)" : " (target MISSED)")
+     << "\n";
+  if (s.overlap_ratios.empty()) {
+    os << "overlap ratio (gpipe, chunks >= 4): no such run\n";
+    return;
+  }
+  std::snprintf(line, sizeof line,
+                "overlap ratio exec time per batch / max(busiest party's compute, wire time "
+                "(gpipe: busier direction forward + busier direction backward)), gpipe "
+                "chunks >= 4: max %.3f over %zu run(s)\n",
+                s.max_overlap_ratio, s.overlap_ratios.size());
+  os << line;
+  for (const auto& b : s.overlap_by_chunks) {
+    std::snprintf(line, sizeof line,
+                  "  chunks %lld: max %.3f over %d run(s); the simulator's for the same runs: "
+                  "max %.3f\n",
+                  static_cast<long long>(b.chunks), b.max_ratio, b.runs, b.max_predicted_ratio);
+    os << line;
+  }
+  if (!s.predicted_overlap_ratios.empty()) {
+    std::snprintf(line, sizeof line,
+                  "  exec against the schedule: largest exec ratio / simulator's ratio %.3f "
+                  "(target <= %.2f %s; 1: exec overlaps transfers and compute exactly as "
+                  "simulated)\n",
+                  s.max_overlap_vs_predicted, kTargetOverlapVsSim,
+                  met(s.max_overlap_vs_predicted <= kTargetOverlapVsSim));
+    os << line;
+  }
+}
+
+}  // namespace splitsim

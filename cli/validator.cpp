@@ -1,0 +1,316 @@
+#include "validator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "awake_cores.h"
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/planner.h"
+#include "splitsim/exec/cpu_accounting.h"
+#include "splitsim/exec/link_probe.h"
+#include "splitsim/sim/metrics.h"
+#include "splitsim/sim/simulator.h"
+
+namespace splitsim {
+
+// What a variant needs across its repetitions.
+struct Validator::Prepared {
+  ValidationRun run;
+  Plan plan;
+  double rate = 0;
+  int64_t iterations = 0;
+  Metrics predicted_plain;  // the same plan without the platform model
+};
+
+namespace {
+
+// The link probe moves this many bytes each way: about 1.5 s at the rate,
+// at least 4 MB and at most 200 MB.
+double probe_megabytes(double rate_bit_per_s) {
+  return std::clamp(rate_bit_per_s / 8 * 1.5 / 1e6, 4.0, 200.0);
+}
+
+double profile_seconds(const DeviceProfile& d) {
+  double s = 0;
+  for (const UnitTiming& t : d.timings) s += t.fwd_s + t.bwd_s;
+  return s;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * fraction);
+  return buf;
+}
+
+}  // namespace
+
+Validator::Validator(const ValidatorOptions& options, Log log)
+    : options_(options), log_(std::move(log)) {
+  const int cpus = std::max(1u, std::thread::hardware_concurrency());
+  for (int i = 0; i < options.threads; ++i) {
+    endpoints_.server_cpus.push_back(i % cpus);
+    endpoints_.client_cpus.push_back((options.threads + i) % cpus);
+  }
+  if (cpus < 2 * options.threads)
+    log_("warning: " + std::to_string(cpus) + " CPU(s) for 2 x " + std::to_string(options.threads) +
+         " thread(s): server and client share cores");
+}
+
+Validator::~Validator() = default;
+
+std::vector<int> Validator::companion_cpus() const {
+  for (int c : endpoints_.client_cpus)
+    for (int s : endpoints_.server_cpus)
+      if (c == s) return {};
+  return endpoints_.client_cpus;
+}
+
+void Validator::open_link(double rate) {
+  const int stale = NetnsLink::remove_stale();
+  if (stale > 0) log_("removed " + std::to_string(stale) + " stale namespace(s) of dead runs");
+  const std::string reason = NetnsLink::unavailable_reason();
+  if (!reason.empty()) {
+    link_info_ = {"loopback (not shaped: " + reason + ")", false, rate, 0};
+    endpoints_.server_address = "127.0.0.1";
+    log_("WARNING: the real runs use loopback 127.0.0.1, NOT shaped (" + reason +
+         "); the predictions still assume each variant's rate");
+    return;
+  }
+  link_ = std::make_unique<NetnsLink>(rate);
+  endpoints_.server_netns = link_->server_netns();
+  endpoints_.client_netns = link_->client_netns();
+  endpoints_.server_address = link_->server_address();
+  endpoints_.port = 29500;
+  log_("link: " + link_->description());
+}
+
+void Validator::set_rate(double rate, LinkInfo* info) {
+  if (link_) {
+    if (link_->rate_bit_per_s() != rate) link_->set_rate(rate);
+    link_info_ = {link_->description(), true, rate, NetnsLink::burst_bytes(rate)};
+  } else {
+    link_info_.rate_bit_per_s = rate;
+    endpoints_.port = free_loopback_port();
+  }
+  if (info != nullptr) *info = link_info_;
+}
+
+double Validator::rate_of(const ValidationItem& item) const {
+  return options_.link_rate_bit_per_s > 0 ? options_.link_rate_bit_per_s
+                                          : item.variant->scenario.network.bandwidth_bit_per_s;
+}
+
+// The host work per byte at `rate`, measured by the link probe once per rate.
+PlatformSpec Validator::platform_at(double rate) {
+  auto it = probes_.find(rate);
+  if (it != probes_.end()) return it->second;
+  set_rate(rate, nullptr);
+  const double mb = probe_megabytes(rate);
+  log_("link probe at " + format_link_rate(rate) + ": " + std::to_string(static_cast<int>(mb)) +
+       " MB each way");
+  const nlohmann::json j = run_process_pair(
+      link_probe_argv(options_.exec_bin, endpoints_, true, mb, std::min(options_.timeout_s, 60.0)),
+      link_probe_argv(options_.exec_bin, endpoints_, false, mb, std::min(options_.timeout_s, 60.0)),
+      endpoints_, options_.timeout_s, log_);
+  const LinkProbeResult r = link_probe_from_json(j);
+  PlatformSpec p;
+  p.cpu_s_per_byte_sent = r.cpu_s_per_byte_sent;
+  p.cpu_s_per_byte_received = r.cpu_s_per_byte_received;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "link probe at %s: CPU per byte sent %.2f ns (client %.2f, server %.2f), "
+                "received %.2f ns (server %.2f, client %.2f)",
+                format_link_rate(rate).c_str(), 1e9 * p.cpu_s_per_byte_sent,
+                1e9 * r.client_send_s_per_byte, 1e9 * r.server_send_s_per_byte,
+                1e9 * p.cpu_s_per_byte_received, 1e9 * r.server_recv_s_per_byte,
+                1e9 * r.client_recv_s_per_byte);
+  log_(line);
+  return probes_.emplace(rate, p).first->second;
+}
+
+const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded) {
+  const Scenario& s = item.variant->scenario;
+  const int64_t microbatch = (s.batch_size + s.chunks - 1) / s.chunks;
+  const int64_t in_flight =
+      stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
+  const auto key =
+      std::make_tuple(item.variant->json.at("model").dump(), microbatch, in_flight, loaded);
+  auto it = profiles_.find(key);
+  if (it != profiles_.end()) return it->second;
+  const CpuSnapshot a = take_cpu_snapshot();
+  CachedProfile p = profile_for_validation(
+      s.model, item.workspace->model(*item.variant), microbatch, in_flight, options_.threads,
+      s.optimizer, options_.profile_cache, options_.reprofile, endpoints_.server_cpus.front(),
+      loaded ? companion_cpus() : std::vector<int>{}, log_);
+  const CpuConditions c = cpu_conditions(a, take_cpu_snapshot());
+  const std::string bad = disturbance(c);
+  if (!bad.empty() && p.origin.rfind("measured", 0) == 0)
+    log_("WARNING: the profile was measured while the machine was disturbed (" + bad + ")");
+  log_("profile (" + std::string(loaded ? "beside the other party's load" : "alone") +
+       "): " + p.origin);
+  return profiles_.emplace(key, std::move(p)).first->second;
+}
+
+void Validator::prepare(const ValidationItem& item, Prepared* p) {
+  const ScenarioVariant& v = *item.variant;
+  Scenario s = v.scenario;
+  ValidationRun& r = p->run;
+  r.scenario = s.name;
+  r.variant = v.label;
+  r.model = s.model.name;
+  r.schedule = schedule_name(s.schedule);
+  r.chunks = s.chunks;
+  for (const auto& b : s.compression)
+    for (const CodecSpec* c : {&b.forward, &b.backward})
+      if (std::string(method_name(c->method)) == "decaying_linear") r.deterministic_bytes = false;
+  p->rate = rate_of(item);
+
+  // This machine's profile, alone; beside the other party's load when the
+  // schedule lets both compute at once, for the co-compute slowdown.
+  const CachedProfile& alone = profile(item, false);
+  r.profile = alone.origin;
+  PlatformSpec platform;
+  if (options_.platform_model) {
+    platform = platform_at(p->rate);
+    platform.shared_machine = true;
+    const int64_t in_flight =
+        stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
+    if (in_flight > 1 && !companion_cpus().empty()) {
+      const CachedProfile& loaded = profile(item, true);
+      const double base = profile_seconds(alone.device);
+      if (base > 0)
+        platform.co_compute_slowdown =
+            std::clamp(profile_seconds(loaded.device) / base, 1.0, 100.0);
+      r.profile += "; co-compute slowdown " + percent(platform.co_compute_slowdown - 1) +
+                   " (beside the load: " + loaded.origin + ")";
+    }
+  }
+  r.platform = platform;
+
+  // Every party on that profile, the link's rate, no extra latency.
+  s.network = NetworkSpec{};
+  s.network.bandwidth_bit_per_s = p->rate;
+  s.platform = platform;
+  if (options_.iterations > 0) s.iterations = options_.iterations;
+  if (s.warmup >= s.iterations)
+    throw InputError("--iterations", "must be more than the scenario's warm-up (" +
+                                         std::to_string(s.warmup) + " batches)");
+  p->iterations = s.iterations;
+  std::map<std::string, DeviceProfile> devices;
+  for (const auto& [party, name] : s.devices) devices.emplace(party, alone.device);
+  p->plan = make_plan(s, item.workspace->model(v), devices, v.label);
+  log_("simulating \"" + v.label + "\" at " + format_link_rate(p->rate));
+  r.predicted = compute_metrics(simulate(p->plan), p->plan, p->plan.warmup);
+  Plan plain = p->plan;
+  plain.platform = PlatformSpec{};
+  p->predicted_plain = compute_metrics(simulate(plain), plain, plain.warmup);
+  if (p->plan.schedule == Schedule::kGpipe && p->plan.chunks() >= 4)
+    r.predicted_overlap_ratio = overlap_ratio(r.predicted, p->plan, p->rate);
+}
+
+void Validator::measure(const ValidationItem& item, Prepared* p) {
+  ValidationRun& r = p->run;
+  if (!r.failure.empty()) return;
+  set_rate(p->rate, &r.link);
+  ExecPairOptions o;
+  o.exec_bin = options_.exec_bin;
+  o.scenario = item.scenario_file;
+  o.variant = item.single ? "" : item.variant->label;
+  o.threads = options_.threads;
+  o.iterations = p->iterations;
+  o.timeout_s = options_.timeout_s;
+  for (int attempt = 0;; ++attempt) {
+    RunConditions cond;
+    cond.retried = attempt > 0;
+    nlohmann::json measured;
+    {
+      std::optional<AwakeCores> awake;
+      if (!options_.let_cores_idle) {
+        std::vector<int> cpus = endpoints_.server_cpus;
+        cpus.insert(cpus.end(), endpoints_.client_cpus.begin(), endpoints_.client_cpus.end());
+        r.awake_cores = awake.emplace(cpus).active();
+      }
+      const CpuSnapshot a = take_cpu_snapshot();
+      try {
+        measured = run_exec_pair(o, endpoints_, log_);
+      } catch (const std::exception& e) {
+        if (!options_.keep_going) throw;
+        r.failure = e.what();
+        log_("FAILED \"" + r.variant + "\": " + r.failure);
+        return;
+      }
+      cond.cpu = cpu_conditions(a, take_cpu_snapshot());
+    }
+    cond.disturbed = disturbance(cond.cpu);
+    if (!cond.disturbed.empty() && attempt < options_.retries) {
+      log_("disturbed (" + cond.disturbed + "): running \"" + r.variant + "\" again");
+      continue;
+    }
+    Metrics m;
+    from_json(measured, m);
+    r.repetitions.push_back(m);
+    r.conditions.push_back(cond);
+    return;
+  }
+}
+
+void Validator::check_drift(const std::vector<ValidationItem>& items) {
+  if (items.empty() || profiles_.empty()) return;
+  // The first variant's profile (alone), measured again now.
+  const ValidationItem& item = items.front();
+  const Scenario& s = item.variant->scenario;
+  const int64_t microbatch = (s.batch_size + s.chunks - 1) / s.chunks;
+  const int64_t in_flight =
+      stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
+  auto it = profiles_.find(
+      std::make_tuple(item.variant->json.at("model").dump(), microbatch, in_flight, false));
+  if (it == profiles_.end()) return;
+  log_("drift check: profiling \"" + item.variant->label + "\"'s model again");
+  const CachedProfile again =
+      profile_for_validation(s.model, item.workspace->model(*item.variant), microbatch, in_flight,
+                             options_.threads, s.optimizer, options_.profile_cache + "/drift", true,
+                             endpoints_.server_cpus.front(), {}, [](const std::string&) {});
+  const double before = profile_seconds(it->second.device);
+  const double after = profile_seconds(again.device);
+  if (before <= 0) return;
+  drift_ = s.model.name + " micro-batch " + std::to_string(microbatch) +
+           ": sum of unit forward+backward " + percent(after / before - 1) + " at the end (" +
+           std::to_string(after) + " s against " + std::to_string(before) + " s)";
+  log_("profile drift: " + drift_);
+}
+
+std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& items) {
+  if (items.empty()) return {};
+  open_link(rate_of(items.front()));
+  std::vector<Prepared> prepared(items.size());
+  for (size_t i = 0; i < items.size(); ++i) prepare(items[i], &prepared[i]);
+  const int total = options_.repeat * static_cast<int>(items.size());
+  int done = 0;
+  for (int rep = 0; rep < options_.repeat; ++rep) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      ++done;
+      log_("[" + std::to_string(done) + "/" + std::to_string(total) + "] repetition " +
+           std::to_string(rep + 1) + " of \"" + items[i].variant->label + "\"");
+      measure(items[i], &prepared[i]);
+    }
+  }
+  check_drift(items);
+  std::vector<ValidationRun> runs;
+  for (Prepared& p : prepared) {
+    ValidationRun& r = p.run;
+    if (r.failure.empty() && !r.repetitions.empty()) {
+      aggregate_repetitions(&r);
+      if (p.plan.schedule == Schedule::kGpipe && p.plan.chunks() >= 4)
+        r.overlap_ratio = overlap_ratio(r.measured, p.plan, p.rate);
+      r.predicted_plain_time_per_batch_s = p.predicted_plain.time_per_batch_s;
+    }
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+}  // namespace splitsim

@@ -1,0 +1,85 @@
+#pragma once
+// Validator: what `splitsim validate` does for a set of variants, like a
+// benchmark harness (cli/VALIDATE.md):
+//  1. prepare each variant: this machine's measured profile (alone, and
+//     beside the other party's load to measure the co-compute slowdown),
+//     the link probe's host work per byte at the variant's rate, the plan
+//     and the prediction (with and without that platform model);
+//  2. measure: `repeat` rounds, each running every variant once in turn,
+//     so a slow spell of the machine hits all of them; each run's CPU
+//     steal and foreign CPU time recorded, a disturbed run retried;
+//  3. aggregate: the median repetition, the spread, the errors; then a
+//     drift check of the first profile.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "exec_pair.h"
+#include "netns_link.h"
+#include "profile_cache.h"
+#include "validation.h"
+#include "workspace.h"
+
+namespace splitsim {
+
+struct ValidatorOptions {
+  std::string exec_bin;       // runs `BIN exec ...` and `BIN link-probe ...`
+  std::string profile_cache;  // directory
+  int threads = 1;
+  int64_t iterations = 0;  // 0: the scenario's
+  double timeout_s = 300;
+  int repeat = 3;
+  int retries = 1;  // re-runs of a disturbed repetition
+  bool reprofile = false;
+  bool let_cores_idle = false;
+  bool keep_going = false;         // a failed run is recorded, the others go on
+  bool platform_model = true;      // probe and co-compute slowdown; false: none
+  double link_rate_bit_per_s = 0;  // > 0: every variant at this rate, else its own
+};
+
+// One variant to validate: where it comes from.
+struct ValidationItem {
+  std::string scenario_file;
+  Workspace* workspace = nullptr;
+  const ScenarioVariant* variant = nullptr;
+  bool single = false;  // the file's only variant: exec gets no --variant
+};
+
+class Validator {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  Validator(const ValidatorOptions& options, Log log);
+  ~Validator();
+
+  // Runs everything above; returns one ValidationRun per item, in order.
+  std::vector<ValidationRun> run(const std::vector<ValidationItem>& items);
+  // The profile drift check's result ("" when none was made).
+  const std::string& drift() const { return drift_; }
+
+ private:
+  struct Prepared;
+  void open_link(double rate);
+  void set_rate(double rate, LinkInfo* info);
+  double rate_of(const ValidationItem& item) const;
+  PlatformSpec platform_at(double rate);
+  const CachedProfile& profile(const ValidationItem& item, bool loaded);
+  void prepare(const ValidationItem& item, Prepared* p);
+  void measure(const ValidationItem& item, Prepared* p);
+  void check_drift(const std::vector<ValidationItem>& items);
+  std::vector<int> companion_cpus() const;
+
+  ValidatorOptions options_;
+  Log log_;
+  std::unique_ptr<NetnsLink> link_;
+  LinkInfo link_info_;
+  ExecEndpoints endpoints_;
+  // (model options, micro-batch, in flight, loaded) -> profile
+  std::map<std::tuple<std::string, int64_t, int64_t, bool>, CachedProfile> profiles_;
+  std::map<double, PlatformSpec> probes_;  // by rate
+  std::string drift_;
+};
+
+}  // namespace splitsim
