@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -29,7 +31,7 @@ struct ExploreArgs {
   int stages = 0;
   int64_t client_memory_bytes = -1;
   double max_client_mac_share = -1;
-  int top = 10, jobs = 0, validate_top = 0, max_simulations = 1000;
+  int top = 10, jobs = 0, validate_top = 0, validate_repeat = 3, max_simulations = 1000;
   bool json = false, csv = false;
 };
 
@@ -117,40 +119,92 @@ std::string row(const Candidate& c) {
   return buf;
 }
 
-// Runs `validate` on the first `n` ranked candidates; returns the report.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs one `validate DIR --matrix` over the first `n` ranked candidates
+// (one scenario file each, repetitions interleaved) and compares what was
+// measured with both predictions: the explorer's (the scenario's devices)
+// and validate's (this machine's profile and platform). Returns the report.
 nlohmann::json validate_top(const std::vector<Candidate>& c, const std::vector<size_t>& ranked,
-                            int n, const nlohmann::json& base_json) {
+                            int n, int repeat, const nlohmann::json& base_json) {
   char exe[4096];
   const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (len <= 0) throw std::runtime_error("--validate-top: cannot find this binary");
   exe[len] = 0;
-  nlohmann::json out = nlohmann::json::array();
-  std::vector<double> measured;
-  for (int i = 0; i < n && i < static_cast<int>(ranked.size()); ++i) {
-    const Candidate& cand = c[ranked[i]];
-    const std::string file = "/tmp/splitsim_explore_top" + std::to_string(i) + "_" +
-                             std::to_string(::getpid()) + ".json";
-    std::ofstream(file) << candidate_scenario_json(base_json, cand).dump(2);
-    const std::string cmd = std::string(exe) + " validate " + file + " --json 2>/dev/null";
-    std::cerr << "validating #" << i + 1 << ": " << cand.label << "\n";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    std::string text;
-    char buf[4096];
-    while (pipe && std::fgets(buf, sizeof buf, pipe)) text += buf;
-    const int rc = pipe ? ::pclose(pipe) : -1;
-    nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
-    if (rc != 0 || report.is_discarded() || !report.contains("measured") ||
-        !report["measured"].is_object())
-      throw std::runtime_error("--validate-top: `splitsim validate " + file +
-                               " --json` failed (exit " + std::to_string(rc) +
-                               "); is validate available and runnable here?");
-    measured.push_back(report["measured"].value("time_per_batch_s", NAN));
-    out.push_back({{"label", cand.label},
-                   {"predicted_time_per_batch_s", cand.time_per_batch_s},
-                   {"measured_time_per_batch_s", measured.back()}});
+  std::string dir = (std::filesystem::temp_directory_path() / "splitsim-explore-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr)
+    throw std::runtime_error("--validate-top: cannot create a directory in " +
+                             std::filesystem::temp_directory_path().string());
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  const int count = std::min<int>(n, static_cast<int>(ranked.size()));
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/top%02d.json", i + 1);
+    std::ofstream(dir + name) << candidate_scenario_json(base_json, c[ranked[i]]).dump(2);
   }
+  const std::string cmd = shell_quote(exe) + " validate " + shell_quote(dir) +
+                          " --matrix --keep-going --json --repeat " + std::to_string(repeat);
+  std::cerr << "explore: validating the top " << count << " (" << repeat
+            << " interleaved repetitions each)\n";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (pipe && std::fgets(buf, sizeof buf, pipe)) text += buf;
+  const int rc = pipe ? ::pclose(pipe) : -1;
+  const nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
+  if (report.is_discarded() || !report.contains("runs") ||
+      report["runs"].size() != static_cast<size_t>(count))
+    throw std::runtime_error(
+        "--validate-top: `splitsim validate DIR --matrix --json` failed (exit " +
+        std::to_string(rc) + "); is validate available and runnable here?");
+  nlohmann::json plans = nlohmann::json::array();
+  std::vector<double> measured, lo, hi, predicted;
+  for (int i = 0; i < count; ++i) {
+    const nlohmann::json& run = report["runs"][i];
+    const bool ok = !run.contains("failure");
+    const double m = ok ? run["errors"]["time_per_batch_s"]["measured"].get<double>() : NAN;
+    measured.push_back(m);
+    predicted.push_back(run["predicted"].value("time_per_batch_s", NAN));
+    const auto& spread = run.value("measured_time_per_batch_spread_s", nlohmann::json());
+    lo.push_back(spread.is_array() ? spread[0].get<double>() : m);
+    hi.push_back(spread.is_array() ? spread[1].get<double>() : m);
+    plans.push_back({{"rank", i + 1},
+                     {"label", c[ranked[i]].label},
+                     {"explorer_predicted_time_per_batch_s", c[ranked[i]].time_per_batch_s},
+                     {"validate_predicted_time_per_batch_s", predicted.back()},
+                     {"measured_time_per_batch_s", m},
+                     {"measured_spread_s", {lo.back(), hi.back()}}});
+  }
+  auto argmin = [](const std::vector<double>& v) {
+    size_t best = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (std::isnan(v[best]) || v[i] < v[best]) best = i;
+    return best;
+  };
+  const size_t measured_best = argmin(measured), predicted_best = argmin(predicted);
+  // "Within the spread": the two plans' measured min..max overlap.
+  auto agrees = [&](size_t p) {
+    return p == measured_best || (!std::isnan(measured[p]) && lo[p] <= hi[measured_best]);
+  };
   const bool order_holds = std::is_sorted(measured.begin(), measured.end());
-  return {{"plans", out}, {"measured_order_matches_predicted", order_holds}};
+  return {{"plans", plans},
+          {"repeat", repeat},
+          {"measured_best_rank", measured_best + 1},
+          {"predicted_best_rank", predicted_best + 1},
+          {"measured_best_is_predicted_best", agrees(predicted_best)},
+          {"measured_best_is_explorers_best", agrees(0)},
+          {"measured_order_matches_predicted", order_holds},
+          {"summary", report["summary"]}};
 }
 
 int run_explore(const ExploreArgs& a) {
@@ -205,7 +259,7 @@ int run_explore(const ExploreArgs& a) {
   }
   nlohmann::json validation;
   if (a.validate_top > 0)
-    validation = validate_top(r.candidates, ranked, a.validate_top, base_json);
+    validation = validate_top(r.candidates, ranked, a.validate_top, a.validate_repeat, base_json);
 
   const size_t shown = std::min<size_t>(a.top, ranked.size());
   if (a.json) {
@@ -250,7 +304,23 @@ int run_explore(const ExploreArgs& a) {
     std::cout << "-- ranking by " << objective_name(space.objective) << " (top " << shown << ")\n"
               << head << "\n";
     for (size_t k = 0; k < shown; ++k) std::cout << row(r.candidates[ranked[k]]) << "\n";
-    if (!validation.is_null()) std::cout << "-- validation\n" << validation.dump(2) << "\n";
+    if (!validation.is_null()) {
+      std::cout << "-- validation of the top " << validation["plans"].size() << " ("
+                << validation["repeat"] << " repetitions each)\n";
+      for (const auto& p : validation["plans"])
+        std::cout << "  #" << p["rank"] << " explorer " << p["explorer_predicted_time_per_batch_s"]
+                  << " s, this machine " << p["validate_predicted_time_per_batch_s"]
+                  << " s, measured " << p["measured_time_per_batch_s"] << " s ("
+                  << p["measured_spread_s"][0] << ".." << p["measured_spread_s"][1] << ")  "
+                  << p["label"].get<std::string>() << "\n";
+      std::cout << "measured best: #" << validation["measured_best_rank"]
+                << "; predicted best on this machine: #" << validation["predicted_best_rank"]
+                << "; measured best is the predicted best (within the measured spread): "
+                << (validation["measured_best_is_predicted_best"].get<bool>() ? "yes" : "no")
+                << "; the explorer's best: "
+                << (validation["measured_best_is_explorers_best"].get<bool>() ? "yes" : "no")
+                << "\n";
+    }
   }
   return 0;
 }
@@ -286,7 +356,12 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--emit-best", a->emit_best, "write the best plan as a scenario file");
   sub->add_option("--jobs", a->jobs, "simulations at once (default: the CPU count)");
   sub->add_option("--validate-top", a->validate_top,
-                  "run `splitsim validate` on the top N plans and compare the orders");
+                  "run `splitsim validate --matrix` on the top N plans (interleaved) and say "
+                  "whether the measured best is the predicted best, within the measured spread");
+  sub->add_option("--validate-repeat", a->validate_repeat,
+                  "with --validate-top: real runs per plan")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   return {sub, [a] { return run_explore(*a); }};
 }
 

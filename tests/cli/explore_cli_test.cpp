@@ -1,7 +1,6 @@
 // `splitsim explore` end to end on a shipped scenario with a small space.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 
@@ -76,7 +75,6 @@ TEST(ExploreCliTest, BadObjectiveAndConstraintsExitTwoNamingTheFlag) {
   std::filesystem::remove(space);
 }
 
-
 TEST(ExploreCliTest, EmitBestRunsForRealWithExecAndValidateTopComparesTheOrder) {
   const std::string best = (std::filesystem::temp_directory_path() /
                             ("splitsim_best_exec_" + std::to_string(::getpid()) + ".json"))
@@ -88,11 +86,12 @@ TEST(ExploreCliTest, EmitBestRunsForRealWithExecAndValidateTopComparesTheOrder) 
   const std::string port = std::to_string(20000 + ::getpid() % 20000);
   const std::string bin = SPLITSIM_BIN;
   const std::string json = best + ".metrics";
-  const std::string cmd = "(timeout 120 " + bin + " exec " + best +
-                          " --iterations 4 --timeout-s 60 --role server --listen 127.0.0.1:" +
-                          port + " --json >" + json + " 2>/dev/null & sleep 1; timeout 120 " +
-                          bin + " exec " + best + " --iterations 4 --timeout-s 60 --role client" +
-                          " --connect 127.0.0.1:" + port + " >/dev/null 2>&1; wait $!)";
+  const std::string cmd =
+      "(timeout 120 " + bin + " exec " + best +
+      " --iterations 4 --timeout-s 60 --role server --listen 127.0.0.1:" + port + " --json >" +
+      json + " 2>/dev/null & sleep 1; timeout 120 " + bin + " exec " + best +
+      " --iterations 4 --timeout-s 60 --role client" + " --connect 127.0.0.1:" + port +
+      " >/dev/null 2>&1; wait $!)";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(json);
   const auto m = nlohmann::json::parse(in);
@@ -102,11 +101,24 @@ TEST(ExploreCliTest, EmitBestRunsForRealWithExecAndValidateTopComparesTheOrder) 
   std::filesystem::remove(json);
   std::filesystem::remove(best);
   if (::geteuid() != 0) GTEST_SKIP() << "--validate-top needs root for the network namespaces";
-  r = run_cli("explore " + sc + " --kinds single --chunks 4 --validate-top 3 --json");
+  r = run_cli("explore " + sc +
+              " --kinds single --chunks 4 --validate-top 3 --validate-repeat 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  const auto v = j.dump();
-  EXPECT_NE(v.find("measured_order_matches_predicted"), std::string::npos) << v.substr(0, 400);
+  const auto v = nlohmann::json::parse(r.out)["validation"];
+  ASSERT_EQ(v["plans"].size(), 3u) << v.dump(2);
+  EXPECT_EQ(v["repeat"], 2);
+  for (const auto& p : v["plans"]) {
+    EXPECT_GT(p["measured_time_per_batch_s"].get<double>(), 0) << p.dump();
+    EXPECT_LE(p["measured_spread_s"][0].get<double>(),
+              p["measured_time_per_batch_s"].get<double>());
+    EXPECT_GE(p["measured_spread_s"][1].get<double>(),
+              p["measured_time_per_batch_s"].get<double>());
+  }
+  const int measured_best = v["measured_best_rank"];
+  EXPECT_GE(measured_best, 1);
+  EXPECT_LE(measured_best, 3);
+  EXPECT_TRUE(v["measured_best_is_predicted_best"].is_boolean());
+  EXPECT_EQ(v["summary"]["runs"], 3);
 }
 
 }  // namespace
