@@ -4,6 +4,7 @@
 // print predicted vs measured per metric (one variant) or the matrix
 // summary (`--matrix`).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -35,7 +36,14 @@ struct ValidateArgs {
 // then every kQuickStride-th after it).
 constexpr size_t kQuickStride = 6;
 
-void log(const std::string& line) { std::cerr << "validate: " << line << "\n"; }
+// Progress on stderr, each line with the seconds since validate started.
+void log(const std::string& line) {
+  static const auto start = std::chrono::steady_clock::now();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char stamp[32];
+  std::snprintf(stamp, sizeof stamp, "validate [%6.1f s]: ", s);
+  std::cerr << stamp << line << "\n";
+}
 
 // The binary whose `exec` subcommand runs: --exec-bin, $SPLITSIM_EXEC_BIN, or this one.
 std::string exec_binary(const std::string& flag_value) {

@@ -149,6 +149,8 @@ nlohmann::json conditions_json(const RunConditions& c) {
                       {"steal_pct", 100 * c.cpu.steal_fraction},
                       {"foreign_cpu_pct", 100 * c.cpu.foreign_cpu_fraction},
                       {"load_1m", c.cpu.load_1m},
+                      {"exec_cpu_s", c.cpu.children_cpu_s},
+                      {"exec_sys_s", c.cpu.children_sys_s},
                       {"retried", c.retried}};
   if (!c.disturbed.empty()) j["disturbed"] = c.disturbed;
   return j;

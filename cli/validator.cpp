@@ -180,13 +180,22 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
     const int64_t in_flight =
         stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
     if (in_flight > 1 && !companion_cpus().empty()) {
-      const CachedProfile& loaded = profile(item, true);
-      const double base = profile_seconds(alone.device);
-      if (base > 0)
-        platform.co_compute_slowdown =
-            std::clamp(profile_seconds(loaded.device) / base, 1.0, 100.0);
-      r.profile += "; co-compute slowdown " + percent(platform.co_compute_slowdown - 1) +
-                   " (beside the load: " + loaded.origin + ")";
+      // Once per model, at the first variant that keeps micro-batches in
+      // flight: the slowdown is the machine's and the model's, not the
+      // variant's.
+      const std::string model_key = v.json.at("model").dump();
+      auto it = slowdowns_.find(model_key);
+      if (it == slowdowns_.end()) {
+        const CachedProfile& loaded = profile(item, true);
+        const double base = profile_seconds(alone.device);
+        const double slowdown =
+            base > 0 ? std::clamp(profile_seconds(loaded.device) / base, 1.0, 100.0) : 1.0;
+        log_("co-compute slowdown of " + s.model.name + ": " + percent(slowdown - 1) +
+             " (alone: " + alone.origin + "; beside the load: " + loaded.origin + ")");
+        it = slowdowns_.emplace(model_key, slowdown).first;
+      }
+      platform.co_compute_slowdown = it->second;
+      r.profile += "; co-compute slowdown " + percent(platform.co_compute_slowdown - 1);
     }
   }
   r.platform = platform;

@@ -79,6 +79,7 @@ class Validator {
   // (model options, micro-batch, in flight, loaded) -> profile
   std::map<std::tuple<std::string, int64_t, int64_t, bool>, CachedProfile> profiles_;
   std::map<double, PlatformSpec> probes_;  // by rate
+  std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
   std::string drift_;
 };
 

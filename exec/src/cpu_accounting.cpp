@@ -65,8 +65,10 @@ CpuSnapshot take_cpu_snapshot() {
   parse_proc_stat(read_text("/proc/stat"), &s.all, &s.per_cpu);
   s.self_cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   rusage ru{};
-  if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+  if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
     s.children_cpu_s = timeval_s(ru.ru_utime) + timeval_s(ru.ru_stime);
+    s.children_sys_s = timeval_s(ru.ru_stime);
+  }
   std::istringstream load(read_text("/proc/loadavg"));
   load >> s.load_1m;
   return s;
@@ -76,6 +78,8 @@ CpuConditions cpu_conditions(const CpuSnapshot& a, const CpuSnapshot& b) {
   CpuConditions c;
   c.wall_s = b.wall_s - a.wall_s;
   c.load_1m = b.load_1m;
+  c.children_cpu_s = b.children_cpu_s - a.children_cpu_s;
+  c.children_sys_s = b.children_sys_s - a.children_sys_s;
   const int64_t total = b.all.total() - a.all.total();
   if (total > 0) c.steal_fraction = static_cast<double>(b.all.steal - a.all.steal) / total;
   const double tasks_s = static_cast<double>((b.all.user + b.all.nice + b.all.system) -

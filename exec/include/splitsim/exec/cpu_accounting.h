@@ -24,6 +24,7 @@ struct CpuSnapshot {
   std::vector<CpuTimes> per_cpu;  // "cpu0", "cpu1", ...
   double self_cpu_s = 0;          // this process, every thread
   double children_cpu_s = 0;      // its reaped children (getrusage RUSAGE_CHILDREN)
+  double children_sys_s = 0;      // the system (kernel) part of it
   double load_1m = 0;             // /proc/loadavg
 };
 
@@ -43,6 +44,9 @@ struct CpuConditions {
   // network's softirq work, whoever caused it) is not counted.
   double foreign_cpu_fraction = 0;
   double load_1m = 0;  // at the end
+  // CPU seconds of the children reaped meanwhile (the exec pair), and
+  // their kernel part: what their system calls cost (network, page faults).
+  double children_cpu_s = 0, children_sys_s = 0;
 };
 CpuConditions cpu_conditions(const CpuSnapshot& a, const CpuSnapshot& b);
 
