@@ -10,6 +10,7 @@
 #include "json_read.h"
 #include "scenario_internal.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 
 namespace splitsim {
 namespace {
@@ -202,18 +203,20 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
                      "\"latency_s\": 0.0001}");
   jr::check_keys(j, path, kNetworkKeys);
   NetworkSpec n;
+  const jr::NumberRange kBandwidth = {limits::kMinBandwidthBitPerS, false,
+                                      limits::kMaxBandwidthBitPerS, false};
   struct NumberKey {
     const char* key;
     double* field;
     jr::NumberRange range;
   };
   const NumberKey numbers[] = {
-      {"bandwidth_bit_per_s", &n.bandwidth_bit_per_s, jr::positive()},
-      {"up_bandwidth_bit_per_s", &n.up_bandwidth_bit_per_s, jr::positive()},
-      {"down_bandwidth_bit_per_s", &n.down_bandwidth_bit_per_s, jr::positive()},
-      {"latency_s", &n.latency_s, jr::non_negative()},
-      {"per_message_overhead_s", &n.per_message_overhead_s, jr::non_negative()},
-      {"bandwidth_factor", &n.bandwidth_factor, jr::fraction()},
+      {"bandwidth_bit_per_s", &n.bandwidth_bit_per_s, kBandwidth},
+      {"up_bandwidth_bit_per_s", &n.up_bandwidth_bit_per_s, kBandwidth},
+      {"down_bandwidth_bit_per_s", &n.down_bandwidth_bit_per_s, kBandwidth},
+      {"latency_s", &n.latency_s, {0, false, limits::kMaxLatencyS, false}},
+      {"per_message_overhead_s", &n.per_message_overhead_s, {0, false, limits::kMaxOverheadS}},
+      {"bandwidth_factor", &n.bandwidth_factor, {limits::kMinBandwidthFactor, false, 1, false}},
   };
   for (const NumberKey& k : numbers) {
     if (j.contains(k.key)) *k.field = jr::read_number(j.at(k.key), path + "." + k.key, k.range);
@@ -222,6 +225,20 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
     n.bandwidth_trace = jr::read_string(j.at("bandwidth_trace"), path + ".bandwidth_trace");
   }
   return n;
+}
+
+// iterations x chunks x clients within limits::kMaxMicrobatchPasses.
+void check_passes(const Scenario& s, const json& j) {
+  const int64_t passes = s.iterations * s.chunks * s.clients;  // each factor is bounded
+  if (passes <= limits::kMaxMicrobatchPasses) return;
+  const std::string where = j.contains("iterations") ? "$.iterations"
+                            : j.contains("clients")  ? "$.clients"
+                                                     : "$.chunks";
+  throw InputError(where, "iterations x chunks x clients = " + std::to_string(s.iterations) +
+                              " x " + std::to_string(s.chunks) + " x " + std::to_string(s.clients) +
+                              " = " + std::to_string(passes) +
+                              " micro-batch passes; the limit is " +
+                              std::to_string(limits::kMaxMicrobatchPasses));
 }
 
 }  // namespace
@@ -292,7 +309,7 @@ Scenario parse_scenario(const json& j) {
     s.description = jr::read_string(j.at("description"), "$.description", true);
   }
   s.model = parse_model(j.at("model"), "$.model");
-  s.batch_size = jr::read_int(j.at("batch_size"), "$.batch_size");
+  s.batch_size = jr::read_int(j.at("batch_size"), "$.batch_size", 1, limits::kMaxBatchSize);
   if (j.contains("precision")) {
     s.precision = jr::read_choice(j.at("precision"), "$.precision", "precision", kPrecisions);
   }
@@ -301,7 +318,7 @@ Scenario parse_scenario(const json& j) {
   s.compression = parse_compression(j.contains("compression") ? &j.at("compression") : nullptr,
                                     "$.compression", s.partition.size());
   if (j.contains("chunks")) {
-    s.chunks = jr::read_int(j.at("chunks"), "$.chunks");
+    s.chunks = jr::read_int(j.at("chunks"), "$.chunks", 1, limits::kMaxChunks);
     if (s.chunks > s.batch_size) {
       throw InputError("$.chunks", "chunks " + std::to_string(s.chunks) + " > batch_size " +
                                        std::to_string(s.batch_size) +
@@ -318,7 +335,9 @@ Scenario parse_scenario(const json& j) {
   }
   if (j.contains("optimizer")) s.optimizer = parse_optimizer(j.at("optimizer"), "$.optimizer");
   if (j.contains("network")) s.network = parse_network(j.at("network"), "$.network");
-  if (j.contains("iterations")) s.iterations = jr::read_int(j.at("iterations"), "$.iterations");
+  if (j.contains("iterations")) {
+    s.iterations = jr::read_int(j.at("iterations"), "$.iterations", 1, limits::kMaxIterations);
+  }
   if (j.contains("warmup")) s.warmup = jr::read_int(j.at("warmup"), "$.warmup", 0);
   if (s.warmup >= s.iterations) {
     throw InputError(j.contains("warmup") ? "$.warmup" : "$.iterations",
@@ -326,7 +345,10 @@ Scenario parse_scenario(const json& j) {
                          std::to_string(s.iterations) + " iterations; allowed: warmup < " +
                          "iterations");
   }
-  if (j.contains("clients")) s.clients = jr::read_int(j.at("clients"), "$.clients");
+  if (j.contains("clients")) {
+    s.clients = jr::read_int(j.at("clients"), "$.clients", 1, limits::kMaxClients);
+  }
+  check_passes(s, j);
   if (j.contains("dataset")) {
     s.dataset = jr::read_choice(j.at("dataset"), "$.dataset", "dataset", kDatasets);
   }

@@ -160,7 +160,7 @@ TEST(ScenarioErrors, NonPositiveSizesAndBandwidths) {
   j["network"] = {{"latency_s", -1e-3}};
   expect_parse_error(j, "$.network.latency_s", "expected a non-negative number");
   j["network"] = {{"bandwidth_factor", 1.5}};
-  expect_parse_error(j, "$.network.bandwidth_factor", "a number in (0, 1]");
+  expect_parse_error(j, "$.network.bandwidth_factor", "a number in [0.001, 1]");
   j = base();
   j["optimizer"] = {{"name", "sgd"}, {"lr", 0}};
   expect_parse_error(j, "$.optimizer.lr", "positive number");
@@ -329,7 +329,7 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
       {"mobilenet_v2_ushape.json", 15},      {"roberta_cola_ushape.json", 6},
       {"mobilenet_v2_cifar_5stage.json", 2}, {"roberta_rte_5stage.json", 7},
       {"resnet20_kstage.json", 20},          {"bert_small_schedules.json", 4},
-      {"validation_matrix.json", 36},      {"validation_thin_client.json", 12},
+      {"validation_matrix.json", 36},        {"validation_thin_client.json", 12},
   };
   std::map<std::string, size_t> found;
   for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {
