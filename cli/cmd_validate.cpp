@@ -19,9 +19,11 @@
 #include "awake_cores.h"
 #include "commands.h"
 #include "exec_pair.h"
+#include "flag_checks.h"
 #include "netns_link.h"
 #include "profile_cache.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
@@ -213,8 +215,23 @@ void print_single(std::ostream& os, const ValidationRun& r) {
   print_comparison(os, r.errors);
 }
 
+// Refuses a --report path that cannot take the report, before the run: a
+// directory, or a file in a directory that does not exist.
+void check_report_path(const std::string& report) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(report, ec)) {
+    throw InputError("--report", "\"" + report + "\" is a directory; give a file name");
+  }
+  const fs::path parent = fs::path(report).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw InputError("--report", "directory \"" + parent.string() + "\" does not exist");
+  }
+}
+
 int run_validate(const ValidateArgs& args) {
   const double rate = parse_link_rate(args.link_rate, "--link-rate");
+  if (!args.report.empty()) check_report_path(args.report);
   Workspace ws(args.scenario, log);
   ws.select(args.variant);
   if (!args.matrix && ws.variants().size() > 1) {
@@ -228,6 +245,11 @@ int run_validate(const ValidateArgs& args) {
   auto rate_of = [&](const ScenarioVariant& v) {
     return args.matrix && !args.link_rate_given ? v.scenario.network.bandwidth_bit_per_s : rate;
   };
+  for (const auto& v : ws.variants()) {
+    check_link_rate(rate_of(v), args.link_rate_given ? "--link-rate"
+                                                     : "$.network.bandwidth_bit_per_s (variant \"" +
+                                                           v.label + "\")");
+  }
   Validator validator(args, ws);
   validator.open_link(rate_of(ws.variants().front()));
   std::vector<ValidationRun> runs;
@@ -278,13 +300,13 @@ Command add_validate_command(CLI::App& app) {
       "--matrix: each variant's network.bandwidth_bit_per_s unless given)");
   sub->add_option("--threads", args->threads, "compute threads per process (and CPUs pinned)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 1024));
   sub->add_option("--iterations", args->iterations,
                   "batches per run, warm-up included (default: the scenario's iterations)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, limits::kMaxIterations));
   sub->add_option("--timeout-s", args->timeout_s, "wall-clock limit of one real run")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(number_range(0, 86400, true));
   sub->add_flag("--json", args->json,
                 "JSON report on stdout (splitsim.validation/1, or splitsim.validation_matrix/1 "
                 "with --matrix)");
@@ -299,8 +321,8 @@ Command add_validate_command(CLI::App& app) {
                 "may idle, and on a VM compute after idling runs slower than the profile says");
   sub->add_flag("--reprofile", args->reprofile, "measure this machine again, ignore the cache");
   sub->add_option("--profile-cache", args->profile_cache,
-                  "directory of cached profiles (default $SPLITSIM_PROFILE_CACHE or "
-                  "<tmp>/splitsim-profile-cache)");
+                  "directory of cached profiles (default $SPLITSIM_PROFILE_CACHE, else "
+                  "$XDG_CACHE_HOME/splitsim or ~/.cache/splitsim)");
   sub->add_option("--exec-bin", args->exec_bin,
                   "binary to run as `BIN exec ...` (default $SPLITSIM_EXEC_BIN, else this one; "
                   "for tests)");

@@ -1,11 +1,14 @@
 #include "validation.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -71,7 +74,16 @@ double parse_link_rate(const std::string& text, const std::string& flag) {
   const double rate = value * scale;
   if (!(rate > 0) || !std::isfinite(rate))
     throw InputError(flag, "the rate must be > 0 and finite, got \"" + text + "\"; " + allowed);
+  check_link_rate(rate, flag);
   return rate;
+}
+
+void check_link_rate(double rate_bit_per_s, const std::string& where) {
+  if (rate_bit_per_s >= kMinLinkRateBitPerS && rate_bit_per_s <= kMaxLinkRateBitPerS) return;
+  throw InputError(where, format_link_rate(rate_bit_per_s) +
+                              " is outside what tc tbf on the veth pair shapes: allowed 8kbit "
+                              "to 100gbit (below, tc's rate tables lose precision; above, the "
+                              "veth pair itself is slower and the token bucket overflows)");
 }
 
 std::string format_link_rate(double bit_per_s) {
@@ -271,29 +283,29 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
                          {"runs", b.runs},
                          {"max_overlap_ratio", b.max_ratio},
                          {"max_predicted_overlap_ratio", b.max_predicted_ratio}});
-  return {{"schema", "splitsim.validation_matrix/1"},
-          {"runs", all},
-          {"summary",
-           {{"runs", s.runs},
-            {"failed", s.failed},
-            {"median_abs_error_time_per_batch_pct",
-             any ? nlohmann::json(100 * s.median_abs_error_time_per_batch) : nullptr},
-            {"p90_abs_error_time_per_batch_pct",
-             any ? nlohmann::json(100 * s.p90_abs_error_time_per_batch) : nullptr},
-            {"bytes_checked", s.bytes_checked},
-            {"bytes_exact", s.bytes_exact},
-            {"overlap_ratios", s.overlap_ratios},
-            {"predicted_overlap_ratios", s.predicted_overlap_ratios},
-            {"max_overlap_ratio",
-             s.overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_ratio)},
-            {"max_overlap_ratio_exec_over_sim",
-             s.predicted_overlap_ratios.empty() ? nullptr
-                                                : nlohmann::json(s.max_overlap_vs_predicted)},
-            {"overlap_by_chunks", by_chunks},
-            {"targets",
-             {{"median_abs_error_time_per_batch_pct", 10},
-              {"bytes_exact", "all deterministic codecs"},
-              {"max_overlap_ratio", 1.15}}}}}};
+  return {
+      {"schema", "splitsim.validation_matrix/1"},
+      {"runs", all},
+      {"summary",
+       {{"runs", s.runs},
+        {"failed", s.failed},
+        {"median_abs_error_time_per_batch_pct",
+         any ? nlohmann::json(100 * s.median_abs_error_time_per_batch) : nullptr},
+        {"p90_abs_error_time_per_batch_pct",
+         any ? nlohmann::json(100 * s.p90_abs_error_time_per_batch) : nullptr},
+        {"bytes_checked", s.bytes_checked},
+        {"bytes_exact", s.bytes_exact},
+        {"overlap_ratios", s.overlap_ratios},
+        {"predicted_overlap_ratios", s.predicted_overlap_ratios},
+        {"max_overlap_ratio",
+         s.overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_ratio)},
+        {"max_overlap_ratio_exec_over_sim",
+         s.predicted_overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_vs_predicted)},
+        {"overlap_by_chunks", by_chunks},
+        {"targets",
+         {{"median_abs_error_time_per_batch_pct", 10},
+          {"bytes_exact", "all deterministic codecs"},
+          {"max_overlap_ratio", 1.15}}}}}};
 }
 
 void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
@@ -371,19 +383,32 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
 
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& flag) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(flag, "cannot write \"" + tmp + "\"");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw InputError(flag, "error while writing \"" + tmp + "\"");
-    }
+  // A fresh temporary name, created exclusively and never through a
+  // symbolic link (O_EXCL | O_NOFOLLOW): in a shared directory another user
+  // cannot make us write where a planted link points.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(attempt);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
   }
+  if (fd < 0) {
+    throw InputError(flag, "cannot write \"" + tmp + "\": " + std::strerror(errno));
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const bool ok = done == text.size() && ::close(fd) == 0;
   std::error_code ec;
+  if (!ok) {
+    std::filesystem::remove(tmp, ec);
+    throw InputError(flag, "error while writing \"" + tmp + "\"");
+  }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);

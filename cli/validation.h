@@ -21,6 +21,12 @@ namespace splitsim {
 // InputError naming `flag` and the accepted forms for anything else or a
 // rate <= 0.
 double parse_link_rate(const std::string& text, const std::string& flag = "--link-rate");
+// The rates validate shapes a link to: tc tbf's range on a veth pair.
+constexpr double kMinLinkRateBitPerS = 8e3;
+constexpr double kMaxLinkRateBitPerS = 1e11;
+// Throws InputError at `where` unless kMinLinkRateBitPerS <= rate <=
+// kMaxLinkRateBitPerS.
+void check_link_rate(double rate_bit_per_s, const std::string& where);
 // 2e8 -> "200mbit", 1e9 -> "1gbit", 1.5e6 -> "1.5mbit".
 std::string format_link_rate(double bit_per_s);
 
