@@ -178,6 +178,20 @@ TEST_F(ExecCliTest, HandshakeMismatchIsRefused) {
   }
 }
 
+// Issue #12: a peer without the server's shared secret is refused, and
+// learns nothing of the server's run.
+TEST_F(ExecCliTest, WrongTokenIsRefused) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--token", "alpha"}));
+  Child client(dir, "client", client_args(port, {"--token", "beta"}));
+  EXPECT_EQ(server.wait(110), 1);
+  EXPECT_EQ(client.wait(20), 1);
+  for (const std::string& err : {server.err(), client.err()}) {
+    EXPECT_NE(err.find("wrong or missing token"), std::string::npos) << err;
+    EXPECT_EQ(err.find("scenario hash"), std::string::npos) << err;
+  }
+}
+
 TEST_F(ExecCliTest, UnreachableServerFailsAfterTheConnectTimeout) {
   const int port = free_port();
   const auto t0 = Clock::now();
