@@ -17,6 +17,8 @@
 #include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/limits.h"
 
+XBT_LOG_EXTERNAL_CATEGORY(XBT_LOG_ROOT_CAT);
+
 namespace splitsim {
 
 const char* server_order_name(ServerOrder order) {
@@ -175,7 +177,10 @@ Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
   engine_created = true;
   check_simulatable(plan);
 
-  xbt_log_control_set("root.thresh:critical");
+  // SimGrid logs nothing: its messages ("Oops! Deadlock detected", xbt
+  // backtraces) are raw library text; what went wrong is reported by
+  // check_finished or by the parent of a simulation child that died.
+  xbt_log_threshold_set(&_XBT_LOGV(XBT_LOG_ROOT_CAT), xbt_log_priority_infinite);
   int argc = 1;
   char arg0[] = "splitsim";
   char* argv[] = {arg0, nullptr};

@@ -17,6 +17,8 @@ namespace splitsim {
 namespace {
 
 namespace fs = std::filesystem;
+using splitsim::testing::equal_stages;
+using splitsim::testing::set_wire_bytes;
 
 template <class F>
 std::string input_error_where(F f) {
@@ -29,12 +31,13 @@ std::string input_error_where(F f) {
 }
 
 TEST(SimulatorLimitsTest, UnfinishedSimulationIsAnError) {
-  // 1e-300 bit/s: SimGrid's solver rounds the transfer away and finds every
-  // actor blocked. The parser refuses such a bandwidth; a Plan built by a
-  // library user reaches the simulator.
+  // 1e12 bytes at 1e-300 bit/s take longer than a double holds: SimGrid
+  // never completes the transfer and finds every actor blocked. The parser
+  // refuses such a bandwidth; a Plan built by a library user reaches the
+  // simulator.
   Plan p = equal_stages(2, 1, 1e-3, 2e-3, Schedule::kSequential, 4, 1, {"client", "server"});
   p.network.bandwidth_bit_per_s = 1e-300;
-  set_wire_bytes(&p, 0, 1000000, 1000000);
+  set_wire_bytes(&p, 0, 1000000000000, 1000000000000);
   try {
     simulate(p);
     ADD_FAILURE() << "a deadlocked simulation returned a timeline";
