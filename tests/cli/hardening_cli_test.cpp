@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -101,7 +102,10 @@ TEST(HardeningCliTest, RunawaySizesAreExit2AtOnce) {
   for (const auto& [pointer, value] : cases) {
     json j = small();
     j[json::json_pointer(pointer)] = value;
-    expect_exit_2("simulate " + write_temp_json(j, "runaway"), "allowed", 30);
+    // The JSON path of the value: "/model/image_size" -> "$.model.image_size".
+    std::string path = std::string("$") + pointer;
+    std::replace(path.begin(), path.end(), '/', '.');
+    expect_exit_2("simulate " + write_temp_json(j, "runaway"), path + ": ", 30);
   }
   json j = small();
   j["model"] = {{"name", "bert_small"}, {"seq_len", 1e6}, {"max_positions", 1e6}};
