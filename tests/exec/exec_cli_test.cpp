@@ -192,6 +192,22 @@ TEST_F(ExecCliTest, WrongTokenIsRefused) {
   }
 }
 
+// Issue #12: LibTorch 1.13's store binds *:PORT whatever --listen says; the
+// socket filter leaves it reachable on the --listen address only
+// (127.0.0.2 is another address of loopback).
+TEST_F(ExecCliTest, StoreIsReachableOnTheListenAddressOnly) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--timeout-s", "20"}));
+  const auto t0 = Clock::now();
+  bool up = false;
+  while (!up && std::chrono::duration<double>(Clock::now() - t0).count() < 60) {
+    up = connects("127.0.0.1", port);
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(up) << server.err();
+  EXPECT_FALSE(connects("127.0.0.2", port)) << "the store answers on another address";
+}
+
 TEST_F(ExecCliTest, UnreachableServerFailsAfterTheConnectTimeout) {
   const int port = free_port();
   const auto t0 = Clock::now();

@@ -12,12 +12,15 @@
 #include <cstring>
 #include <thread>
 
+#include "exec_test_util.h"
 #include "splitsim/exec/gloo_transport.h"
 #include "splitsim/exec/loopback_transport.h"
 #include "splitsim/exec/session.h"
 
 namespace splitsim {
 namespace {
+
+using splitsim::testing::connects;
 
 using std::chrono::milliseconds;
 constexpr milliseconds kTimeout{5000};
@@ -125,23 +128,6 @@ TEST(HardeningExecTest, GatherRefusesEventsOutsideTheRun) {
   EXPECT_THROW(gather(t0, {0.0, 0.0}, &r, kTimeout, 1000), std::runtime_error);
   s1->wait(kTimeout);
   s2->wait(kTimeout);
-}
-
-// Whether a TCP connection to ADDR:port completes within 1 s.
-bool connects(const char* addr, int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, addr, &a.sin_addr);
-  connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  pollfd p{fd, POLLOUT, 0};
-  bool ok = poll(&p, 1, 1000) == 1;
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (ok) ok = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
-  close(fd);
-  return ok;
 }
 
 // LibTorch 1.13's store listens on every address; the filter leaves only
