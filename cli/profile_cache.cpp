@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cache_dir.h"
+#include "safe_files.h"
 #include "splitsim/costmodel/efficiency_fit.h"
 #include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/timing.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_dir.h"
+#include "safe_files.h"
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
 #include "splitsim/costmodel/scenario.h"

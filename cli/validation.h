@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "safe_files.h"
 #include "splitsim/sim/metrics.h"
 
 namespace splitsim {
@@ -129,10 +130,5 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs);
 // One row per run, then the summary lines (targets: median <= 10%, bytes
 // exact, ratio <= 1.15).
 void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs);
-
-// Writes `text` to `path` via "<path>.tmp.<pid>" + rename: a failure leaves
-// no half-written file. Throws InputError naming `flag`.
-void write_file_atomically(const std::string& path, const std::string& text,
-                           const std::string& flag);
 
 }  // namespace splitsim

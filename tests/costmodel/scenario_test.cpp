@@ -156,7 +156,8 @@ TEST(ScenarioErrors, NonPositiveSizesAndBandwidths) {
   expect_parse_error(j, "$.batch_size", "expected an integer from 1 to 1048576, got 0");
   j = base();
   j["network"] = {{"bandwidth_bit_per_s", 0}};
-  expect_parse_error(j, "$.network.bandwidth_bit_per_s", "expected a number in [1000, 1e+15], got 0");
+  expect_parse_error(j, "$.network.bandwidth_bit_per_s",
+                     "expected a number in [1000, 1e+15], got 0");
   j["network"] = {{"latency_s", -1e-3}};
   expect_parse_error(j, "$.network.latency_s", "expected a number in [0, 3600]");
   j["network"] = {{"bandwidth_factor", 1.5}};
@@ -250,7 +251,8 @@ TEST(ScenarioErrors, ErrorInSweepValueNamesSweepPath) {
   expect_parse_error(j, "$.sweep.compression[1].value[0].forward.rank", "positive integer");
   j = base();
   j["sweep"]["network.bandwidth_bit_per_s"] = {1e9, -1};
-  expect_parse_error(j, "$.sweep[\"network.bandwidth_bit_per_s\"][1]", "expected a number in [1000, 1e+15], got -1");
+  expect_parse_error(j, "$.sweep[\"network.bandwidth_bit_per_s\"][1]",
+                     "expected a number in [1000, 1e+15], got -1");
 }
 
 TEST(ScenarioErrors, ErrorOutsideSweepValueNamesVariant) {

@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "cache_dir.h"
 #include "netns_link.h"
+#include "safe_files.h"
 #include "splitsim/costmodel/errors.h"
 #include "subprocess.h"
 #include "validation.h"
