@@ -227,18 +227,21 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
   return n;
 }
 
-// iterations x chunks x clients within limits::kMaxMicrobatchPasses.
+// iterations x chunks x clients x stages within limits::kMaxStagePasses.
 void check_passes(const Scenario& s, const json& j) {
-  const int64_t passes = s.iterations * s.chunks * s.clients;  // each factor is bounded
-  if (passes <= limits::kMaxMicrobatchPasses) return;
+  // Each factor is bounded (the partition by the file size): no overflow.
+  const int64_t stages = static_cast<int64_t>(s.partition.size());
+  const int64_t passes = s.iterations * s.chunks * s.clients * stages;
+  if (passes <= limits::kMaxStagePasses) return;
   const std::string where = j.contains("iterations") ? "$.iterations"
                             : j.contains("clients")  ? "$.clients"
                                                      : "$.chunks";
-  throw InputError(where, "iterations x chunks x clients = " + std::to_string(s.iterations) +
-                              " x " + std::to_string(s.chunks) + " x " + std::to_string(s.clients) +
-                              " = " + std::to_string(passes) +
-                              " micro-batch passes; the limit is " +
-                              std::to_string(limits::kMaxMicrobatchPasses));
+  throw InputError(
+      where, "iterations x chunks x clients x stages = " + std::to_string(s.iterations) + " x " +
+                 std::to_string(s.chunks) + " x " + std::to_string(s.clients) + " x " +
+                 std::to_string(stages) + " = " + std::to_string(passes) +
+                 " stage passes to simulate; the limit is " +
+                 std::to_string(limits::kMaxStagePasses));
 }
 
 }  // namespace

@@ -150,7 +150,14 @@ TEST(InputLimitsTest, RunSizesAreBounded) {
   j["chunks"] = 1024;
   j["clients"] = 1024;
   j["iterations"] = 100;
-  expect_refused(j, "$.iterations", "the limit is 2000000");
+  expect_refused(j, "$.iterations",
+                 "x 2 = 209715200 stage passes to simulate; the limit is 1000000");
+  // Within the limit: 5000 x 100 x 1 x 2.
+  j["batch_size"] = 100;
+  j["chunks"] = 100;
+  j["clients"] = 1;
+  j["iterations"] = 5000;
+  EXPECT_EQ(load_scenario_file(write_text("passes.json", j.dump())).size(), 1u);
 }
 
 TEST(InputLimitsTest, NetworkEdgeValuesAreRefused) {

@@ -16,9 +16,10 @@ constexpr int64_t kMaxChunks = 1024;
 constexpr int64_t kMaxIterations = 100000;
 // Simulated clients; each is a set of SimGrid actors.
 constexpr int64_t kMaxClients = 1024;
-// iterations x chunks x clients: the micro-batch passes one simulation runs
-// (about a second of simulation per 100,000 on one core).
-constexpr int64_t kMaxMicrobatchPasses = 2000000;
+// iterations x chunks x clients x stages (parts of the partition): the
+// stage tasks one simulation runs, each a forward and a backward (about
+// 10 to 25 us each on one core: at most some 10 to 30 s of simulation).
+constexpr int64_t kMaxStagePasses = 1000000;
 
 // Network. Below 1 kbit/s (after bandwidth_factor) SimGrid's solver rounds
 // the transfers to nothing and reports a deadlock; above 1 Pbit/s no link
