@@ -107,18 +107,20 @@ void handshake(Transport& tr, const RunIdentity& me, std::chrono::milliseconds t
     return;
   }
   std::string verdict = "ok";
+  bool token_refused = false;
   for (int r = 1; r < tr.world_size(); ++r) {
     torch::Tensor hello = torch::zeros({kTextBytes}, torch::kUInt8);
     torch::Tensor token = torch::zeros({kTextBytes}, torch::kUInt8);
     tr.recv({hello, token}, r, kTagHello)->wait(timeout);
     const std::string theirs = tensor_text(hello);
     if (!same_secret(token, my_token)) {
-      // Nothing about this side is told to a peer without the secret.
-      // A token refusal replaces any other verdict, which would describe rank 0.
-      if (verdict.find("token") == std::string::npos)
+      // Nothing about this side is told to a peer without the secret: a
+      // token refusal replaces any other verdict, which would describe rank 0.
+      if (!token_refused)
         verdict = "handshake refused: rank " + std::to_string(r) +
                   " presented a wrong or missing token; give both sides the same --token or "
                   "SPLITSIM_TOKEN";
+      token_refused = true;
     } else if (theirs != mine && verdict == "ok")
       verdict = "handshake refused: rank 0 (server) runs " + describe(mine) + ", rank " +
                 std::to_string(r) + " runs " + describe(theirs) +
