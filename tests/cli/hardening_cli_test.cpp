@@ -38,6 +38,20 @@ json small() {
     "iterations": 4, "warmup": 1})");
 }
 
+// Removes the scenario files the tests wrote (write_temp_json names them
+// splitsim_<name>_<pid>.json).
+class HardeningCliTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    const std::string suffix = "_" + std::to_string(getpid()) + ".json";
+    for (const char* name :
+         {"devdir", "zero", "fifo", "runaway", "bert", "edge", "flags", "val", "fuzz"}) {
+      std::error_code ec;
+      fs::remove(fs::temp_directory_path() / ("splitsim_" + std::string(name) + suffix), ec);
+    }
+  }
+};
+
 // Runs `args` and expects exit code 2 within `max_s` with `phrase` on stderr.
 CliResult expect_exit_2(const std::string& args, const std::string& phrase, double max_s = 60) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -51,7 +65,7 @@ CliResult expect_exit_2(const std::string& args, const std::string& phrase, doub
   return r;
 }
 
-TEST(HardeningCliTest, DeepNestingIsExit2OnEverySubcommand) {
+TEST_F(HardeningCliTest, DeepNestingIsExit2OnEverySubcommand) {
   const fs::path file =
       fs::temp_directory_path() / ("splitsim_deep_" + std::to_string(getpid()) + ".json");
   std::ofstream(file) << std::string(100000, '[') << std::string(100000, ']');
@@ -61,7 +75,7 @@ TEST(HardeningCliTest, DeepNestingIsExit2OnEverySubcommand) {
   fs::remove(file);
 }
 
-TEST(HardeningCliTest, OverflowingNumberIsExit2WithoutLibraryText) {
+TEST_F(HardeningCliTest, OverflowingNumberIsExit2WithoutLibraryText) {
   const fs::path file =
       fs::temp_directory_path() / ("splitsim_1e309_" + std::to_string(getpid()) + ".json");
   std::string text = small().dump();
@@ -71,7 +85,7 @@ TEST(HardeningCliTest, OverflowingNumberIsExit2WithoutLibraryText) {
   fs::remove(file);
 }
 
-TEST(HardeningCliTest, DirectoryAsDeviceIsExit2) {
+TEST_F(HardeningCliTest, DirectoryAsDeviceIsExit2) {
   const fs::path dir =
       fs::temp_directory_path() / ("splitsim_devdir_" + std::to_string(getpid()) + ".json");
   fs::create_directories(dir);
@@ -81,7 +95,7 @@ TEST(HardeningCliTest, DirectoryAsDeviceIsExit2) {
   fs::remove_all(dir);
 }
 
-TEST(HardeningCliTest, NonRegularTraceIsExit2AtOnce) {
+TEST_F(HardeningCliTest, NonRegularTraceIsExit2AtOnce) {
   json j = small();
   j["network"]["bandwidth_trace"] = "/dev/zero";
   expect_exit_2("simulate " + write_temp_json(j, "zero"), "character device", 30);
@@ -93,7 +107,7 @@ TEST(HardeningCliTest, NonRegularTraceIsExit2AtOnce) {
   fs::remove(fifo);
 }
 
-TEST(HardeningCliTest, RunawaySizesAreExit2AtOnce) {
+TEST_F(HardeningCliTest, RunawaySizesAreExit2AtOnce) {
   const std::pair<const char*, json> cases[] = {
       {"/clients", 1e5},           {"/clients", 1e9},           {"/iterations", 1e7},
       {"/iterations", 1e9},        {"/batch_size", 1e12},       {"/chunks", int64_t{1} << 62},
@@ -112,7 +126,7 @@ TEST(HardeningCliTest, RunawaySizesAreExit2AtOnce) {
   expect_exit_2("plan " + write_temp_json(j, "bert"), "$.model.seq_len", 30);
 }
 
-TEST(HardeningCliTest, SimulatorEdgeValuesAreExit2) {
+TEST_F(HardeningCliTest, SimulatorEdgeValuesAreExit2) {
   const std::pair<const char*, double> cases[] = {
       {"latency_s", 1e308}, {"per_message_overhead_s", 1e308}, {"bandwidth_bit_per_s", 1e-300}};
   for (const auto& [key, value] : cases) {
@@ -122,7 +136,7 @@ TEST(HardeningCliTest, SimulatorEdgeValuesAreExit2) {
   }
 }
 
-TEST(HardeningCliTest, UnknownSubcommandNamesItselfAndTheValidOnes) {
+TEST_F(HardeningCliTest, UnknownSubcommandNamesItselfAndTheValidOnes) {
   for (const char* args : {"calibrate", "calibrate --help", "simulat x.json"}) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args;
@@ -133,7 +147,7 @@ TEST(HardeningCliTest, UnknownSubcommandNamesItselfAndTheValidOnes) {
   EXPECT_EQ(run_cli("--help").exit_code, 0);
 }
 
-TEST(HardeningCliTest, NumericFlagsHaveShortRanges) {
+TEST_F(HardeningCliTest, NumericFlagsHaveShortRanges) {
   const std::string scenario = write_temp_json(small(), "flags");
   const std::pair<std::string, std::string> cases[] = {
       {"exec " + scenario + " --role server --threads 0", "--threads"},
@@ -155,7 +169,7 @@ TEST(HardeningCliTest, NumericFlagsHaveShortRanges) {
   }
 }
 
-TEST(HardeningCliTest, ValidateRefusesBadLinkRateAndReportBeforeRunning) {
+TEST_F(HardeningCliTest, ValidateRefusesBadLinkRateAndReportBeforeRunning) {
   const std::string scenario = write_temp_json(small(), "val");
   expect_exit_2("validate " + scenario + " --link-rate 1e30gbit", "100gbit", 30);
   expect_exit_2("validate " + scenario + " --link-rate 1kbit", "8kbit", 30);
@@ -165,7 +179,7 @@ TEST(HardeningCliTest, ValidateRefusesBadLinkRateAndReportBeforeRunning) {
 
 // Random edge values in the small scenario's numeric and string leaves, run
 // through `simulate`: exit 0 with positive times, or exit 2; never a signal.
-TEST(HardeningCliTest, FuzzedScenariosThroughSimulate) {
+TEST_F(HardeningCliTest, FuzzedScenariosThroughSimulate) {
   const json base = small();
   const std::vector<json> values = {0,    -1, 1e308, 1e-300,  1e12,          int64_t{1} << 62,
                                     4096, 3,  "x",   nullptr, json::array(), 0.25};

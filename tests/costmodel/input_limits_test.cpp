@@ -26,6 +26,18 @@ fs::path temp_path(const std::string& name) {
   return fs::temp_directory_path() / ("splitsim_limits_" + std::to_string(getpid()) + "_" + name);
 }
 
+// Removes every file the tests wrote (one is 16 MiB).
+class InputLimitsTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    const std::string prefix = temp_path("").filename().string();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+      if (e.path().filename().string().rfind(prefix, 0) == 0) fs::remove_all(e.path(), ec);
+    }
+  }
+};
+
 std::string write_text(const std::string& name, const std::string& text) {
   const fs::path p = temp_path(name);
   std::ofstream(p, std::ios::binary) << text;
@@ -47,7 +59,7 @@ void expect_refused(const json& j, const std::string& where, const std::string& 
   expect_error([&] { load_scenario_file(file); }, where, phrase);
 }
 
-TEST(InputLimitsTest, DeepNestingIsRefusedBeforeParsing) {
+TEST_F(InputLimitsTest, DeepNestingIsRefusedBeforeParsing) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string file = write_text("deep.json", deep);
   expect_error([&] { load_scenario_file(file); }, file + ":1:65", "nested deeper than 64");
@@ -60,7 +72,7 @@ TEST(InputLimitsTest, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_EQ(load_scenario_file(ok).size(), 1u);
 }
 
-TEST(InputLimitsTest, NumberOverflowingADoubleNamesItsPosition) {
+TEST_F(InputLimitsTest, NumberOverflowingADoubleNamesItsPosition) {
   const std::string text = R"({"schema": "splitsim.scenario/1", "network": {"latency_s": 1e309}})";
   const std::string file = write_text("overflow.json", text);
   expect_error([&] { load_scenario_file(file); }, file + ":1:60", "1e309 is out of the range");
@@ -68,7 +80,7 @@ TEST(InputLimitsTest, NumberOverflowingADoubleNamesItsPosition) {
   expect_error([&] { parse_json_file(negative, "x"); }, negative + ":1:2", "out of the range");
 }
 
-TEST(InputLimitsTest, LongStringsAndLargeFilesAreRefused) {
+TEST_F(InputLimitsTest, LongStringsAndLargeFilesAreRefused) {
   json j = base();
   j["name"] = std::string(kMaxJsonStringBytes + 1, 'x');
   const std::string file = write_text("long.json", j.dump());
@@ -83,7 +95,7 @@ TEST(InputLimitsTest, LongStringsAndLargeFilesAreRefused) {
   expect_error([&] { read_input_file(big, "scenario file"); }, big, "the limit is 16777216");
 }
 
-TEST(InputLimitsTest, OnlyRegularFilesAreRead) {
+TEST_F(InputLimitsTest, OnlyRegularFilesAreRead) {
   const fs::path dir = temp_path("dir.json");
   fs::create_directories(dir);
   expect_error([&] { load_scenario_file(dir.string()); }, dir.string(), "is a directory");
@@ -100,7 +112,7 @@ TEST(InputLimitsTest, OnlyRegularFilesAreRead) {
   fs::remove_all(dir);
 }
 
-TEST(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
+TEST_F(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
   struct Case {
     json model;
     std::string where;
@@ -125,7 +137,7 @@ TEST(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
   expect_refused(j, "$.model", "the limit is 268435456");
 }
 
-TEST(InputLimitsTest, RunSizesAreBounded) {
+TEST_F(InputLimitsTest, RunSizesAreBounded) {
   struct Case {
     const char* key;
     json value;
@@ -160,7 +172,7 @@ TEST(InputLimitsTest, RunSizesAreBounded) {
   EXPECT_EQ(load_scenario_file(write_text("passes.json", j.dump())).size(), 1u);
 }
 
-TEST(InputLimitsTest, NetworkEdgeValuesAreRefused) {
+TEST_F(InputLimitsTest, NetworkEdgeValuesAreRefused) {
   struct Case {
     const char* key;
     double value;
@@ -183,7 +195,7 @@ TEST(InputLimitsTest, NetworkEdgeValuesAreRefused) {
 // A model whose per-sample counts times the batch would pass 2^62: the
 // planner refuses it instead of wrapping around (a TorchScript model is not
 // bounded by the model options).
-TEST(InputLimitsTest, PlannerRefusesCountsThatWouldOverflow) {
+TEST_F(InputLimitsTest, PlannerRefusesCountsThatWouldOverflow) {
   ModelProfile m;
   m.model = "huge";
   m.input_shape = {4};
