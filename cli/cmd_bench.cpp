@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
 #include "workspace.h"
@@ -162,8 +164,11 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--scenario", args->scenario,
                   "scenario whose plans are simulated (default: the shipped "
                   "scenarios/mobilenet_v2_ushape.json)");
-  sub->add_option("--repeat", args->repeat, "runs per figure")->capture_default_str();
-  sub->add_option("--jobs", args->jobs, "parallel simulations in the sweep (default: CPU count)");
+  sub->add_option("--repeat", args->repeat, "runs per figure")
+      ->capture_default_str()
+      ->check(int_range(1, 1000));
+  sub->add_option("--jobs", args->jobs, "parallel simulations in the sweep (default: CPU count)")
+      ->check(int_range(1, 1024));
   return {sub, [args] { return run_bench(*args); }};
 }
 

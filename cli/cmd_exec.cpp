@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/exec/gloo_transport.h"
 #include "splitsim/exec/runner.h"
 #include "splitsim/exec/session.h"
@@ -30,7 +32,32 @@ struct ExecArgs {
   int threads = 1;
   double timeout_s = 60;
   int64_t iterations = 0;
+  std::string token;  // --token, else $SPLITSIM_TOKEN
 };
+
+// The shared secret: --token, else $SPLITSIM_TOKEN (preferred: the command
+// line is visible to every user in ps), else none.
+std::string exec_token(const ExecArgs& args) {
+  std::string token = args.token;
+  if (token.empty()) {
+    if (const char* env = std::getenv("SPLITSIM_TOKEN"); env != nullptr) token = env;
+  }
+  if (token.size() > kMaxTokenBytes) {
+    throw InputError(args.token.empty() ? "SPLITSIM_TOKEN" : "--token",
+                     "the token is " + std::to_string(token.size()) + " bytes; the limit is " +
+                         std::to_string(kMaxTokenBytes));
+  }
+  return token;
+}
+
+// The most events a rank can legitimately report: per batch (warm-up and
+// the ones after included) and stage, each micro-batch's forward, backward,
+// recompute, codec work and transfers, and an update.
+int64_t max_events_per_rank(const Plan& plan) {
+  const int64_t stages = static_cast<int64_t>(plan.stages.size());
+  const int64_t per_batch = stages * (plan.chunks() * 16 + 4);
+  return (plan.iterations + stages + 2) * per_batch * plan.clients + 1024;
+}
 
 void write_outputs(const ExecArgs& args, const Plan& plan, const RunResult& r) {
   const nlohmann::json j = exec_metrics_json(plan, r);
@@ -78,6 +105,7 @@ int run_exec(const ExecArgs& args) {
     plan.warmup = sc.warmup = std::min(sc.warmup, args.iterations - 1);
     identity_json["iterations"] = args.iterations;
   }
+  const std::string token = exec_token(args);
   const ExecTopology topo = make_topology(plan);
   if (topo.world_size() < 2) throw InputError("$.partition", "exec needs at least two parties");
   const int rank = rank_of_role(topo, args.role, args.client_index);
@@ -108,17 +136,20 @@ int run_exec(const ExecArgs& args) {
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
   RunResult result;
   try {
-    handshake(*transport, {v.label, identity_json.dump(), SPLITSIM_VERSION}, go.timeout);
+    handshake(*transport, {v.label, identity_json.dump(), SPLITSIM_VERSION, token}, go.timeout);
     std::vector<double> offsets;
     const ExecClock::time_point start = synchronise(*transport, go.timeout, &offsets);
     std::cerr << "exec: connected, training " << plan.iterations << " batches\n";
     result = run_party(sc, plan, *transport, rank, ro, start);
-    if (result.complete) gather(*transport, offsets, &result, go.timeout);
+    if (result.complete)
+      gather(*transport, offsets, &result, go.timeout, max_events_per_rank(plan));
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
     result.complete = false;
-    if (result.error.empty()) result.error = e.what();
+    // One line: LibTorch's and Gloo's errors append a backtrace.
+    if (result.error.empty())
+      result.error = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
   }
   write_outputs(args, plan, result);
   if (!result.complete) {
@@ -146,20 +177,24 @@ Command add_exec_command(CLI::App& app) {
   sub->add_option("--listen", args->listen, "Rank 0: ADDR:PORT to listen on");
   sub->add_option("--connect", args->connect, "Other ranks: the server's ADDR:PORT");
   sub->add_option("--client-index", args->client_index,
-                  "With several clients: which one this process is (0-based)");
+                  "With several clients: which one this process is (0-based)")
+      ->check(int_range(0, limits::kMaxClients - 1));
   sub->add_option("--variant", args->variant, "Select the one variant whose label contains TEXT");
   sub->add_flag("--json", args->json, "Print the metrics JSON (splitsim.metrics/1) on stdout");
   sub->add_option("--trace", args->trace, "Write a Chrome trace of the run to FILE");
   sub->add_option("--threads", args->threads, "torch intra-op threads")
-      ->check(CLI::PositiveNumber)
+      ->check(int_range(1, 1024))
       ->capture_default_str();
   sub->add_option("--timeout-s", args->timeout_s, "Connect and per-transfer timeout (s)")
-      ->check(CLI::PositiveNumber)
+      ->check(number_range(0, 86400, true))
       ->capture_default_str();
   sub->add_option("--iterations", args->iterations, "Batches to run (overrides the scenario)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, limits::kMaxIterations));
   sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--data", args->data, "Dataset directory (fashion_mnist, cifar10)");
+  sub->add_option("--token", args->token,
+                  "Shared secret every side must present in the handshake (else "
+                  "$SPLITSIM_TOKEN; prefer the variable: a command line is visible in ps)");
   return {sub, [args] { return run_exec(*args); }};
 }
 

@@ -17,8 +17,11 @@
 #include <thread>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/explore.h"
+#include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
 #include "workspace.h"
@@ -51,7 +54,8 @@ std::vector<T> parse_list(const std::string& s, const std::string& flag) {
     try {
       size_t used = 0;
       const double v = std::stod(item, &used);
-      if (used != item.size() || !(v > 0)) throw std::invalid_argument(item);
+      // 1e18: converting a larger value to an integer is undefined.
+      if (used != item.size() || !(v > 0) || !(v <= 1e18)) throw std::invalid_argument(item);
       out.push_back(static_cast<T>(v));
     } catch (const std::exception&) {
       throw InputError(flag, "\"" + item + "\" is not a positive number; give a list like 1,4,8");
@@ -64,13 +68,11 @@ std::vector<T> parse_list(const std::string& s, const std::string& flag) {
 ExploreSpace make_space(const ExploreArgs& a, const Scenario& base) {
   ExploreSpace space;
   if (!a.space_file.empty()) {
-    std::ifstream in(a.space_file);
-    if (!in) throw InputError("--space", "cannot read \"" + a.space_file + "\"");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError("--space", a.space_file + " is not JSON: " + e.what());
+      j = parse_json_file(a.space_file, "explore space file");
+    } catch (const InputError& e) {
+      throw InputError("--space", e.what());
     }
     try {
       space = parse_space(j);
@@ -340,28 +342,36 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--space", a->space_file, "explore space JSON (schema splitsim.explore/1)");
   sub->add_option("--objective", a->objective, "ranking: time | bytes | client_macs");
   sub->add_option("--kinds", a->kinds, "cut kinds: single,ushape,kstage (default single,ushape)");
-  sub->add_option("--stages", a->stages, "kstage: K, over the scenario's first K parties");
+  sub->add_option("--stages", a->stages, "kstage: K, over the scenario's first K parties")
+      ->check(int_range(2, 64));
   sub->add_option("--chunks", a->chunks, "chunk counts, e.g. 1,4,8 (default: the scenario's)");
   sub->add_option("--bandwidth-bit-per-s", a->bandwidths, "link bandwidths to sweep, e.g. 1e9,4e9");
-  sub->add_option("--client-memory-bytes", a->client_memory_bytes, "client memory limit (0: none)");
+  sub->add_option("--client-memory-bytes", a->client_memory_bytes, "client memory limit (0: none)")
+      ->check(int_range(0, int64_t{1} << 50));
   sub->add_option("--max-client-mac-share", a->max_client_mac_share,
-                  "largest share of the MACs the client may run, in (0, 1]");
-  sub->add_option("--top", a->top, "rows of the ranking")->capture_default_str();
+                  "largest share of the MACs the client may run, in (0, 1]")
+      ->check(number_range(0, 1, true));
+  sub->add_option("--top", a->top, "rows of the ranking")
+      ->capture_default_str()
+      ->check(int_range(1, 100000));
   sub->add_option("--max-simulations", a->max_simulations,
                   "simulate at most this many survivors of the screen (lowest bound first)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, 1000000));
   auto* json = sub->add_flag("--json", a->json, "JSON report (schema splitsim.explore/1)");
   sub->add_flag("--csv", a->csv, "CSV: the ranking, one row per simulated candidate")
       ->excludes(json);
   sub->add_option("--emit-best", a->emit_best, "write the best plan as a scenario file");
-  sub->add_option("--jobs", a->jobs, "simulations at once (default: the CPU count)");
+  sub->add_option("--jobs", a->jobs, "simulations at once (default: the CPU count)")
+      ->check(int_range(1, 1024));
   sub->add_option("--validate-top", a->validate_top,
                   "run `splitsim validate --matrix` on the top N plans (interleaved) and say "
-                  "whether the measured best is the predicted best, within the measured spread");
+                  "whether the measured best is the predicted best, within the measured spread")
+      ->check(int_range(0, 100));
   sub->add_option("--validate-repeat", a->validate_repeat,
                   "with --validate-top: real runs per plan")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+      ->check(int_range(1, 100));
   return {sub, [a] { return run_explore(*a); }};
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/exec/gloo_transport.h"
 #include "splitsim/exec/link_probe.h"
@@ -75,13 +76,13 @@ Command add_link_probe_command(CLI::App& app) {
   sub->add_option("--listen", args->listen, "Server: ADDR:PORT to listen on");
   sub->add_option("--connect", args->connect, "Client: the server's ADDR:PORT");
   sub->add_option("--megabytes", args->megabytes, "MB sent each way")
-      ->check(CLI::Range(0.001, 100000.0))
+      ->check(number_range(0.001, 100000))
       ->capture_default_str();
   sub->add_option("--message-kib", args->message_kib, "size of one message (KiB)")
-      ->check(CLI::Range(1.0, 1048576.0))
+      ->check(number_range(1, 1048576))
       ->capture_default_str();
   sub->add_option("--timeout-s", args->timeout_s, "connect and per-transfer timeout (s)")
-      ->check(CLI::Range(0.1, 86400.0))
+      ->check(number_range(0, 86400, true))
       ->capture_default_str();
   sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/1)");
   return {sub, [args] { return run_link_probe_command(*args); }};

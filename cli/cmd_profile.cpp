@@ -8,12 +8,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "splitsim/costmodel/efficiency_fit.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/costmodel/measure.h"
 #include "splitsim/costmodel/timing.h"
 
@@ -99,10 +100,11 @@ int run_profile(ProfileArgs& args) {
 
   std::printf("peak %.1f GFLOP/s (1024^3 matmul), memory %.1f GB/s (copy)\n",
               device.peak_flops / 1e9, device.memory_bandwidth_Bps / 1e9);
-  std::printf("fitted efficiency: conv %.3f  depthwise %.3f  matmul %.3f  elementwise %.3f  "
-              "per-op %.1f us\n",
-              fit.efficiency.conv, fit.efficiency.depthwise, fit.efficiency.matmul,
-              fit.efficiency.elementwise, fit.efficiency.per_op_s * 1e6);
+  std::printf(
+      "fitted efficiency: conv %.3f  depthwise %.3f  matmul %.3f  elementwise %.3f  "
+      "per-op %.1f us\n",
+      fit.efficiency.conv, fit.efficiency.depthwise, fit.efficiency.matmul,
+      fit.efficiency.elementwise, fit.efficiency.per_op_s * 1e6);
   std::printf("fit error over %d unit timings: rms %.1f%%, max %.1f%%\n", fit.observations,
               100 * fit.rms_rel_error, 100 * fit.max_rel_error);
   std::printf("wrote %s\n", args.output.c_str());
@@ -124,26 +126,29 @@ Command add_profile_command(CLI::App& app) {
   sub->add_option("--scenario", args->scenario,
                   "take the model and optimizer from this scenario file instead")
       ->excludes(model);
-  sub->add_option("--image-size", args->image_size, "image models: input H = W");
-  sub->add_option("--seq-len", args->seq_len, "transformers: sequence length");
-  sub->add_option("--num-classes", args->num_classes, "classes / labels");
+  sub->add_option("--image-size", args->image_size, "image models: input H = W")
+      ->check(int_range(limits::kMinImageSize, limits::kMaxImageSize));
+  sub->add_option("--seq-len", args->seq_len, "transformers: sequence length")
+      ->check(int_range(1, limits::kMaxSeqLen));
+  sub->add_option("--num-classes", args->num_classes, "classes / labels")
+      ->check(int_range(1, limits::kMaxNumClasses));
   sub->add_option("--batch", args->opts.batch, "batch size to time")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 4096));
   sub->add_option("--threads", args->opts.threads, "LibTorch compute threads")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 1024));
   sub->add_option("--repeats", args->opts.repeats, "timed rounds (median)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 1000));
   sub->add_option("--in-flight", args->opts.in_flight,
                   "micro-batches held at once: each round runs their forwards, then their "
                   "backwards in reverse, as a GPipe stage does")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, limits::kMaxChunks));
   sub->add_option("--warmup", args->opts.warmup, "untimed rounds first")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, 1000));
   sub->add_option("--name", args->name, "device name written in the profile")
       ->capture_default_str();
   sub->add_option("-o,--output", args->output, "device profile JSON to write")->required();

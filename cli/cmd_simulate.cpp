@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
 #include "splitsim/sim/trace.h"
@@ -192,7 +194,8 @@ Command add_simulate_command(CLI::App& app) {
                   "round-robin")
       ->capture_default_str();
   sub->add_option("--jobs", args->jobs,
-                  "simulations run at once, one child process each (default: the CPU count)");
+                  "simulations run at once, one child process each (default: the CPU count)")
+      ->check(int_range(1, 1024));
   return {sub, [args] { return run_simulate(*args); }};
 }
 

@@ -13,8 +13,10 @@
 #include <sstream>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "profile_cache.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "validation.h"
 #include "validator.h"
 #include "workspace.h"
@@ -97,12 +99,25 @@ void print_single(std::ostream& os, const ValidationRun& r) {
   print_comparison(os, r.errors);
 }
 
+// Refuses a --report path that cannot take the report, before the run: a
+// directory, or a file in a directory that does not exist.
+void check_report_path(const std::string& report) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(report, ec)) {
+    throw InputError("--report", "\"" + report + "\" is a directory; give a file name");
+  }
+  const fs::path parent = fs::path(report).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw InputError("--report", "directory \"" + parent.string() + "\" does not exist");
+  }
+}
+
 int run_validate(const ValidateArgs& args) {
   ValidatorOptions o;
   if (!args.link_rate.empty())
     o.link_rate_bit_per_s = parse_link_rate(args.link_rate, "--link-rate");
-  if (!args.report.empty() && std::filesystem::is_directory(args.report))
-    throw InputError("--report", "\"" + args.report + "\" is a directory; give a file name");
+  if (!args.report.empty()) check_report_path(args.report);
   o.exec_bin = exec_binary(args.exec_bin);
   o.profile_cache = args.profile_cache.empty() ? default_profile_cache_dir() : args.profile_cache;
   o.threads = args.threads;
@@ -133,6 +148,15 @@ int run_validate(const ValidateArgs& args) {
     for (size_t i = 0; i < ws.variants().size(); ++i)
       if (!args.quick || i % kQuickStride == 0)
         items.push_back({std::filesystem::absolute(file).string(), &ws, &ws.variants()[i], single});
+  }
+  for (const ValidationItem& it : items) {
+    const double rate = o.link_rate_bit_per_s > 0
+                            ? o.link_rate_bit_per_s
+                            : it.variant->scenario.network.bandwidth_bit_per_s;
+    check_link_rate(rate, o.link_rate_bit_per_s > 0
+                              ? "--link-rate"
+                              : "$.network.bandwidth_bit_per_s (variant \"" + it.variant->label +
+                                    "\")");
   }
   if (items.empty())
     throw InputError("--variant",
@@ -199,25 +223,25 @@ Command add_validate_command(CLI::App& app) {
                   "500kbit (default: each variant's network.bandwidth_bit_per_s)");
   sub->add_option("--threads", args->threads, "compute threads per process (and CPUs pinned)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 256));
+      ->check(int_range(1, 1024));
   sub->add_option("--iterations", args->iterations,
                   "batches per run, warm-up included (default: the scenario's iterations)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(int_range(1, limits::kMaxIterations));
   sub->add_option("--repeat", args->repeat,
                   "real runs per variant, interleaved (round r runs every variant once); the "
                   "median is compared, the min..max reported")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+      ->check(int_range(1, 100));
   sub->add_option("--retries", args->retries,
                   "re-runs of a repetition disturbed by CPU steal > 3% or other processes > 5% "
                   "of the CPUs (it is kept, flagged, after the last)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 10));
+      ->check(int_range(0, 10));
   sub->add_flag("--quick", args->quick,
                 "only every 6th variant of each scenario file (the first, the 7th, ...)");
   sub->add_option("--timeout-s", args->timeout_s, "wall-clock limit of one real run")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 86400.0));
+      ->check(number_range(0, 86400, true));
   sub->add_flag("--json", args->json,
                 "JSON report on stdout (splitsim.validation/1, or splitsim.validation_matrix/1 "
                 "with --matrix)");
@@ -235,8 +259,8 @@ Command add_validate_command(CLI::App& app) {
                 "slowdown (the report always shows the error without them too)");
   sub->add_flag("--reprofile", args->reprofile, "measure this machine again, ignore the cache");
   sub->add_option("--profile-cache", args->profile_cache,
-                  "directory of cached profiles (default $SPLITSIM_PROFILE_CACHE or "
-                  "<tmp>/splitsim-profile-cache)");
+                  "directory of cached profiles (default $SPLITSIM_PROFILE_CACHE, else "
+                  "$XDG_CACHE_HOME/splitsim or ~/.cache/splitsim)");
   sub->add_option("--exec-bin", args->exec_bin,
                   "binary to run as `BIN exec ...` and `BIN link-probe ...` (default "
                   "$SPLITSIM_EXEC_BIN, else this one; for tests)");

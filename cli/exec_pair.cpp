@@ -3,12 +3,16 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,9 +47,37 @@ void add_common_flags(std::vector<std::string>& argv, const ExecPairOptions& o) 
   if (o.iterations > 0) argv.insert(argv.end(), {"--iterations", std::to_string(o.iterations)});
 }
 
-// A fresh directory for the two processes' output files.
+constexpr const char* kWorkDirPrefix = "splitsim-validate-";
+
+// Removes work directories left by validate processes that no longer exist
+// (killed with SIGKILL, which no handler sees): "splitsim-validate-PID-XXXXXX"
+// owned by this user whose PID is gone.
+void remove_stale_work_dirs(const std::filesystem::path& tmp) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kWorkDirPrefix, 0) != 0) continue;
+    const std::string rest = name.substr(std::strlen(kWorkDirPrefix));
+    const size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(rest.substr(0, dash).c_str()));
+    struct stat st {};
+    if (pid <= 0 || lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != geteuid())
+      continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code remove_ec;
+    fs::remove_all(entry.path(), remove_ec);
+  }
+}
+
+// A fresh directory for the two processes' output files, named after this
+// process so that a later run can tell a leftover.
 std::string make_work_dir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "splitsim-validate-XXXXXX").string();
+  const auto tmp = std::filesystem::temp_directory_path();
+  remove_stale_work_dirs(tmp);
+  std::string tmpl = (tmp / (kWorkDirPrefix + std::to_string(getpid()) + "-XXXXXX")).string();
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
   return tmpl;
 }
@@ -95,9 +127,13 @@ nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
                                 const ExecEndpoints& endpoints, double timeout_s,
                                 const std::function<void(const std::string&)>& progress) {
   const std::string dir = make_work_dir();
+  // Removed on return, on an exception, and by the signal handler on
+  // SIGINT, SIGTERM and SIGHUP; after SIGKILL by the next run.
+  NetnsLink::register_work_dir(dir, {"server.out", "server.err", "client.out", "client.err"});
   struct Cleanup {
     std::string dir;
     ~Cleanup() {
+      NetnsLink::unregister_work_dir();
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
     }

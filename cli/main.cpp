@@ -1,9 +1,29 @@
 // splitsim: predict, and measure for real, split-learning training speed.
 #include <iostream>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
+
+namespace {
+
+// A library's exception text as one line: LibTorch appends a backtrace
+// ("frame #0: ...") after the first line, nlohmann prefixes
+// "[json.exception.type_error.302] ".
+std::string one_line(const std::string& what) {
+  std::string s = what.substr(0, what.find('\n'));
+  if (s.rfind("[json.exception.", 0) == 0) {
+    const size_t close = s.find("] ");
+    if (close != std::string::npos) s = s.substr(close + 2);
+  }
+  if (s.size() > 500) s = s.substr(0, 497) + "...";
+  return s;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -16,8 +36,14 @@ int main(int argc, char** argv) {
       splitsim::add_plan_command(app),     splitsim::add_profile_command(app),
       splitsim::add_simulate_command(app), splitsim::add_bench_command(app),
       splitsim::add_exec_command(app),     splitsim::add_validate_command(app),
-      splitsim::add_explore_command(app),  splitsim::add_link_probe_command(app),
+      splitsim::add_explore_command(app),
+      splitsim::add_link_probe_command(app),
   };
+  const std::string unknown = splitsim::unknown_subcommand(app, argc, argv);
+  if (!unknown.empty()) {
+    std::cerr << "error: " << unknown << "\nRun with --help for more information.\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -30,8 +56,11 @@ int main(int argc, char** argv) {
   } catch (const splitsim::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e.what()) << "\n";
     return 1;
   }
   return 1;

@@ -27,10 +27,14 @@ constexpr const char* kClientDev = "ssv-client";
 // handler). Slots are claimed by the links alive in this process.
 constexpr int kMaxLinks = 4;
 constexpr int kMaxChildren = 8;
+constexpr int kMaxWorkFiles = 4;
 struct Registry {
   std::atomic<int> state[kMaxLinks];  // 0 free, 1 claimed, 2 armed (paths valid)
   char paths[kMaxLinks][2][128];      // /var/run/netns/<name> of both namespaces
   std::atomic<pid_t> children[kMaxChildren];
+  std::atomic<int> work_dir_state;  // 0 none, 1 being filled, 2 armed
+  char work_dir[256];
+  char work_files[kMaxWorkFiles][320];
 };
 Registry g_registry;
 std::atomic<int> g_sequence{0};
@@ -47,6 +51,12 @@ void on_signal(int sig) {
       umount2(path, MNT_DETACH);
       unlink(path);
     }
+  }
+  if (g_registry.work_dir_state.exchange(0) == 2) {
+    for (const char* file : g_registry.work_files) {
+      if (file[0] != '\0') unlink(file);
+    }
+    rmdir(g_registry.work_dir);
   }
   signal(sig, SIG_DFL);
   raise(sig);
@@ -200,6 +210,21 @@ void NetnsLink::register_child(pid_t pgid) {
     if (c.compare_exchange_strong(expected, pgid)) return;
   }
 }
+
+void NetnsLink::register_work_dir(const std::string& dir, const std::vector<std::string>& files) {
+  install_handlers();
+  int expected = 0;
+  if (dir.size() >= sizeof g_registry.work_dir || files.size() > kMaxWorkFiles) return;
+  if (!g_registry.work_dir_state.compare_exchange_strong(expected, 1)) return;
+  std::snprintf(g_registry.work_dir, sizeof g_registry.work_dir, "%s", dir.c_str());
+  for (int i = 0; i < kMaxWorkFiles; ++i) {
+    const std::string path = i < static_cast<int>(files.size()) ? dir + "/" + files[i] : "";
+    std::snprintf(g_registry.work_files[i], sizeof g_registry.work_files[i], "%s", path.c_str());
+  }
+  g_registry.work_dir_state.store(2);
+}
+
+void NetnsLink::unregister_work_dir() { g_registry.work_dir_state.store(0); }
 
 void NetnsLink::unregister_child(pid_t pgid) {
   for (auto& c : g_registry.children) {

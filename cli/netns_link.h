@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace splitsim {
 
@@ -68,6 +69,11 @@ class NetnsLink {
   // process group before removing any namespaces. At most 8 at a time.
   static void register_child(pid_t pgid);
   static void unregister_child(pid_t pgid);
+  // The same handler then removes `files` (names, at most 4) of the work
+  // directory `dir` and the directory itself: only signal-safe unlink and
+  // rmdir, so nothing else may live there. One directory at a time.
+  static void register_work_dir(const std::string& dir, const std::vector<std::string>& files);
+  static void unregister_work_dir();
 
  private:
   void shape(const char* verb);  // "add" or "replace"

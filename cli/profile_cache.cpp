@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "safe_files.h"
 #include "splitsim/costmodel/efficiency_fit.h"
+#include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/timing.h"
 #include "validation.h"
 
@@ -76,43 +78,35 @@ class ScopedAffinity {
 
 }  // namespace
 
-std::string default_profile_cache_dir() {
-  if (const char* dir = std::getenv("SPLITSIM_PROFILE_CACHE"); dir != nullptr && *dir) return dir;
-  return (std::filesystem::temp_directory_path() / "splitsim-profile-cache").string();
-}
-
 std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& spec, int64_t batch,
                                int64_t in_flight, int threads, const OptimizerSpec& optimizer,
                                bool loaded) {
   char name[256];
-  std::snprintf(
-      name, sizeof name, "%s_b%lldx%lld_t%d_%016llx.json", spec.name.c_str(),
-      static_cast<long long>(batch), static_cast<long long>(in_flight), threads,
-      static_cast<unsigned long long>(
-          fnv1a(cache_key(spec, batch, in_flight, threads, optimizer, loaded))));
+  std::snprintf(name, sizeof name, "%s_b%lldx%lld_t%d_%016llx.json", spec.name.c_str(),
+                static_cast<long long>(batch), static_cast<long long>(in_flight), threads,
+                static_cast<unsigned long long>(
+                    fnv1a(cache_key(spec, batch, in_flight, threads, optimizer, loaded))));
   return (std::filesystem::path(cache_dir) / name).string();
 }
 
 CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& model,
                                      int64_t batch, int64_t in_flight, int threads,
-                                     const OptimizerSpec& optimizer,
-                                     const std::string& cache_dir, bool reprofile, int cpu,
-                                     const std::vector<int>& load_cpus,
+                                     const OptimizerSpec& optimizer, const std::string& cache_dir,
+                                     bool reprofile, int cpu, const std::vector<int>& load_cpus,
                                      const std::function<void(const std::string&)>& progress) {
   const bool loaded = !load_cpus.empty();
   const std::string file =
       profile_cache_file(cache_dir, spec, batch, in_flight, threads, optimizer, loaded);
   if (!reprofile && std::filesystem::exists(file)) {
     try {
-      std::ifstream in(file);
-      return {parse_device(nlohmann::json::parse(in), file), "cached " + file};
+      return {parse_device(parse_json_file(file, "cached profile"), file), "cached " + file};
     } catch (const std::exception& e) {
       progress("cached profile " + file + " is unreadable (" + e.what() + "); measuring again");
     }
   }
   progress("profiling " + spec.name + " at batch " + std::to_string(batch) + " x " +
-           std::to_string(in_flight) + " in flight with " +
-           std::to_string(threads) + " thread(s) on this machine" +
+           std::to_string(in_flight) + " in flight with " + std::to_string(threads) +
+           " thread(s) on this machine" +
            (cpu >= 0 ? " (pinned to CPU " + std::to_string(cpu) + ")" : "") +
            (loaded ? ", the other party's CPU running the same model meanwhile" : ""));
   ProfileOptions opts;
@@ -144,9 +138,8 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
     data.push_back({model.units[i].bwd.scaled(batch), device.timings[i].bwd_s});
   }
   if (!data.empty()) device.efficiency = fit_efficiency(device, data).efficiency;
-  std::error_code ec;
-  std::filesystem::create_directories(cache_dir, ec);
   try {
+    prepare_cache_dir(cache_dir);
     write_file_atomically(file, nlohmann::json(device).dump(2) + "\n", "--profile-cache");
     return {device, "measured now, cached in " + file};
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "safe_files.h"
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
 #include "splitsim/costmodel/scenario.h"
@@ -16,10 +17,6 @@ struct CachedProfile {
   DeviceProfile device;
   std::string origin;  // "measured now, cached in FILE" or "cached FILE"
 };
-
-// The default cache directory: $SPLITSIM_PROFILE_CACHE, else
-// <temp dir>/splitsim-profile-cache.
-std::string default_profile_cache_dir();
 
 // The cache file for these inputs (the key is hashed into the name);
 // `loaded`: measured beside a companion load.
@@ -37,9 +34,8 @@ std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& sp
 // that prices codec work. A cache file that does not parse is measured again.
 CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& model,
                                      int64_t batch, int64_t in_flight, int threads,
-                                     const OptimizerSpec& optimizer,
-                                     const std::string& cache_dir, bool reprofile, int cpu,
-                                     const std::vector<int>& load_cpus,
+                                     const OptimizerSpec& optimizer, const std::string& cache_dir,
+                                     bool reprofile, int cpu, const std::vector<int>& load_cpus,
                                      const std::function<void(const std::string&)>& progress);
 
 }  // namespace splitsim

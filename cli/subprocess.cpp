@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +55,7 @@ pid_t fork_exec(const std::vector<std::string>& argv, Setup setup) {
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe: " + std::string(strerror(errno)));
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     close(err_pipe[0]);
@@ -62,6 +64,11 @@ pid_t fork_exec(const std::vector<std::string>& argv, Setup setup) {
   }
   if (pid == 0) {
     close(err_pipe[0]);
+    // Die with the parent (a validate killed with SIGKILL must not leave its
+    // exec children training). PDEATHSIG survives exec; the getppid check
+    // covers a parent that died before prctl.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(125);
     setup();
     exec_child(args.data(), err_pipe[1]);
   }

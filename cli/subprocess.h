@@ -32,7 +32,9 @@ struct SpawnOptions {
   std::string stderr_file;
 };
 
-// Starts argv in its own process group (setpgid) and returns its pid.
+// Starts argv in its own process group (setpgid) and returns its pid. The
+// child is killed (PR_SET_PDEATHSIG) when the thread that spawned it ends,
+// so spawn from a thread that outlives the child (validate: the main one).
 // Throws std::runtime_error when fork fails or argv[0] cannot be executed
 // (reported back through a close-on-exec pipe, so the error is immediate).
 pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& options);

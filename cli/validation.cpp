@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -71,7 +73,16 @@ double parse_link_rate(const std::string& text, const std::string& flag) {
   const double rate = value * scale;
   if (!(rate > 0) || !std::isfinite(rate))
     throw InputError(flag, "the rate must be > 0 and finite, got \"" + text + "\"; " + allowed);
+  check_link_rate(rate, flag);
   return rate;
+}
+
+void check_link_rate(double rate_bit_per_s, const std::string& where) {
+  if (rate_bit_per_s >= kMinLinkRateBitPerS && rate_bit_per_s <= kMaxLinkRateBitPerS) return;
+  throw InputError(where, format_link_rate(rate_bit_per_s) +
+                              " is outside what tc tbf on the veth pair shapes: allowed 8kbit "
+                              "to 100gbit (below, tc's rate tables lose precision; above, the "
+                              "veth pair itself is slower and the token bucket overflows)");
 }
 
 std::string format_link_rate(double bit_per_s) {
@@ -279,28 +290,6 @@ nlohmann::json validation_json(const ValidationRun& run) {
                    {"co_compute_slowdown", run.platform.co_compute_slowdown}};
   if (!run.failure.empty()) j["failure"] = run.failure;
   return j;
-}
-
-void write_file_atomically(const std::string& path, const std::string& text,
-                           const std::string& flag) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(flag, "cannot write \"" + tmp + "\"");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw InputError(flag, "error while writing \"" + tmp + "\"");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(flag, "cannot move the report into \"" + path + "\": " + ec.message());
-  }
 }
 
 }  // namespace splitsim

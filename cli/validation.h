@@ -14,6 +14,7 @@
 
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/exec/cpu_accounting.h"
+#include "safe_files.h"
 #include "splitsim/sim/metrics.h"
 
 namespace splitsim {
@@ -23,6 +24,12 @@ namespace splitsim {
 // InputError naming `flag` and the accepted forms for anything else or a
 // rate <= 0.
 double parse_link_rate(const std::string& text, const std::string& flag = "--link-rate");
+// The rates validate shapes a link to: tc tbf's range on a veth pair.
+constexpr double kMinLinkRateBitPerS = 8e3;
+constexpr double kMaxLinkRateBitPerS = 1e11;
+// Throws InputError at `where` unless kMinLinkRateBitPerS <= rate <=
+// kMaxLinkRateBitPerS.
+void check_link_rate(double rate_bit_per_s, const std::string& where);
 // 2e8 -> "200mbit", 1e9 -> "1gbit", 1.5e6 -> "1.5mbit".
 std::string format_link_rate(double bit_per_s);
 
@@ -169,10 +176,5 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs);
 // One row per run, then the summary lines (targets: median <= 10%, bytes
 // exact, ratio <= 1.15).
 void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs);
-
-// Writes `text` to `path` via "<path>.tmp.<pid>" + rename: a failure leaves
-// no half-written file. Throws InputError naming `flag`.
-void write_file_atomically(const std::string& path, const std::string& text,
-                           const std::string& flag);
 
 }  // namespace splitsim

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/input_file.h"
 
 namespace splitsim {
 
@@ -53,14 +53,11 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
   if (!d.timings.empty()) {
     nlohmann::json units = nlohmann::json::array();
     for (const auto& t : d.timings)
-      units.push_back({{"unit", t.unit}, {"fwd_s", t.fwd_s}, {"bwd_s", t.bwd_s},
-                       {"update_s", t.update_s}});
-    j["measured"] = {{"model", d.measured_model},
-                     {"input_shape", d.measured_input_shape},
-                     {"batch", d.measured_batch},
-                     {"in_flight", d.measured_in_flight},
-                     {"threads", d.threads},
-                     {"units", units}};
+      units.push_back(
+          {{"unit", t.unit}, {"fwd_s", t.fwd_s}, {"bwd_s", t.bwd_s}, {"update_s", t.update_s}});
+    j["measured"] = {{"model", d.measured_model}, {"input_shape", d.measured_input_shape},
+                     {"batch", d.measured_batch}, {"in_flight", d.measured_in_flight},
+                     {"threads", d.threads},      {"units", units}};
   }
 }
 
@@ -76,6 +73,8 @@ double number(const nlohmann::json& j, const std::string& key, const std::string
   const auto& v = j.at(key);
   if (!v.is_number()) throw InputError(where + "." + key, "expected a number, got " + v.dump());
   const double x = v.get<double>();
+  // Beyond 1e30 every formula here overflows or rounds to nothing.
+  if (!(x <= 1e30)) throw InputError(where + "." + key, "must be <= 1e30, got " + v.dump());
   if (x < 0 || (x == 0 && !allow_zero))
     throw InputError(where + "." + key, "must be " + std::string(allow_zero ? ">= 0" : "> 0"));
   return x;
@@ -92,11 +91,28 @@ void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed
   }
 }
 
+DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& where);
+
 }  // namespace
 
 DeviceProfile parse_device(const nlohmann::json& j, const std::string& where) {
-  check_keys(j, {"schema", "name", "description", "peak_flops", "memory_bandwidth_Bps",
-                 "memory_bytes", "efficiency", "sources", "measured", "fit"},
+  try {
+    return parse_device_fields(j, where);
+  } catch (const nlohmann::json::exception& e) {
+    // A value of the wrong type under "measured" or "sources": one line, not
+    // the JSON library's exception text.
+    throw InputError(where,
+                     "malformed device profile: a value of the wrong type or a missing key "
+                     "under \"measured\" or \"sources\"");
+  }
+}
+
+namespace {
+
+DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& where) {
+  check_keys(j,
+             {"schema", "name", "description", "peak_flops", "memory_bandwidth_Bps", "memory_bytes",
+              "efficiency", "sources", "measured", "fit"},
              where);
   if (j.value("schema", "") != "splitsim.device/1")
     throw InputError(where + ".schema", "expected \"splitsim.device/1\"");
@@ -137,6 +153,8 @@ DeviceProfile parse_device(const nlohmann::json& j, const std::string& where) {
   return d;
 }
 
+}  // namespace
+
 DeviceProfile load_device(const std::string& name_or_file,
                           const std::vector<std::string>& search_dirs, const std::string& where) {
   namespace fs = std::filesystem;
@@ -145,17 +163,15 @@ DeviceProfile load_device(const std::string& name_or_file,
   if (is_file) {
     candidates.push_back(name_or_file);
   } else {
-    for (const auto& dir : search_dirs) candidates.push_back(fs::path(dir) / (name_or_file + ".json"));
+    for (const auto& dir : search_dirs)
+      candidates.push_back(fs::path(dir) / (name_or_file + ".json"));
   }
   for (const auto& path : candidates) {
-    std::ifstream in(path);
-    if (!in) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(path.string(), std::string("not valid JSON: ") + e.what());
-    }
+    std::error_code ec;
+    // A missing name falls through to the list of known devices; anything
+    // else that exists (a directory, a FIFO) is refused by read_input_file.
+    if (!fs::exists(path, ec)) continue;
+    const nlohmann::json j = parse_json_file(path.string(), "device profile");
     return parse_device(j, path.string() + ":$");
   }
   std::string known;

@@ -6,6 +6,7 @@
 #include "json_read.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/explore.h"
+#include "splitsim/costmodel/limits.h"
 
 namespace splitsim {
 
@@ -141,10 +142,15 @@ bool instantiate_codec(const CodecOption& option, const std::vector<int64_t>& sh
 void check_space(const ExploreSpace& s) {
   if (s.kinds.empty()) throw InputError("--kinds", "give at least one cut kind");
   for (int64_t c : s.chunks)
-    if (c < 1) throw InputError("--chunks", "chunk counts must be >= 1, got " + std::to_string(c));
+    if (c < 1 || c > limits::kMaxChunks)
+      throw InputError("--chunks", "chunk counts must be from 1 to " +
+                                       std::to_string(limits::kMaxChunks) + ", got " +
+                                       std::to_string(c));
   for (double b : s.bandwidths_bit_per_s)
-    if (!(b > 0) || !std::isfinite(b))
-      throw InputError("--bandwidth-bit-per-s", "bandwidths must be positive numbers");
+    if (!(b >= limits::kMinBandwidthBitPerS && b <= limits::kMaxBandwidthBitPerS))
+      throw InputError("--bandwidth-bit-per-s",
+                       "bandwidths must be from 1e3 to 1e15 bit/s (scenarios/FORMAT.md, "
+                       "\"Input limits\")");
   if (s.client_memory_bytes < 0)
     throw InputError("--client-memory-bytes", "must be >= 0 (0 = no limit)");
   if (!(s.max_client_mac_share > 0 && s.max_client_mac_share <= 1))

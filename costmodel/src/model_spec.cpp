@@ -1,33 +1,55 @@
 // Model names, their options and defaults (SPEC "Models"). No LibTorch here:
 // the scenario parser and the simulator use these without building a model.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/costmodel/scenario.h"
 
 namespace splitsim {
 namespace {
 
 // One integer option of ModelSpec, by its JSON key.
+// One integer option of ModelSpec, by its JSON key, with its allowed range
+// (limits.h).
 struct IntOption {
   const char* key;
   int64_t ModelSpec::*field;
+  int64_t min;
+  int64_t max;
 };
 
 const IntOption kIntOptions[] = {
-    {"num_classes", &ModelSpec::num_classes},
-    {"image_size", &ModelSpec::image_size},
-    {"seq_len", &ModelSpec::seq_len},
-    {"hidden", &ModelSpec::hidden},
-    {"layers", &ModelSpec::layers},
-    {"heads", &ModelSpec::heads},
-    {"ffn", &ModelSpec::ffn},
-    {"vocab_size", &ModelSpec::vocab_size},
-    {"max_positions", &ModelSpec::max_positions},
+    {"num_classes", &ModelSpec::num_classes, 1, limits::kMaxNumClasses},
+    {"image_size", &ModelSpec::image_size, limits::kMinImageSize, limits::kMaxImageSize},
+    {"seq_len", &ModelSpec::seq_len, 1, limits::kMaxSeqLen},
+    {"hidden", &ModelSpec::hidden, 1, limits::kMaxHidden},
+    {"layers", &ModelSpec::layers, 1, limits::kMaxLayers},
+    {"heads", &ModelSpec::heads, 1, limits::kMaxHeads},
+    {"ffn", &ModelSpec::ffn, 1, limits::kMaxFfn},
+    {"vocab_size", &ModelSpec::vocab_size, 2, limits::kMaxVocabSize},
+    {"max_positions", &ModelSpec::max_positions, 1, limits::kMaxPositions},
 };
+
+void check_range(const IntOption& opt, int64_t value, const std::string& where) {
+  if (value >= opt.min && value <= opt.max) return;
+  throw InputError(where, std::to_string(value) +
+                              " is out of range; allowed: " + std::to_string(opt.min) + " to " +
+                              std::to_string(opt.max) + " (scenarios/FORMAT.md, \"Input limits\")");
+}
+
+// Parameters of a transformer: embeddings, layers, head. Every factor is
+// bounded by kIntOptions, so no product overflows.
+int64_t transformer_params(const ModelSpec& m) {
+  const int64_t h = m.hidden;
+  const int64_t embeddings = (m.vocab_size + m.max_positions + 2) * h;
+  const int64_t layer = 4 * h * h + 2 * h * m.ffn;
+  return embeddings + m.layers * layer + h * h + h * std::max<int64_t>(m.num_classes, 1);
+}
 
 // The integer options a model takes, with their defaults, in JSON key order.
 struct ModelOptions {
@@ -92,6 +114,21 @@ void check_torchscript(ModelSpec& spec, const std::string& path) {
                            " is not positive; every dimension must be >= 1");
     }
   }
+  if (static_cast<int64_t>(spec.input_shape.size()) > limits::kMaxInputDims) {
+    throw InputError(path + ".input_shape", std::to_string(spec.input_shape.size()) +
+                                                " dimensions; the limit is " +
+                                                std::to_string(limits::kMaxInputDims));
+  }
+  int64_t elements = 1;
+  for (int64_t d : spec.input_shape) {
+    if (d > limits::kMaxInputElements || elements * d > limits::kMaxInputElements) {
+      throw InputError(path + ".input_shape", "more than " +
+                                                  std::to_string(limits::kMaxInputElements) +
+                                                  " elements per sample; the limit is " +
+                                                  std::to_string(limits::kMaxInputElements));
+    }
+    elements *= d;
+  }
   if (spec.input_dtype.empty()) spec.input_dtype = "float32";
   if (spec.input_dtype == "int64") {
     if (spec.vocab_size == 0) spec.vocab_size = kTorchScriptDefaultVocab;
@@ -112,6 +149,13 @@ void check_transformer(const ModelSpec& spec, const std::string& path) {
     throw InputError(path + ".heads",
                      "hidden " + std::to_string(spec.hidden) + " is not divisible by heads " +
                          std::to_string(spec.heads) + "; choose heads that divide hidden");
+  }
+  const int64_t params = transformer_params(spec);
+  if (params > limits::kMaxTransformerParams) {
+    throw InputError(path, "about " + std::to_string(params) +
+                               " parameters (vocab_size, hidden, layers, ffn); the limit is " +
+                               std::to_string(limits::kMaxTransformerParams) +
+                               " (1 GiB of fp32 weights)");
   }
   // RoBERTa's position ids start at padding_idx + 1 = 2.
   const int64_t offset = spec.name == "roberta_base" ? 2 : 0;
@@ -166,6 +210,7 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
       throw InputError(where, std::to_string(value) + " is not positive; give a value >= 1");
     }
     if (value == 0) value = default_value;
+    if (value != 0) check_range(opt, value, where);  // 0: torchscript float32, no vocab
   }
   if (torchscript) {
     check_torchscript(spec, path);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/unit_graph.h"
@@ -11,19 +12,22 @@ namespace splitsim {
 int64_t stashed_microbatches(Schedule s, int k, int K, int64_t m) {
   assert(0 <= k && k < K && m >= 1);
   switch (s) {
-    case Schedule::kSequential: return 1;  // each micro-batch finishes before the next
-    case Schedule::kGpipe: return m;       // all forwards before any backward
-    case Schedule::k1F1B: return std::min<int64_t>(m, K - k);
-    case Schedule::kPipeDream: return K - k;  // SPEC: K-k+1 with 1-based k
+    case Schedule::kSequential:
+      return 1;  // each micro-batch finishes before the next
+    case Schedule::kGpipe:
+      return m;  // all forwards before any backward
+    case Schedule::k1F1B:
+      return std::min<int64_t>(m, K - k);
+    case Schedule::kPipeDream:
+      return K - k;  // SPEC: K-k+1 with 1-based k
     case Schedule::kDdg:
-    case Schedule::kFr: return (K - k) * m;   // whole batches are delayed, m micro-batches each
+    case Schedule::kFr:
+      return (K - k) * m;  // whole batches are delayed, m micro-batches each
   }
   return 1;
 }
 
-int64_t weight_versions(Schedule s, int k, int K) {
-  return s == Schedule::kPipeDream ? K - k : 1;
-}
+int64_t weight_versions(Schedule s, int k, int K) { return s == Schedule::kPipeDream ? K - k : 1; }
 
 namespace {
 
@@ -62,15 +66,17 @@ std::vector<std::pair<int, int>> resolve_parts(const Scenario& sc, const ModelPr
                                        "; units: " + quoted_list(names));
     const int expected = ranges.empty() ? 0 : ranges.back().second + 1;
     if (from != expected)
-      throw InputError(at + ".from", "parts must cover the units in order without gaps; this part "
-                                     "must start at \"" + (expected < n ? names[expected] : "") +
-                                         "\", not \"" + part.from + "\"");
+      throw InputError(at + ".from",
+                       "parts must cover the units in order without gaps; this part "
+                       "must start at \"" +
+                           (expected < n ? names[expected] : "") + "\", not \"" + part.from + "\"");
     if (to < from)
       throw InputError(at + ".to", "\"" + part.to + "\" comes before \"" + part.from + "\"");
     if (p > 0 && !cut_ok[from])
       throw InputError(at + ".from", "cutting before \"" + part.from +
                                          "\" would split more than one tensor; valid cuts are "
-                                         "before: " + quoted_list(cut_names));
+                                         "before: " +
+                                         quoted_list(cut_names));
     ranges.emplace_back(from, to);
   }
   if (ranges.empty() || ranges.back().second != n - 1)
@@ -112,12 +118,35 @@ double stage_seconds(const DeviceProfile& dev, const ModelProfile& model, int fi
   return formula_seconds(dev, sum_units(model, first, last, backward).scaled(b));
 }
 
+// Every per-batch count of the Plan (MACs, elements, bytes, the stash times
+// the micro-batches it holds) is a per-sample count times at most
+// batch_size x kHeadroom. Refuses a batch for which that could pass 2^62, so
+// the int64 arithmetic below cannot overflow.
+void check_counts_fit(const Scenario& sc, const ModelProfile& model) {
+  constexpr long double kHeadroom = 1 << 16;
+  long double per_sample = 1;
+  for (const auto& u : model.units) {
+    per_sample += static_cast<long double>(u.fwd.macs()) + u.bwd.macs() + u.fwd.elementwise_elems +
+                  u.bwd.elementwise_elems + u.output_bytes() + u.stash_bytes_per_sample +
+                  u.param_bytes;
+  }
+  const long double limit = std::ldexp(1.0L, 62);
+  if (per_sample * sc.batch_size * kHeadroom <= limit) return;
+  const long double most = std::floor(limit / (per_sample * kHeadroom));
+  throw InputError("$.batch_size",
+                   "batch_size " + std::to_string(sc.batch_size) + " with " + model.model +
+                       " would overflow the plan's 64-bit MAC and byte counts; the limit for "
+                       "this model is " +
+                       std::to_string(static_cast<long long>(most)));
+}
+
 }  // namespace
 
 Plan make_plan(const Scenario& sc, const ModelProfile& model,
                const std::map<std::string, DeviceProfile>& devices, const std::string& label) {
   const auto ranges = resolve_parts(sc, model);
   const int K = static_cast<int>(ranges.size());
+  check_counts_fit(sc, model);
   Plan plan;
   plan.scenario = sc.name;
   plan.variant = label;
@@ -210,14 +239,14 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
 
       const CodecWork fw = codec_work(codecs.forward, shape, b);
       const CodecWork bw = codec_work(codecs.backward, carried, b);
-      const double enc = formula_seconds(sdev, codec_counts(codecs.forward, fw.encode_macs,
-                                                            fw.encode_elems));
-      const double dec = formula_seconds(rdev, codec_counts(codecs.forward, fw.decode_macs,
-                                                            fw.decode_elems));
-      const double benc = formula_seconds(rdev, codec_counts(codecs.backward, bw.encode_macs,
-                                                             bw.encode_elems));
-      const double bdec = formula_seconds(sdev, codec_counts(codecs.backward, bw.decode_macs,
-                                                             bw.decode_elems));
+      const double enc =
+          formula_seconds(sdev, codec_counts(codecs.forward, fw.encode_macs, fw.encode_elems));
+      const double dec =
+          formula_seconds(rdev, codec_counts(codecs.forward, fw.decode_macs, fw.decode_elems));
+      const double benc =
+          formula_seconds(rdev, codec_counts(codecs.backward, bw.encode_macs, bw.encode_elems));
+      const double bdec =
+          formula_seconds(sdev, codec_counts(codecs.backward, bw.decode_macs, bw.decode_elems));
       const double sback =
           formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
       const double rback =
@@ -248,8 +277,10 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     bool measured = true;
     for (int i = st.first_unit; i <= st.last_unit; ++i) {
       const UnitTiming* t = dev.timing_for(model.model, model.input_shape, model.units[i].name);
-      if (t == nullptr) measured = false;
-      else update += t->update_s;
+      if (t == nullptr)
+        measured = false;
+      else
+        update += t->update_s;
     }
     st.update_s = measured ? update : update_formula_seconds(dev, st.param_count, state_copies);
     st.peak_memory_bytes = st.param_bytes * (1 + st.weight_versions) + st.optimizer_state_bytes +

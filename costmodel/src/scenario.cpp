@@ -10,6 +10,7 @@
 #include "json_read.h"
 #include "scenario_internal.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 
 namespace splitsim {
 namespace {
@@ -204,18 +205,20 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
                      "\"latency_s\": 0.0001}");
   jr::check_keys(j, path, kNetworkKeys);
   NetworkSpec n;
+  const jr::NumberRange kBandwidth = {limits::kMinBandwidthBitPerS, false,
+                                      limits::kMaxBandwidthBitPerS, false};
   struct NumberKey {
     const char* key;
     double* field;
     jr::NumberRange range;
   };
   const NumberKey numbers[] = {
-      {"bandwidth_bit_per_s", &n.bandwidth_bit_per_s, jr::positive()},
-      {"up_bandwidth_bit_per_s", &n.up_bandwidth_bit_per_s, jr::positive()},
-      {"down_bandwidth_bit_per_s", &n.down_bandwidth_bit_per_s, jr::positive()},
-      {"latency_s", &n.latency_s, jr::non_negative()},
-      {"per_message_overhead_s", &n.per_message_overhead_s, jr::non_negative()},
-      {"bandwidth_factor", &n.bandwidth_factor, jr::fraction()},
+      {"bandwidth_bit_per_s", &n.bandwidth_bit_per_s, kBandwidth},
+      {"up_bandwidth_bit_per_s", &n.up_bandwidth_bit_per_s, kBandwidth},
+      {"down_bandwidth_bit_per_s", &n.down_bandwidth_bit_per_s, kBandwidth},
+      {"latency_s", &n.latency_s, {0, false, limits::kMaxLatencyS, false}},
+      {"per_message_overhead_s", &n.per_message_overhead_s, {0, false, limits::kMaxOverheadS}},
+      {"bandwidth_factor", &n.bandwidth_factor, {limits::kMinBandwidthFactor, false, 1, false}},
   };
   for (const NumberKey& k : numbers) {
     if (j.contains(k.key)) *k.field = jr::read_number(j.at(k.key), path + "." + k.key, k.range);
@@ -234,16 +237,36 @@ PlatformSpec parse_platform(const json& j, const std::string& path) {
   PlatformSpec p;
   if (j.contains("cpu_s_per_byte_sent"))
     p.cpu_s_per_byte_sent = jr::read_number(j.at("cpu_s_per_byte_sent"),
-                                            path + ".cpu_s_per_byte_sent", jr::non_negative());
+                                            path + ".cpu_s_per_byte_sent",
+                                            {0, false, limits::kMaxCpuSPerByte, false});
   if (j.contains("cpu_s_per_byte_received"))
     p.cpu_s_per_byte_received = jr::read_number(
-        j.at("cpu_s_per_byte_received"), path + ".cpu_s_per_byte_received", jr::non_negative());
+        j.at("cpu_s_per_byte_received"), path + ".cpu_s_per_byte_received",
+        {0, false, limits::kMaxCpuSPerByte, false});
   if (j.contains("shared_machine"))
     p.shared_machine = jr::read_bool(j.at("shared_machine"), path + ".shared_machine");
   if (j.contains("co_compute_slowdown"))
     p.co_compute_slowdown = jr::read_number(j.at("co_compute_slowdown"),
-                                            path + ".co_compute_slowdown", {1, false, 100, false});
+                                            path + ".co_compute_slowdown",
+                                            {1, false, limits::kMaxCoComputeSlowdown, false});
   return p;
+}
+
+// iterations x chunks x clients x stages within limits::kMaxStagePasses.
+void check_passes(const Scenario& s, const json& j) {
+  // Each factor is bounded (the partition by the file size): no overflow.
+  const int64_t stages = static_cast<int64_t>(s.partition.size());
+  const int64_t passes = s.iterations * s.chunks * s.clients * stages;
+  if (passes <= limits::kMaxStagePasses) return;
+  const std::string where = j.contains("iterations") ? "$.iterations"
+                            : j.contains("clients")  ? "$.clients"
+                                                     : "$.chunks";
+  throw InputError(
+      where, "iterations x chunks x clients x stages = " + std::to_string(s.iterations) + " x " +
+                 std::to_string(s.chunks) + " x " + std::to_string(s.clients) + " x " +
+                 std::to_string(stages) + " = " + std::to_string(passes) +
+                 " stage passes to simulate; the limit is " +
+                 std::to_string(limits::kMaxStagePasses));
 }
 
 }  // namespace
@@ -315,7 +338,7 @@ Scenario parse_scenario(const json& j) {
     s.description = jr::read_string(j.at("description"), "$.description", true);
   }
   s.model = parse_model(j.at("model"), "$.model");
-  s.batch_size = jr::read_int(j.at("batch_size"), "$.batch_size");
+  s.batch_size = jr::read_int(j.at("batch_size"), "$.batch_size", 1, limits::kMaxBatchSize);
   if (j.contains("precision")) {
     s.precision = jr::read_choice(j.at("precision"), "$.precision", "precision", kPrecisions);
   }
@@ -324,7 +347,7 @@ Scenario parse_scenario(const json& j) {
   s.compression = parse_compression(j.contains("compression") ? &j.at("compression") : nullptr,
                                     "$.compression", s.partition.size());
   if (j.contains("chunks")) {
-    s.chunks = jr::read_int(j.at("chunks"), "$.chunks");
+    s.chunks = jr::read_int(j.at("chunks"), "$.chunks", 1, limits::kMaxChunks);
     if (s.chunks > s.batch_size) {
       throw InputError("$.chunks", "chunks " + std::to_string(s.chunks) + " > batch_size " +
                                        std::to_string(s.batch_size) +
@@ -342,7 +365,9 @@ Scenario parse_scenario(const json& j) {
   if (j.contains("optimizer")) s.optimizer = parse_optimizer(j.at("optimizer"), "$.optimizer");
   if (j.contains("network")) s.network = parse_network(j.at("network"), "$.network");
   if (j.contains("platform")) s.platform = parse_platform(j.at("platform"), "$.platform");
-  if (j.contains("iterations")) s.iterations = jr::read_int(j.at("iterations"), "$.iterations");
+  if (j.contains("iterations")) {
+    s.iterations = jr::read_int(j.at("iterations"), "$.iterations", 1, limits::kMaxIterations);
+  }
   if (j.contains("warmup")) s.warmup = jr::read_int(j.at("warmup"), "$.warmup", 0);
   if (s.warmup >= s.iterations) {
     throw InputError(j.contains("warmup") ? "$.warmup" : "$.iterations",
@@ -350,7 +375,10 @@ Scenario parse_scenario(const json& j) {
                          std::to_string(s.iterations) + " iterations; allowed: warmup < " +
                          "iterations");
   }
-  if (j.contains("clients")) s.clients = jr::read_int(j.at("clients"), "$.clients");
+  if (j.contains("clients")) {
+    s.clients = jr::read_int(j.at("clients"), "$.clients", 1, limits::kMaxClients);
+  }
+  check_passes(s, j);
   if (j.contains("dataset")) {
     s.dataset = jr::read_choice(j.at("dataset"), "$.dataset", "dataset", kDatasets);
   }

@@ -16,6 +16,7 @@
 #include "json_read.h"
 #include "scenario_internal.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/scenario.h"
 
 namespace splitsim {
@@ -267,6 +268,7 @@ json parse_text(const std::string& text, const std::string& file) {
     }
     return true;
   };
+  check_json_limits(text, file);
   try {
     return json::parse(text, callback);
   } catch (const json::parse_error& e) {
@@ -282,6 +284,9 @@ json parse_text(const std::string& text, const std::string& file) {
     if (colon != std::string::npos) detail = detail.substr(colon + 2);
     throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(column),
                      "JSON syntax error: " + detail);
+  } catch (const json::exception&) {
+    // check_json_limits catches the known cases at their position first.
+    throw InputError(file, "not valid JSON: a value is out of range");
   }
 }
 
@@ -298,17 +303,7 @@ std::vector<ScenarioVariant> expand_scenario(const json& j) {
 }
 
 std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) {
-    throw InputError(file, "is a directory; give a scenario .json file");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    throw InputError(file, std::string("cannot read scenario file: ") + std::strerror(errno));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_input_file(file, "scenario file");
   const json j = parse_text(text, file);
   std::vector<std::string> order;
   if (j.is_object() && j.contains("sweep") && j.at("sweep").is_object()) {

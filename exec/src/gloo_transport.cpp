@@ -129,6 +129,12 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
     so.waitWorkers = false;
     so.timeout = o.timeout;
     impl->store = c10::make_intrusive<c10d::TCPStore>(o.host, so);
+    if (so.isServer && restrict_listeners_to(o.host, o.port) < 0) {
+      std::fprintf(stderr,
+                   "exec: warning: the rendezvous store listens on port %d of every address; "
+                   "give --listen a numeric IPv4 address to accept connections to it only\n",
+                   o.port);
+    }
   } catch (const std::exception& e) {
     throw TransportError(
         (o.rank == 0

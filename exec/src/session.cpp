@@ -1,6 +1,7 @@
 #include "splitsim/exec/session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -26,8 +27,39 @@ torch::Tensor text_tensor(const std::string& s) {
   std::memcpy(t.data_ptr<uint8_t>(), s.data(), std::min<size_t>(s.size(), kTextBytes - 1));
   return t;
 }
+// The text in a kTextBytes buffer a peer filled: up to the first NUL, never
+// past the buffer (the peer need not send one).
 std::string tensor_text(const torch::Tensor& t) {
-  return std::string(reinterpret_cast<const char*>(t.data_ptr<uint8_t>()));
+  const auto* p = reinterpret_cast<const char*>(t.data_ptr<uint8_t>());
+  const size_t n = std::min<size_t>(static_cast<size_t>(t.numel()), kTextBytes);
+  return std::string(p, strnlen(p, n));
+}
+
+// Compares two kTextBytes buffers in time independent of where they differ
+// (and of the secret's length: both are zero-padded to the full buffer).
+bool same_secret(const torch::Tensor& a, const torch::Tensor& b) {
+  const uint8_t* pa = a.data_ptr<uint8_t>();
+  const uint8_t* pb = b.data_ptr<uint8_t>();
+  volatile uint8_t diff = 0;
+  for (int64_t i = 0; i < kTextBytes; ++i) diff = static_cast<uint8_t>(diff | (pa[i] ^ pb[i]));
+  return diff == 0;
+}
+
+// Throws std::runtime_error unless every field a peer sent in an event can
+// index what rank 0 holds (kinds, parties, clients) and every time is finite.
+void check_event(const TimelineEvent& e, const Timeline& tl, int rank) {
+  const auto parties = static_cast<int32_t>(tl.parties.size());
+  const bool ok = static_cast<int32_t>(e.kind) >= 0 &&
+                  static_cast<int32_t>(e.kind) <= static_cast<int32_t>(EventKind::kRecv) &&
+                  e.party >= 0 && e.party < parties && e.peer >= -1 && e.peer < parties &&
+                  e.stage >= 0 && e.boundary >= -1 && e.client >= 0 && e.client < tl.clients &&
+                  e.batch >= 0 && e.microbatch >= -1 && e.bytes >= 0 && std::isfinite(e.start_s) &&
+                  std::isfinite(e.end_s);
+  if (!ok) {
+    throw std::runtime_error("rank " + std::to_string(rank) +
+                             " sent an event outside the run (party, client or kind out of "
+                             "range, or a time that is not finite); refusing its results");
+  }
 }
 
 void exchange(Transport& tr, std::vector<torch::Tensor> send, int peer, int send_tag,
@@ -56,7 +88,12 @@ std::string stable_hash(const std::string& text) {
 }
 
 void handshake(Transport& tr, const RunIdentity& me, std::chrono::milliseconds timeout) {
+  if (me.token.size() >= static_cast<size_t>(kTextBytes)) {
+    throw HandshakeError("the token is " + std::to_string(me.token.size()) +
+                         " bytes; the limit is " + std::to_string(kMaxTokenBytes));
+  }
   const std::string mine = me.version + "\n" + stable_hash(me.variant_json) + "\n" + me.label;
+  const torch::Tensor my_token = text_tensor(me.token);
   auto describe = [](const std::string& id) {
     const auto a = id.find('\n'), b = id.find('\n', a + 1);
     return "variant \"" + id.substr(b + 1) + "\" (scenario hash " + id.substr(a + 1, b - a - 1) +
@@ -64,17 +101,27 @@ void handshake(Transport& tr, const RunIdentity& me, std::chrono::milliseconds t
   };
   if (tr.rank() != 0) {
     torch::Tensor verdict = torch::zeros({kTextBytes}, torch::kUInt8);
-    exchange(tr, {text_tensor(mine)}, 0, kTagHello, {verdict}, kTagVerdict, timeout);
+    exchange(tr, {text_tensor(mine), my_token}, 0, kTagHello, {verdict}, kTagVerdict, timeout);
     const std::string v = tensor_text(verdict);
     if (v != "ok") throw HandshakeError(v);
     return;
   }
   std::string verdict = "ok";
+  bool token_refused = false;
   for (int r = 1; r < tr.world_size(); ++r) {
     torch::Tensor hello = torch::zeros({kTextBytes}, torch::kUInt8);
-    tr.recv({hello}, r, kTagHello)->wait(timeout);
+    torch::Tensor token = torch::zeros({kTextBytes}, torch::kUInt8);
+    tr.recv({hello, token}, r, kTagHello)->wait(timeout);
     const std::string theirs = tensor_text(hello);
-    if (theirs != mine && verdict == "ok")
+    if (!same_secret(token, my_token)) {
+      // Nothing about this side is told to a peer without the secret: a
+      // token refusal replaces any other verdict, which would describe rank 0.
+      if (!token_refused)
+        verdict = "handshake refused: rank " + std::to_string(r) +
+                  " presented a wrong or missing token; give both sides the same --token or "
+                  "SPLITSIM_TOKEN";
+      token_refused = true;
+    } else if (theirs != mine && verdict == "ok")
       verdict = "handshake refused: rank 0 (server) runs " + describe(mine) + ", rank " +
                 std::to_string(r) + " runs " + describe(theirs) +
                 "; start both sides with the same scenario file, --variant, --iterations and "
@@ -144,7 +191,7 @@ void join_transfer_ends(Timeline* timeline) {
 }
 
 void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* result,
-            std::chrono::milliseconds timeout) {
+            std::chrono::milliseconds timeout, int64_t max_events) {
   constexpr int64_t kStatFields = 5;
   if (tr.rank() != 0) {
     const auto& ev = result->timeline.events;
@@ -172,6 +219,14 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
     torch::Tensor sizes = torch::zeros({3}, torch::kInt64);
     tr.recv({sizes}, r, kTagSizes)->wait(timeout);
     const int64_t n_ev = sizes[0].item<int64_t>(), n_st = sizes[1].item<int64_t>();
+    // Every length a peer announces is bounded before anything is allocated.
+    if (n_ev < 0 || n_ev > max_events || n_st < 0 || n_st > max_events ||
+        sizes[2].item<int64_t>() < 0) {
+      throw std::runtime_error("rank " + std::to_string(r) + " announced " + std::to_string(n_ev) +
+                               " events and " + std::to_string(n_st) +
+                               " batch records; this run has at most " +
+                               std::to_string(max_events) + "; refusing its results");
+    }
     result->batches_done = std::min(result->batches_done, sizes[2].item<int64_t>());
     if (n_ev > 0) {
       torch::Tensor events =
@@ -180,6 +235,7 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
       std::vector<TimelineEvent> got(static_cast<size_t>(n_ev));
       std::memcpy(got.data(), events.data_ptr<uint8_t>(), events.numel());
       for (auto& e : got) {
+        check_event(e, result->timeline, r);
         e.start_s -= offsets_s[static_cast<size_t>(r)];
         e.end_s -= offsets_s[static_cast<size_t>(r)];
         result->timeline.events.push_back(e);

@@ -14,6 +14,10 @@
 #include "platform.h"
 #include "runtime.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/limits.h"
+
+XBT_LOG_EXTERNAL_CATEGORY(XBT_LOG_ROOT_CAT);
 
 namespace splitsim {
 
@@ -41,11 +45,17 @@ void check_length(size_t got, size_t want, const std::string& what) {
 // blank lines. Returns the SimGrid profile text. Throws InputError.
 std::string load_bandwidth_trace(const std::string& path) {
   const std::string where = "$.network.bandwidth_trace";
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(where, "cannot read \"" + path + "\"; give a file of lines \"TIME_S FACTOR\"");
+  std::string text;
+  try {
+    // A regular file only: "/dev/zero" or a FIFO would never end.
+    text = read_input_file(path, "bandwidth trace");
+  } catch (const InputError& e) {
+    throw InputError(where, e.what());
+  }
+  std::istringstream in(text);
   std::string line, out;
   double last = 0;
+  int64_t points = 0;
   for (int n = 1; std::getline(in, line); ++n) {
     const size_t hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
@@ -56,10 +66,15 @@ std::string load_bandwidth_trace(const std::string& path) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       throw InputError(where, path + ":" + std::to_string(n) + ": expected \"TIME_S FACTOR\"");
     }
-    if (!(fields >> factor) || (fields >> rest) || t < last || !(factor > 0 && factor <= 1))
+    if (!(fields >> factor) || (fields >> rest) || t < last || !(t <= limits::kMaxTraceTimeS) ||
+        !(factor >= limits::kMinTraceFactor && factor <= 1))
       throw InputError(where, path + ":" + std::to_string(n) +
                                   ": expected \"TIME_S FACTOR\" with times non-decreasing from "
-                                  "0 and FACTOR in (0, 1]");
+                                  "0 up to 1e9 and FACTOR in [0.001, 1]");
+    if (++points > limits::kMaxTraceLines)
+      throw InputError(where, path + ": more than " + std::to_string(limits::kMaxTraceLines) +
+                                  " \"TIME_S FACTOR\" lines; the limit is " +
+                                  std::to_string(limits::kMaxTraceLines));
     last = t;
     std::ostringstream canon;
     canon.precision(17);
@@ -68,6 +83,38 @@ std::string load_bandwidth_trace(const std::string& path) {
   }
   if (out.empty()) throw InputError(where, path + ": no \"TIME_S FACTOR\" line");
   return out;
+}
+
+// SimGrid's clock is a double that must stay exact to well below a
+// micro-second: a task of more than kMaxTaskS (a year) comes from a device
+// profile or a model far outside anything real.
+constexpr double kMaxTaskS = 3.2e7;
+
+void check_seconds(const std::vector<double>& seconds, const std::string& what) {
+  for (double s : seconds) {
+    if (s >= 0 && s <= kMaxTaskS) continue;
+    std::ostringstream os;
+    os << what << " takes " << s << " s per micro-batch; the limit is " << kMaxTaskS
+       << " s (check the device profiles' peak_flops and memory_bandwidth_Bps)";
+    throw InputError("$.devices", os.str());
+  }
+}
+
+// Throws unless every stage ran the backward of every micro-batch of every
+// measured and warm-up batch: a simulation that stops early (SimGrid found
+// every actor blocked) has no meaningful metrics.
+void check_finished(const Plan& plan, const Timeline& timeline) {
+  int64_t done = 0;
+  for (const TimelineEvent& e : timeline.events) {
+    if (e.kind == EventKind::kBackward && e.batch < plan.iterations) ++done;
+  }
+  const int64_t want = static_cast<int64_t>(timeline.clients) *
+                       static_cast<int64_t>(plan.stages.size()) * plan.iterations * plan.chunks();
+  if (done >= want) return;
+  throw std::runtime_error(
+      "the simulation stopped after " + std::to_string(done) + " of " + std::to_string(want) +
+      " backward passes: SimGrid found every actor blocked (values at the edge of its numerical "
+      "range, such as a tiny bandwidth or a huge latency, can cause this); no metrics");
 }
 
 }  // namespace
@@ -85,6 +132,10 @@ void check_simulatable(const Plan& plan) {
     throw InputError("$.network", "bandwidths and bandwidth_factor must be positive");
   if (net.latency_s < 0 || net.per_message_overhead_s < 0)
     throw InputError("$.network", "latency_s and per_message_overhead_s must be >= 0");
+  // SimGrid aborts on a latency near the largest double.
+  if (!(net.latency_s <= limits::kMaxLatencyS) ||
+      !(net.per_message_overhead_s <= limits::kMaxOverheadS))
+    throw InputError("$.network", "latency_s and per_message_overhead_s must be at most 3600 s");
   if (!net.bandwidth_trace.empty()) load_bandwidth_trace(net.bandwidth_trace);
   const size_t m = plan.microbatch_sizes.size();
   const size_t K = plan.stages.size();
@@ -94,6 +145,9 @@ void check_simulatable(const Plan& plan) {
   for (size_t k = 0; k < K; ++k) {
     check_length(plan.stages[k].fwd_s.size(), m, plan.stages[k].name + ".fwd_s");
     check_length(plan.stages[k].bwd_s.size(), m, plan.stages[k].name + ".bwd_s");
+    check_seconds(plan.stages[k].fwd_s, plan.stages[k].name + " forward");
+    check_seconds(plan.stages[k].bwd_s, plan.stages[k].name + " backward");
+    check_seconds({plan.stages[k].update_s}, plan.stages[k].name + " update");
   }
   for (size_t b = 0; b + 1 < K; ++b) {
     const PlanBoundary& bd = plan.boundaries[b];
@@ -107,6 +161,8 @@ void check_simulatable(const Plan& plan) {
       check_length(t->wire_bytes.size(), m, what + " wire_bytes");
       check_length(t->encode_s.size(), m, what + " encode_s");
       check_length(t->decode_s.size(), m, what + " decode_s");
+      check_seconds(t->encode_s, what + " encode");
+      check_seconds(t->decode_s, what + " decode");
     }
   }
 }
@@ -121,7 +177,10 @@ Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
   engine_created = true;
   check_simulatable(plan);
 
-  xbt_log_control_set("root.thresh:critical");
+  // SimGrid logs nothing: its messages ("Oops! Deadlock detected", xbt
+  // backtraces) are raw library text; what went wrong is reported by
+  // check_finished or by the parent of a simulation child that died.
+  xbt_log_threshold_set(&_XBT_LOGV(XBT_LOG_ROOT_CAT), xbt_log_priority_infinite);
   int argc = 1;
   char arg0[] = "splitsim";
   char* argv[] = {arg0, nullptr};
@@ -153,6 +212,7 @@ Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
                                            pf.shared_machine ? pf.co_compute_slowdown : 1.0);
   sim_internal::deploy_actors(&ctx);
   engine.run();
+  check_finished(plan, timeline);
   // The cool-down batches only kept the pipeline full behind the last one.
   auto& ev = timeline.events;
   ev.erase(std::remove_if(ev.begin(), ev.end(),

@@ -131,9 +131,9 @@ TEST(ScenarioErrors, UnknownKeySuggestsClosest) {
 TEST(ScenarioErrors, WrongType) {
   json j = base();
   j["batch_size"] = "4";
-  expect_parse_error(j, "$.batch_size", "expected a positive integer, got \"4\"");
+  expect_parse_error(j, "$.batch_size", "expected an integer from 1 to 1048576, got \"4\"");
   j["batch_size"] = 2.5;
-  expect_parse_error(j, "$.batch_size", "expected a positive integer, got 2.5");
+  expect_parse_error(j, "$.batch_size", "expected an integer from 1 to 1048576, got 2.5");
   j = base();
   j["partition"] = "conv1";
   expect_parse_error(j, "$.partition", "a list of at least 2 parts");
@@ -153,14 +153,15 @@ TEST(ScenarioErrors, UnknownModel) {
 TEST(ScenarioErrors, NonPositiveSizesAndBandwidths) {
   json j = base();
   j["batch_size"] = 0;
-  expect_parse_error(j, "$.batch_size", "expected a positive integer, got 0");
+  expect_parse_error(j, "$.batch_size", "expected an integer from 1 to 1048576, got 0");
   j = base();
   j["network"] = {{"bandwidth_bit_per_s", 0}};
-  expect_parse_error(j, "$.network.bandwidth_bit_per_s", "expected a positive number, got 0");
+  expect_parse_error(j, "$.network.bandwidth_bit_per_s",
+                     "expected a number in [1000, 1e+15], got 0");
   j["network"] = {{"latency_s", -1e-3}};
-  expect_parse_error(j, "$.network.latency_s", "expected a non-negative number");
+  expect_parse_error(j, "$.network.latency_s", "expected a number in [0, 3600]");
   j["network"] = {{"bandwidth_factor", 1.5}};
-  expect_parse_error(j, "$.network.bandwidth_factor", "a number in (0, 1]");
+  expect_parse_error(j, "$.network.bandwidth_factor", "a number in [0.001, 1]");
   j = base();
   j["optimizer"] = {{"name", "sgd"}, {"lr", 0}};
   expect_parse_error(j, "$.optimizer.lr", "positive number");
@@ -241,7 +242,7 @@ TEST(ScenarioErrors, BadSweepAxis) {
 TEST(ScenarioErrors, ErrorInSweepValueNamesSweepPath) {
   json j = base();
   j["sweep"]["chunks"] = {1, 0};
-  expect_parse_error(j, "$.sweep.chunks[1]", "expected a positive integer, got 0");
+  expect_parse_error(j, "$.sweep.chunks[1]", "expected an integer from 1 to 1024, got 0");
   j = base();
   json pi = json::array(
       {{{"forward", codec(R"({"method": "power_iteration", "rank": 0})")}}, json::object()});
@@ -250,7 +251,8 @@ TEST(ScenarioErrors, ErrorInSweepValueNamesSweepPath) {
   expect_parse_error(j, "$.sweep.compression[1].value[0].forward.rank", "positive integer");
   j = base();
   j["sweep"]["network.bandwidth_bit_per_s"] = {1e9, -1};
-  expect_parse_error(j, "$.sweep[\"network.bandwidth_bit_per_s\"][1]", "positive number");
+  expect_parse_error(j, "$.sweep[\"network.bandwidth_bit_per_s\"][1]",
+                     "expected a number in [1000, 1e+15], got -1");
 }
 
 TEST(ScenarioErrors, ErrorOutsideSweepValueNamesVariant) {
@@ -329,7 +331,7 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
       {"mobilenet_v2_ushape.json", 15},      {"roberta_cola_ushape.json", 6},
       {"mobilenet_v2_cifar_5stage.json", 2}, {"roberta_rte_5stage.json", 7},
       {"resnet20_kstage.json", 20},          {"bert_small_schedules.json", 4},
-      {"validation_matrix.json", 36},      {"validation_thin_client.json", 12},
+      {"validation_matrix.json", 36},        {"validation_thin_client.json", 12},
   };
   std::map<std::string, size_t> found;
   for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {

@@ -178,6 +178,36 @@ TEST_F(ExecCliTest, HandshakeMismatchIsRefused) {
   }
 }
 
+// Issue #12: a peer without the server's shared secret is refused, and
+// learns nothing of the server's run.
+TEST_F(ExecCliTest, WrongTokenIsRefused) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--token", "alpha"}));
+  Child client(dir, "client", client_args(port, {"--token", "beta"}));
+  EXPECT_EQ(server.wait(110), 1);
+  EXPECT_EQ(client.wait(20), 1);
+  for (const std::string& err : {server.err(), client.err()}) {
+    EXPECT_NE(err.find("wrong or missing token"), std::string::npos) << err;
+    EXPECT_EQ(err.find("scenario hash"), std::string::npos) << err;
+  }
+}
+
+// Issue #12: LibTorch 1.13's store binds *:PORT whatever --listen says; the
+// socket filter leaves it reachable on the --listen address only
+// (127.0.0.2 is another address of loopback).
+TEST_F(ExecCliTest, StoreIsReachableOnTheListenAddressOnly) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--timeout-s", "20"}));
+  const auto t0 = Clock::now();
+  bool up = false;
+  while (!up && std::chrono::duration<double>(Clock::now() - t0).count() < 60) {
+    up = connects("127.0.0.1", port);
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(up) << server.err();
+  EXPECT_FALSE(connects("127.0.0.2", port)) << "the store answers on another address";
+}
+
 TEST_F(ExecCliTest, UnreachableServerFailsAfterTheConnectTimeout) {
   const int port = free_port();
   const auto t0 = Clock::now();

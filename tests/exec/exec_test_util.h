@@ -1,7 +1,9 @@
 #pragma once
 // Helpers for the exec tests: hand-built Plans (no measuring), an
 // in-process two-rank run over LoopbackTransport, and child processes.
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -33,6 +35,22 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
+// Whether a TCP connection to ADDR:port completes within 1 s.
+inline bool connects(const char* addr, int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, addr, &a.sin_addr);
+  connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  pollfd p{fd, POLLOUT, 0};
+  bool ok = poll(&p, 1, 1000) == 1;
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (ok) ok = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+  close(fd);
+  return ok;
+}
 
 inline Scenario small_scenario(const std::string& model = "resnet20", int64_t batch = 4) {
   Scenario sc;

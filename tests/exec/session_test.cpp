@@ -1,7 +1,7 @@
 // Pure parts of the session: how one transfer's two ends are joined.
-#include <gtest/gtest.h>
-
 #include "splitsim/exec/session.h"
+
+#include <gtest/gtest.h>
 
 namespace splitsim {
 namespace {

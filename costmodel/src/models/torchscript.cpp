@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,13 @@ class ScriptChildUnit : public UnitModule {
 };
 
 torch::jit::Module load_module(const std::string& path) {
+  // A regular file only: a FIFO would block the open, a device never end.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(kWhere, "\"" + path +
+                                 "\" is not a regular file; give a file written by "
+                                 "torch.jit.save");
+  }
   // Read the OS's reason first: torch::jit::load's message buries it.
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {

@@ -37,6 +37,15 @@ class GlooTransport : public Transport {
 };
 
 // "HOST:PORT" -> host, port. Throws InputError naming `flag` when malformed.
+// Makes this process's listening TCP sockets on `port` accept packets
+// addressed to the IPv4 address `host` only (a socket filter that drops the
+// rest, connection requests included). Returns how many sockets it
+// restricted, 0 for 0.0.0.0 (every address wanted), -1 when `host` is not a
+// numeric IPv4 address or a filter could not be attached. GlooTransport
+// applies it to the c10d TCPStore, which LibTorch 1.13 binds to every
+// address whatever the host.
+int restrict_listeners_to(const std::string& host, int port);
+
 void parse_address(const std::string& address, const std::string& flag, std::string* host,
                    int* port);
 

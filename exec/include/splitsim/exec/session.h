@@ -24,12 +24,19 @@ struct RunIdentity {
   std::string label;         // the variant's label
   std::string variant_json;  // what is hashed: the variant with the effective iterations
   std::string version;       // PROJECT_VERSION
+  std::string token;         // shared secret (--token / SPLITSIM_TOKEN); "" for none
 };
+
+// Longest token: the handshake carries it in a 4096-byte buffer.
+constexpr size_t kMaxTokenBytes = 4095;
 // FNV-1a 64 of `text`, as 16 hex digits.
 std::string stable_hash(const std::string& text);
 
-// Rank 0 receives every other rank's identity and answers with a verdict;
-// throws HandshakeError on every side when any identity differs.
+// Rank 0 receives every other rank's identity and token and answers with a
+// verdict; throws HandshakeError on every side when any token or identity
+// differs. Tokens are compared in constant time; a peer with a wrong token
+// learns nothing of rank 0's identity. The token travels in clear: it keeps
+// strangers from joining, it does not hide the traffic.
 void handshake(Transport& transport, const RunIdentity& me, std::chrono::milliseconds timeout);
 
 // Start barrier and clock offsets. Returns this process's time origin (rank
@@ -42,8 +49,11 @@ ExecClock::time_point synchronise(Transport& transport, std::chrono::millisecond
 // Ranks > 0 send their timeline and stats to rank 0, which merges them into
 // `result` (shifted onto its clock, then join_transfer_ends). Only for
 // complete runs.
+// A peer announcing more than `max_events` events or batch records, or an
+// event that indexes outside the run, is refused (std::runtime_error) before
+// anything is allocated for it.
 void gather(Transport& transport, const std::vector<double>& offsets_s, RunResult* result,
-            std::chrono::milliseconds timeout);
+            std::chrono::milliseconds timeout, int64_t max_events = int64_t{1} << 22);
 
 // One transfer, seen from both ends, becomes one interval on the common
 // clock: from the send being posted to the data being in the receiver's

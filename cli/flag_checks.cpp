@@ -1,0 +1,64 @@
+#include "flag_checks.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace splitsim {
+namespace {
+
+std::string show(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+}  // namespace
+
+CLI::Validator int_range(int64_t lo, int64_t hi) {
+  const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long x = std::strtoll(text.c_str(), &end, 10);
+        const bool whole = !text.empty() && end != nullptr && *end == '\0';
+        if (!whole || errno == ERANGE || x < lo || x > hi) {
+          return "must be " + range + ", got \"" + text.substr(0, 40) + "\"";
+        }
+        return "";
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+CLI::Validator number_range(double lo, double hi, bool lo_open) {
+  const std::string range =
+      "a number in " + std::string(lo_open ? "(" : "[") + show(lo) + ", " + show(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, lo_open, range](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(text.c_str(), &end);
+        const bool whole = !text.empty() && end != nullptr && *end == '\0';
+        const bool below = lo_open ? !(x > lo) : !(x >= lo);
+        if (!whole || !std::isfinite(x) || below || !(x <= hi)) {
+          return "must be " + range + ", got \"" + text.substr(0, 40) + "\"";
+        }
+        return "";
+      },
+      "NUM in " + std::string(lo_open ? "(" : "[") + show(lo) + ", " + show(hi) + "]");
+}
+
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return "";
+  const std::string word = argv[1];
+  if (word.empty() || word[0] == '-') return "";
+  std::string valid;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return "";
+    valid += (valid.empty() ? "" : ", ") + sub->get_name();
+  }
+  return "unknown subcommand \"" + word.substr(0, 60) + "\"; valid: " + valid;
+}
+
+}  // namespace splitsim

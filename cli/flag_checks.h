@@ -1,0 +1,23 @@
+#pragma once
+// CLI11 validators for numeric flags with a short message naming the range
+// and the value ("must be an integer from 1 to 1024, got 0"); CLI11's own
+// PositiveNumber prints its bound as a 300-digit number. CLI11 puts the
+// flag's name in front.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace splitsim {
+
+// An integer in [lo, hi].
+CLI::Validator int_range(int64_t lo, int64_t hi);
+// A finite number in [lo, hi] (lo excluded when `lo_open`).
+CLI::Validator number_range(double lo, double hi, bool lo_open = false);
+
+// Names the subcommand in argv[1] when it is not one of `app`'s and not a
+// flag, with the valid ones: "unknown subcommand "x"; valid: plan, ...".
+// Returns "" otherwise. CLI11 would say only "A subcommand is required", or
+// print the main help for "x --help".
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv);
+
+}  // namespace splitsim

@@ -1,0 +1,60 @@
+#pragma once
+// Bounds on scenario values: what the tool can really build, measure and
+// simulate on one machine (scenarios/FORMAT.md "Input limits" gives each
+// reason). A value outside is an InputError at its JSON path naming the
+// limit and the value.
+#include <cstdint>
+
+namespace splitsim::limits {
+
+// Samples per batch: 2^20. Keeps every per-batch byte and MAC count far
+// below 2^63 for any model within the model limits below.
+constexpr int64_t kMaxBatchSize = int64_t{1} << 20;
+// Micro-batches per batch; each is a set of simulated tasks per stage.
+constexpr int64_t kMaxChunks = 1024;
+// Batches to run or simulate.
+constexpr int64_t kMaxIterations = 100000;
+// Simulated clients; each is a set of SimGrid actors.
+constexpr int64_t kMaxClients = 1024;
+// iterations x chunks x clients x stages (parts of the partition): the
+// stage tasks one simulation runs, each a forward and a backward (about
+// 10 to 25 us each on one core: at most some 10 to 30 s of simulation).
+constexpr int64_t kMaxStagePasses = 1000000;
+
+// Network. Below 1 kbit/s (after bandwidth_factor) SimGrid's solver rounds
+// the transfers to nothing and reports a deadlock; above 1 Pbit/s no link
+// exists. Latencies and overheads of more than an hour are typos.
+constexpr double kMinBandwidthBitPerS = 1e3;
+constexpr double kMaxBandwidthBitPerS = 1e15;
+constexpr double kMinBandwidthFactor = 1e-3;
+constexpr double kMaxLatencyS = 3600;
+constexpr double kMaxOverheadS = 3600;
+// Platform: a microsecond of CPU per byte is a thousand times what a
+// network stack costs; slowdowns beyond 100x are typos.
+constexpr double kMaxCpuSPerByte = 1e-6;
+constexpr double kMaxCoComputeSlowdown = 100;
+// Bandwidth trace: lines, times and the smallest factor.
+constexpr int64_t kMaxTraceLines = 100000;
+constexpr double kMaxTraceTimeS = 1e9;
+constexpr double kMinTraceFactor = 1e-3;
+
+// Model options. Each model is built and run for one training step by
+// `plan`; these keep that step within a few GiB and a few seconds.
+constexpr int64_t kMaxNumClasses = 100000;
+constexpr int64_t kMinImageSize = 8;
+constexpr int64_t kMaxImageSize = 512;
+constexpr int64_t kMaxSeqLen = 1024;
+constexpr int64_t kMaxPositions = 4096;
+constexpr int64_t kMaxHidden = 4096;
+constexpr int64_t kMaxLayers = 48;
+constexpr int64_t kMaxHeads = 64;
+constexpr int64_t kMaxFfn = 16384;
+constexpr int64_t kMaxVocabSize = 262144;
+// Parameters of a transformer (embeddings + layers + head): 2^28, 1 GiB of
+// fp32 weights, twice RoBERTa-large.
+constexpr int64_t kMaxTransformerParams = int64_t{1} << 28;
+// TorchScript input: dimensions and elements per sample.
+constexpr int64_t kMaxInputDims = 8;
+constexpr int64_t kMaxInputElements = int64_t{1} << 24;
+
+}  // namespace splitsim::limits

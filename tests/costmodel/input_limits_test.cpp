@@ -1,0 +1,230 @@
+// Regression tests of issue #12: every bad scenario input is an InputError
+// naming its path and the limit, never a crash, a library message or a
+// result computed from an overflow.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "expect_input_error.h"
+#include "splitsim/costmodel/device.h"
+#include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/planner.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("splitsim_limits_" + std::to_string(getpid()) + "_" + name);
+}
+
+// Removes every file the tests wrote (one is 16 MiB).
+class InputLimitsTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    const std::string prefix = temp_path("").filename().string();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+      if (e.path().filename().string().rfind(prefix, 0) == 0) fs::remove_all(e.path(), ec);
+    }
+  }
+};
+
+std::string write_text(const std::string& name, const std::string& text) {
+  const fs::path p = temp_path(name);
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+json base() {
+  return json::parse(R"({
+    "schema": "splitsim.scenario/1", "name": "t", "model": {"name": "resnet20"},
+    "batch_size": 8,
+    "partition": [{"party": "client", "from": "conv1", "to": "layer1.2"},
+                  {"party": "server", "from": "layer2.0", "to": "fc"}],
+    "devices": {"client": "xeon_40core", "server": "gtx1080"}})");
+}
+
+// Loads `j` from a file as the CLI does; expects InputError at `where`.
+void expect_refused(const json& j, const std::string& where, const std::string& phrase) {
+  const std::string file = write_text("s.json", j.dump());
+  expect_error([&] { load_scenario_file(file); }, where, phrase);
+}
+
+TEST_F(InputLimitsTest, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string file = write_text("deep.json", deep);
+  expect_error([&] { load_scenario_file(file); }, file + ":1:65", "nested deeper than 64");
+  expect_error([&] { parse_json_file(file, "device profile"); }, file + ":1:65",
+               "nested deeper than 64");
+  // Brackets inside strings do not count.
+  json j = base();
+  j["description"] = std::string(1000, '[');
+  const std::string ok = write_text("brackets.json", j.dump());
+  EXPECT_EQ(load_scenario_file(ok).size(), 1u);
+}
+
+TEST_F(InputLimitsTest, NumberOverflowingADoubleNamesItsPosition) {
+  const std::string text = R"({"schema": "splitsim.scenario/1", "network": {"latency_s": 1e309}})";
+  const std::string file = write_text("overflow.json", text);
+  expect_error([&] { load_scenario_file(file); }, file + ":1:60", "1e309 is out of the range");
+  const std::string negative = write_text("neg.json", R"([-2e400])");
+  expect_error([&] { parse_json_file(negative, "x"); }, negative + ":1:2", "out of the range");
+}
+
+TEST_F(InputLimitsTest, LongStringsAndLargeFilesAreRefused) {
+  json j = base();
+  j["name"] = std::string(kMaxJsonStringBytes + 1, 'x');
+  const std::string file = write_text("long.json", j.dump());
+  try {
+    load_scenario_file(file);
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the limit is 65536 bytes"), std::string::npos)
+        << e.what();
+  }
+  const std::string big = write_text("big.json", std::string(kMaxInputFileBytes + 1, ' '));
+  expect_error([&] { read_input_file(big, "scenario file"); }, big, "the limit is 16777216");
+}
+
+TEST_F(InputLimitsTest, OnlyRegularFilesAreRead) {
+  const fs::path dir = temp_path("dir.json");
+  fs::create_directories(dir);
+  expect_error([&] { load_scenario_file(dir.string()); }, dir.string(), "is a directory");
+  // A directory named like a device profile: no "basic_filebuf" text.
+  expect_error([&] { load_device(dir.string(), {}, "$.devices.client"); }, dir.string(),
+               "is a directory");
+  expect_error([&] { load_scenario_file("/dev/zero"); }, "/dev/zero", "character device");
+  const fs::path fifo = temp_path("fifo.json");
+  fs::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Returns at once: the FIFO is opened without waiting for a writer.
+  expect_error([&] { load_scenario_file(fifo.string()); }, fifo.string(), "is a FIFO");
+  fs::remove(fifo);
+  fs::remove_all(dir);
+}
+
+TEST_F(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
+  struct Case {
+    json model;
+    std::string where;
+  };
+  const Case cases[] = {
+      {{{"name", "resnet20"}, {"num_classes", 1e9}}, "$.model.num_classes"},
+      {{{"name", "resnet20"}, {"image_size", 1e5}}, "$.model.image_size"},
+      {{{"name", "mobilenet_v2"}, {"image_size", 4096}}, "$.model.image_size"},
+      {{{"name", "bert_small"}, {"vocab_size", 1e12}}, "$.model.vocab_size"},
+      {{{"name", "bert_small"}, {"hidden", 1e6}}, "$.model.hidden"},
+      {{{"name", "bert_small"}, {"ffn", 1e9}}, "$.model.ffn"},
+      {{{"name", "bert_small"}, {"seq_len", 1e6}, {"max_positions", 1e6}}, "$.model.seq_len"},
+  };
+  for (const Case& c : cases) {
+    json j = base();
+    j["model"] = c.model;
+    expect_refused(j, c.where, "is out of range; allowed: ");
+  }
+  // Each option within its bound, the model as a whole too large.
+  json j = base();
+  j["model"] = {{"name", "bert_small"}, {"hidden", 4096}, {"vocab_size", 262144}, {"heads", 64}};
+  expect_refused(j, "$.model", "the limit is 268435456");
+}
+
+TEST_F(InputLimitsTest, RunSizesAreBounded) {
+  struct Case {
+    const char* key;
+    json value;
+    std::string phrase;
+  };
+  const Case cases[] = {
+      {"batch_size", 1e12, "from 1 to 1048576, got 1000000000000"},
+      {"batch_size", int64_t{1} << 62, "from 1 to 1048576"},
+      {"iterations", 1e9, "from 1 to 100000"},
+      {"iterations", 1e7, "from 1 to 100000"},
+      {"clients", 1e5, "from 1 to 1024"},
+      {"clients", 1e9, "from 1 to 1024"},
+      {"chunks", int64_t{1} << 62, "from 1 to 1024"},
+  };
+  for (const Case& c : cases) {
+    json j = base();
+    j[c.key] = c.value;
+    expect_refused(j, std::string("$.") + c.key, c.phrase);
+  }
+  json j = base();
+  j["batch_size"] = 1024;
+  j["chunks"] = 1024;
+  j["clients"] = 1024;
+  j["iterations"] = 100;
+  expect_refused(j, "$.iterations",
+                 "x 2 = 209715200 stage passes to simulate; the limit is 1000000");
+  // Within the limit: 5000 x 100 x 1 x 2.
+  j["batch_size"] = 100;
+  j["chunks"] = 100;
+  j["clients"] = 1;
+  j["iterations"] = 5000;
+  EXPECT_EQ(load_scenario_file(write_text("passes.json", j.dump())).size(), 1u);
+}
+
+TEST_F(InputLimitsTest, NetworkEdgeValuesAreRefused) {
+  struct Case {
+    const char* key;
+    double value;
+    std::string phrase;
+  };
+  const Case cases[] = {
+      {"latency_s", 1e308, "[0, 3600]"},
+      {"per_message_overhead_s", 1e308, "[0, 3600]"},
+      {"bandwidth_bit_per_s", 1e-300, "[1000, 1e+15]"},
+      {"up_bandwidth_bit_per_s", 1e300, "[1000, 1e+15]"},
+      {"bandwidth_factor", 1e-9, "[0.001, 1]"},
+  };
+  for (const Case& c : cases) {
+    json j = base();
+    j["network"] = {{c.key, c.value}};
+    expect_refused(j, std::string("$.network.") + c.key, c.phrase);
+  }
+}
+
+// A model whose per-sample counts times the batch would pass 2^62: the
+// planner refuses it instead of wrapping around (a TorchScript model is not
+// bounded by the model options).
+TEST_F(InputLimitsTest, PlannerRefusesCountsThatWouldOverflow) {
+  ModelProfile m;
+  m.model = "huge";
+  m.input_shape = {4};
+  m.measured_batch = 1;
+  for (int i = 0; i < 2; ++i) {
+    UnitProfile u;
+    u.name = "u" + std::to_string(i);
+    u.inputs = {i - 1};
+    u.output_shape = {4};
+    u.fwd.matmul_macs = int64_t{1} << 40;
+    u.bwd.matmul_macs = int64_t{1} << 41;
+    m.units.push_back(u);
+  }
+  Scenario s;
+  s.name = "t";
+  s.batch_size = 1 << 20;
+  s.partition = {{"client", "u0", "u0"}, {"server", "u1", "u1"}};
+  s.compression.resize(1);
+  s.devices = {{"client", "c"}, {"server", "s"}};
+  DeviceProfile d;
+  d.name = "d";
+  d.peak_flops = 1e12;
+  d.memory_bandwidth_Bps = 1e10;
+  const std::map<std::string, DeviceProfile> devices = {{"client", d}, {"server", d}};
+  expect_error([&] { make_plan(s, m, devices); }, "$.batch_size", "would overflow");
+  s.batch_size = 2;
+  const Plan plan = make_plan(s, m, devices);
+  EXPECT_GT(plan.stages[0].fwd_per_batch.matmul_macs, 0);
+}
+
+}  // namespace
+}  // namespace splitsim

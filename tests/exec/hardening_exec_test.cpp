@@ -1,0 +1,155 @@
+// Regression tests of issue #12 for exec's network surface: the shared
+// secret, the bounded handshake text, the bounded final gather, and the
+// store reachable on the --listen address only.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "exec_test_util.h"
+#include "splitsim/exec/gloo_transport.h"
+#include "splitsim/exec/loopback_transport.h"
+#include "splitsim/exec/session.h"
+
+namespace splitsim {
+namespace {
+
+using splitsim::testing::connects;
+
+using std::chrono::milliseconds;
+constexpr milliseconds kTimeout{5000};
+// session.cpp's tags for the hello and the gathered sizes and events.
+constexpr int kTagHello = (1 << 26) + 1;
+constexpr int kTagSizes = (1 << 26) + 6;
+constexpr int kTagEvents = (1 << 26) + 7;
+
+RunIdentity identity(const std::string& token) {
+  return {"chunks=4", "{\"batch_size\": 8}", "1.0", token};
+}
+
+// Runs the handshake on ranks 0 and 1; returns each side's error ("" when none).
+std::pair<std::string, std::string> handshake_pair(const RunIdentity& server,
+                                                   const RunIdentity& client) {
+  auto hub = std::make_shared<LoopbackHub>(2);
+  LoopbackTransport t0(hub, 0), t1(hub, 1);
+  std::string e0, e1;
+  std::thread peer([&] {
+    try {
+      handshake(t1, client, kTimeout);
+    } catch (const HandshakeError& e) {
+      e1 = e.what();
+    }
+  });
+  try {
+    handshake(t0, server, kTimeout);
+  } catch (const HandshakeError& e) {
+    e0 = e.what();
+  }
+  peer.join();
+  return {e0, e1};
+}
+
+TEST(HardeningExecTest, HandshakeNeedsTheSameToken) {
+  EXPECT_EQ(handshake_pair(identity("s3cret"), identity("s3cret")),
+            std::make_pair(std::string(), std::string()));
+  for (const auto& [a, b] : {std::make_pair("s3cret", "other"), std::make_pair("s3cret", ""),
+                             std::make_pair("", "s3cret")}) {
+    const auto [e0, e1] = handshake_pair(identity(a), identity(b));
+    for (const std::string& e : {e0, e1}) {
+      EXPECT_NE(e.find("wrong or missing token"), std::string::npos) << e;
+      // Nothing about the server's run reaches a peer without the secret.
+      EXPECT_EQ(e.find("chunks=4"), std::string::npos) << e;
+    }
+  }
+  // A token refusal wins over an identity mismatch.
+  RunIdentity other = identity("x");
+  other.label = "chunks=8";
+  EXPECT_NE(handshake_pair(identity("s3cret"), other).second.find("token"), std::string::npos);
+}
+
+// A peer may fill the whole 4096-byte hello without a NUL: read within it.
+TEST(HardeningExecTest, HelloWithoutTerminatorIsReadWithinItsBuffer) {
+  auto hub = std::make_shared<LoopbackHub>(2);
+  LoopbackTransport t0(hub, 0), t1(hub, 1);
+  torch::Tensor hello = torch::full({4096}, 'A', torch::kUInt8);
+  torch::Tensor token = torch::zeros({4096}, torch::kUInt8);
+  auto sent = t1.send({hello, token}, 0, kTagHello);
+  try {
+    handshake(t0, identity(""), kTimeout);
+    ADD_FAILURE() << "accepted a hello of 4096 'A's";
+  } catch (const HandshakeError& e) {
+    EXPECT_NE(std::string(e.what()).find("handshake refused"), std::string::npos) << e.what();
+  }
+  sent->wait(kTimeout);
+}
+
+RunResult rank0_result() {
+  RunResult r;
+  r.complete = true;
+  r.batches_done = 4;
+  r.timeline.parties = {"server", "client"};
+  r.timeline.clients = 1;
+  return r;
+}
+
+TEST(HardeningExecTest, GatherRefusesAnnouncedSizesBeyondTheRun) {
+  for (const int64_t n : {int64_t{1} << 40, int64_t{-5}, int64_t{1001}}) {
+    auto hub = std::make_shared<LoopbackHub>(2);
+    LoopbackTransport t0(hub, 0), t1(hub, 1);
+    auto sent = t1.send({torch::tensor({n, int64_t{0}, int64_t{4}}, torch::kInt64)}, 0, kTagSizes);
+    RunResult r = rank0_result();
+    try {
+      gather(t0, {0.0, 0.0}, &r, kTimeout, 1000);
+      ADD_FAILURE() << "accepted " << n << " events";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("at most 1000"), std::string::npos) << e.what();
+    }
+    sent->wait(kTimeout);
+  }
+}
+
+TEST(HardeningExecTest, GatherRefusesEventsOutsideTheRun) {
+  auto hub = std::make_shared<LoopbackHub>(2);
+  LoopbackTransport t0(hub, 0), t1(hub, 1);
+  TimelineEvent e;
+  e.party = 99;  // rank 0 knows 2 parties
+  torch::Tensor bytes = torch::empty({static_cast<int64_t>(sizeof e)}, torch::kUInt8);
+  std::memcpy(bytes.data_ptr<uint8_t>(), &e, sizeof e);
+  auto s1 =
+      t1.send({torch::tensor({int64_t{1}, int64_t{0}, int64_t{4}}, torch::kInt64)}, 0, kTagSizes);
+  auto s2 = t1.send({bytes}, 0, kTagEvents);
+  RunResult r = rank0_result();
+  EXPECT_THROW(gather(t0, {0.0, 0.0}, &r, kTimeout, 1000), std::runtime_error);
+  s1->wait(kTimeout);
+  s2->wait(kTimeout);
+}
+
+// LibTorch 1.13's store listens on every address; the filter leaves only
+// the --listen one reachable (127.0.0.2 is another address of loopback).
+TEST(HardeningExecTest, StoreListenerAcceptsOnlyTheListenAddress) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  socklen_t len = sizeof any;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&any), &len);
+  const int port = ntohs(any.sin_port);
+  ASSERT_TRUE(connects("127.0.0.2", port));  // wide open before
+  EXPECT_EQ(restrict_listeners_to("127.0.0.1", port), 1);
+  EXPECT_TRUE(connects("127.0.0.1", port));
+  EXPECT_FALSE(connects("127.0.0.2", port));
+  EXPECT_EQ(restrict_listeners_to("0.0.0.0", port), 0);
+  EXPECT_EQ(restrict_listeners_to("no.such.host.invalid", port), -1);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace splitsim
