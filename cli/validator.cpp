@@ -147,9 +147,19 @@ const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded)
       s.optimizer, options_.profile_cache, options_.reprofile, endpoints_.server_cpus.front(),
       loaded ? companion_cpus() : std::vector<int>{}, log_);
   const CpuConditions c = cpu_conditions(a, take_cpu_snapshot());
-  const std::string bad = disturbance(c);
-  if (!bad.empty() && p.origin.rfind("measured", 0) == 0)
-    log_("WARNING: the profile was measured while the machine was disturbed (" + bad + ")");
+  if (p.origin.rfind("measured", 0) == 0) {
+    // The conditions of a fresh measurement go into its origin, and so into
+    // the report; a disturbed one is flagged there and in the log.
+    char text[128];
+    std::snprintf(text, sizeof text, " (steal %.1f%%, other processes %.1f%% of the CPUs)",
+                  100 * c.steal_fraction, 100 * c.foreign_cpu_fraction);
+    p.origin += text;
+    const std::string bad = disturbance(c);
+    if (!bad.empty()) {
+      p.origin += " DISTURBED";
+      log_("WARNING: the profile was measured while the machine was disturbed (" + bad + ")");
+    }
+  }
   log_("profile (" + std::string(loaded ? "beside the other party's load" : "alone") +
        "): " + p.origin);
   return profiles_.emplace(key, std::move(p)).first->second;
