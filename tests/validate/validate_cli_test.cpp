@@ -113,7 +113,7 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(ValidateCliTest, QuickMatrixTakesEverySixthVariantRepeatedAndSummarisesPerModel) {
+TEST(ValidateCliTest, QuickMatrixTakesEverySeventhVariantRepeatedAndSummarisesPerModel) {
   const auto dir = temp_dir("quick");
   const CliResult r = run_cli("validate " + matrix_file() +
                               " --matrix --quick --repeat 2 --iterations 5 --timeout-s 120 "
@@ -121,8 +121,8 @@ TEST(ValidateCliTest, QuickMatrixTakesEverySixthVariantRepeatedAndSummarisesPerM
                               write_standin(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["runs"].size(), 6u);  // 36 variants, every 6th
-  EXPECT_EQ(j["runs"][1]["variant"], "network.bandwidth_bit_per_s=50mbit compression=pi chunks=1");
+  ASSERT_EQ(j["runs"].size(), 6u);  // 36 variants, every 7th: 0, 7, ..., 35
+  EXPECT_EQ(j["runs"][1]["variant"], "network.bandwidth_bit_per_s=50mbit compression=pi chunks=4");
   for (const auto& run : j["runs"]) EXPECT_EQ(run["repetitions"].size(), 2u);
   EXPECT_EQ(j["summary"]["conditions"]["repetitions"], 12);
   ASSERT_EQ(j["summary"]["by_model"].size(), 1u);
