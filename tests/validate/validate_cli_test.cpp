@@ -137,6 +137,22 @@ TEST(ValidateCliTest, QuickMatrixTakesEverySeventhVariantRepeatedAndSummarisesPe
   std::filesystem::remove_all(dir);
 }
 
+TEST(ValidateCliTest, OneVariantRunsAtItsOwnRateUnlessLinkRateIsGiven) {
+  if (geteuid() != 0) GTEST_SKIP() << "the shaped link needs root";
+  const auto dir = temp_dir("ownrate");
+  const std::string variant = "network.bandwidth_bit_per_s=50mbit compression=q8 chunks=4";
+  const std::string base = "validate " + matrix_file() + " --variant '" + variant +
+                           "' --repeat 1 --iterations 5 --timeout-s 120 --exec-bin " +
+                           write_standin(dir);
+  const CliResult own = run_cli(base);
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_NE(own.out.find("link: veth 50mbit"), std::string::npos) << own.out;
+  const CliResult given = run_cli(base + " --link-rate 100mbit");
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_NE(given.out.find("link: veth 100mbit"), std::string::npos) << given.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ValidateCliTest, ReportToADirectoryIsRefusedBeforeTheRun) {
   const auto dir = temp_dir("reportdir");
   const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
