@@ -19,7 +19,7 @@ int64_t stashed_microbatches(Schedule s, int k, int K, int64_t m) {
     case Schedule::k1F1B:
       return std::min<int64_t>(m, K - k);
     case Schedule::kPipeDream:
-      return K - k;  // SPEC: K-k+1 with 1-based k
+      return K - k;  // K-k+1 versions with 1-based k (sim/README.md "Execution model")
     case Schedule::kDdg:
     case Schedule::kFr:
       return (K - k) * m;  // whole batches are delayed, m micro-batches each

@@ -168,7 +168,7 @@ void check_simulatable(const Plan& plan) {
 }
 
 Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
-  // SimGrid keeps one Engine per process (SPEC "Facts about the dependencies").
+  // SimGrid keeps one Engine per process (sim/README.md "Many simulations").
   static bool engine_created = false;
   if (engine_created)
     throw std::logic_error(

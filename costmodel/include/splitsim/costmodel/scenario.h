@@ -26,7 +26,7 @@ struct ModelSpec {
   std::string input_dtype = "float32";
 };
 std::vector<std::string> known_models();
-// Fills every 0 field with the model's default (SPEC "Models"). Throws
+// Fills every 0 field with the model's default (README.md "Models and partition units"). Throws
 // InputError at `path` for an unknown model or an option it does not take.
 ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path);
 // Per-sample input shape: [3,H,W] for images, [T] for token ids.

@@ -1,8 +1,8 @@
 #pragma once
 // Metrics: the per-batch figures of one run, computed from its Timeline.
 // The same function serves the simulator and the real execution, so both
-// report one schema: "splitsim.metrics/1" (SPEC "Metrics" and "Output
-// contracts"; every field is written up in sim/README.md).
+// report one schema: "splitsim.metrics/1" (every field is written up in
+// sim/README.md "Metrics"; README.md "Metrics" gives the definitions).
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>
