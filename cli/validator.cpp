@@ -40,6 +40,16 @@ double profile_seconds(const DeviceProfile& d) {
   return s;
 }
 
+// What a variant's profile is measured at: the micro-batch size and the
+// micro-batches the schedule keeps in flight at stage 0.
+struct ProfilePoint {
+  int64_t microbatch = 1, in_flight = 1;
+};
+ProfilePoint profile_point(const Scenario& s) {
+  return {(s.batch_size + s.chunks - 1) / s.chunks,
+          stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks)};
+}
+
 std::string percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * fraction);
@@ -134,9 +144,7 @@ PlatformSpec Validator::platform_at(double rate) {
 
 const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded) {
   const Scenario& s = item.variant->scenario;
-  const int64_t microbatch = (s.batch_size + s.chunks - 1) / s.chunks;
-  const int64_t in_flight =
-      stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
+  const auto [microbatch, in_flight] = profile_point(s);
   const auto key =
       std::make_tuple(item.variant->json.at("model").dump(), microbatch, in_flight, loaded);
   auto it = profiles_.find(key);
@@ -187,9 +195,7 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   if (options_.platform_model) {
     platform = platform_at(p->rate);
     platform.shared_machine = true;
-    const int64_t in_flight =
-        stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
-    if (in_flight > 1 && !companion_cpus().empty()) {
+    if (profile_point(s).in_flight > 1 && !companion_cpus().empty()) {
       // Once per model, at the first variant that keeps micro-batches in
       // flight: the slowdown is the machine's and the model's, not the
       // variant's.
@@ -282,9 +288,7 @@ void Validator::check_drift(const std::vector<ValidationItem>& items) {
   // The first variant's profile (alone), measured again now.
   const ValidationItem& item = items.front();
   const Scenario& s = item.variant->scenario;
-  const int64_t microbatch = (s.batch_size + s.chunks - 1) / s.chunks;
-  const int64_t in_flight =
-      stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks);
+  const auto [microbatch, in_flight] = profile_point(s);
   auto it = profiles_.find(
       std::make_tuple(item.variant->json.at("model").dump(), microbatch, in_flight, false));
   if (it == profiles_.end()) return;

@@ -112,7 +112,9 @@ TEST(HardeningValidateTest, ProfileCacheIsPerUserAndPrivate) {
   EXPECT_EQ(default_profile_cache_dir(), "/somewhere/cache/splitsim");
   unsetenv("XDG_CACHE_HOME");
   const std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
-  if (!home.empty()) EXPECT_EQ(default_profile_cache_dir(), home + "/.cache/splitsim");
+  if (!home.empty()) {
+    EXPECT_EQ(default_profile_cache_dir(), home + "/.cache/splitsim");
+  }
   EXPECT_EQ(default_profile_cache_dir().rfind(fs::temp_directory_path().string(), 0),
             std::string::npos);
   setenv("SPLITSIM_PROFILE_CACHE", "/override", 1);

@@ -231,7 +231,9 @@ TEST(Repetitions, MedianRepetitionSpreadAndPerMetricMedians) {
   EXPECT_NEAR(r.errors.at(0).error, 1.0 / 1.1 - 1, 1e-12);
   // Each metric's own median: client busy 0.25 (not the median repetition's).
   for (const auto& e : r.errors)
-    if (e.metric == "parties.client.busy_s_per_batch") EXPECT_NEAR(e.measured, 0.25, 1e-12);
+    if (e.metric == "parties.client.busy_s_per_batch") {
+      EXPECT_NEAR(e.measured, 0.25, 1e-12);
+    }
   r.predicted = two_party(0.8, 4000, 0.3);
   EXPECT_FALSE(predicted_inside_spread(r));
 }
