@@ -224,7 +224,8 @@ TEST(NetnsLinkTest, RemovesStaleNamespacesOfDeadPids) {
   const std::string alive = std::string(NetnsLink::kPrefix) + std::to_string(getpid()) + "-99-x";
   run_checked({"ip", "netns", "add", stale});
   run_checked({"ip", "netns", "add", alive});
-  EXPECT_GE(NetnsLink::remove_stale(), 1);
+  // Not a count: a validate test running beside this one may sweep it first.
+  NetnsLink::remove_stale();
   EXPECT_FALSE(netns_exists(stale));
   EXPECT_TRUE(netns_exists(alive));  // its pid (this test) is alive
   run_checked({"ip", "netns", "del", alive});
