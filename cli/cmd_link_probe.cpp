@@ -1,5 +1,5 @@
-// `splitsim link-probe --role server|client`: what moving bytes over the
-// link costs the CPUs at its two ends (exec/include/splitsim/exec/link_probe.h).
+// `splitsim link-probe --role server|client`: how much compute moving bytes
+// over the link takes from the processes at its two ends (exec/include/splitsim/exec/link_probe.h).
 // `validate` runs it once per link rate, one process in each namespace, as
 // it runs exec; rank 0 (the server) prints the report with --json.
 #include <iostream>
@@ -50,12 +50,14 @@ int run_link_probe_command(const LinkProbeArgs& args) {
     if (args.json) {
       std::cout << link_probe_json(r).dump(2) << "\n";
     } else {
-      std::cout << "link probe: " << r.up.bytes << " B each way; CPU per byte sent "
-                << r.cpu_s_per_byte_sent * 1e9 << " ns (client " << r.client_send_s_per_byte * 1e9
-                << ", server " << r.server_send_s_per_byte * 1e9 << "), received "
+      std::cout << "link probe: " << r.up.bytes
+                << " B each way; compute lost per byte sent " << r.cpu_s_per_byte_sent * 1e9
+                << " ns (client " << r.client_send_s_per_byte * 1e9 << ", server "
+                << r.server_send_s_per_byte * 1e9 << "), received "
                 << r.cpu_s_per_byte_received * 1e9 << " ns (server "
                 << r.server_recv_s_per_byte * 1e9 << ", client " << r.client_recv_s_per_byte * 1e9
-                << ")\n";
+                << "); CPU time per byte sent " << r.busy_s_per_byte_sent * 1e9
+                << " ns, received " << r.busy_s_per_byte_received * 1e9 << " ns\n";
     }
   }
   std::cout.flush();
@@ -68,8 +70,9 @@ Command add_link_probe_command(CLI::App& app) {
   auto args = std::make_shared<LinkProbeArgs>();
   CLI::App* sub = app.add_subcommand(
       "link-probe",
-      "Measure what moving bytes over a link costs the CPUs at both ends (busy time of each "
-      "process's pinned CPUs per byte, beyond an idle baseline), with exec's transport; "
+      "Measure how much compute moving bytes over a link takes from the processes at both "
+      "ends (a compute loop in each, pinned with it: its work per second during traffic "
+      "against idle phases, per byte; and the CPU time per byte), with exec's transport; "
       "validate runs it per link rate");
   sub->add_option("--role", args->role, "server (listens, prints the report) or client")
       ->required();
@@ -84,7 +87,7 @@ Command add_link_probe_command(CLI::App& app) {
   sub->add_option("--timeout-s", args->timeout_s, "connect and per-transfer timeout (s)")
       ->check(number_range(0, 86400, true))
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/1)");
+  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/2)");
   return {sub, [args] { return run_link_probe_command(*args); }};
 }
 

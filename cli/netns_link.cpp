@@ -153,6 +153,11 @@ NetnsLink::NetnsLink(double rate_bit_per_s) : rate_bit_per_s_(rate_bit_per_s) {
     for (const auto& [ns, dev] : {std::pair{server_ns_, kServerDev}, {client_ns_, kClientDev}}) {
       run_checked({"ip", "-n", ns, "link", "set", "lo", "up"});
       run_checked({"ip", "-n", ns, "link", "set", dev, "up"});
+      // TCP remembers a destination's congestion state (ssthresh, RTT)
+      // across connections: a run would start where the previous variant,
+      // at another rate, left off. Every run starts afresh instead.
+      run_checked({"ip", "netns", "exec", ns, "sh", "-c",
+                   "echo 1 > /proc/sys/net/ipv4/tcp_no_metrics_save"});
     }
     shape("add");
   } catch (...) {

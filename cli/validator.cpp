@@ -114,7 +114,7 @@ double Validator::rate_of(const ValidationItem& item) const {
                                           : item.variant->scenario.network.bandwidth_bit_per_s;
 }
 
-// The host work per byte at `rate`, measured by the link probe once per rate.
+// The compute a byte costs at `rate`, measured by the link probe once per rate.
 PlatformSpec Validator::platform_at(double rate) {
   auto it = probes_.find(rate);
   if (it != probes_.end()) return it->second;
@@ -130,14 +130,16 @@ PlatformSpec Validator::platform_at(double rate) {
   PlatformSpec p;
   p.cpu_s_per_byte_sent = r.cpu_s_per_byte_sent;
   p.cpu_s_per_byte_received = r.cpu_s_per_byte_received;
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line,
-                "link probe at %s: CPU per byte sent %.2f ns (client %.2f, server %.2f), "
-                "received %.2f ns (server %.2f, client %.2f)",
+                "link probe at %s: compute lost per byte sent %.2f ns (client %.2f, server "
+                "%.2f), received %.2f ns (server %.2f, client %.2f); CPU time per byte %.2f "
+                "and %.2f ns",
                 format_link_rate(rate).c_str(), 1e9 * p.cpu_s_per_byte_sent,
                 1e9 * r.client_send_s_per_byte, 1e9 * r.server_send_s_per_byte,
                 1e9 * p.cpu_s_per_byte_received, 1e9 * r.server_recv_s_per_byte,
-                1e9 * r.client_recv_s_per_byte);
+                1e9 * r.client_recv_s_per_byte, 1e9 * r.busy_s_per_byte_sent,
+                1e9 * r.busy_s_per_byte_received);
   log_(line);
   return probes_.emplace(rate, p).first->second;
 }

@@ -2,7 +2,10 @@
 
 #include <sched.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <stdexcept>
 #include <thread>
@@ -61,20 +64,62 @@ void stream(Transport& t, bool sending, int64_t count, int64_t bytes,
   for (auto& p : posted) p->wait(timeout);
 }
 
-// What competes with compute on this process's CPUs: its own threads
-// (Gloo's included, in the kernel for their system calls) and the
-// interrupt work on those CPUs, in interrupt context or deferred to
-// ksoftirqd (on veth a sender's CPU also runs the receiver's network stack
-// in softirq). Other processes' time on them is not counted.
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The compute beside the transfers: single-threaded products of a [256,512]
+// and a [512,512] matrix (about 1.5 MB touched, a cache-sized working set
+// like a layer's) until destroyed, counting them and its own CPU time.
+class ComputeLoop {
+ public:
+  ComputeLoop() : thread_([this] { run(); }) {}
+  ~ComputeLoop() {
+    stop_ = true;
+    thread_.join();
+  }
+  ComputeLoop(const ComputeLoop&) = delete;
+  ComputeLoop& operator=(const ComputeLoop&) = delete;
+  int64_t work() const { return work_.load(); }
+  double cpu_s() const { return cpu_s_.load(); }
+
+ private:
+  void run() {
+    torch::set_num_threads(1);
+    const torch::Tensor a = torch::randn({256, 512}), b = torch::randn({512, 512});
+    torch::Tensor c;
+    while (!stop_) {
+      c = torch::mm(a, b);
+      work_.fetch_add(1);
+      cpu_s_.store(thread_cpu_s());
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> work_{0};
+  std::atomic<double> cpu_s_{0};
+  std::thread thread_;
+};
+
+// A point in time for one side: the loop's count, and what competes with
+// compute on this process's CPUs: its own threads but the loop (Gloo's
+// included, in the kernel for their system calls) and the interrupt work on
+// those CPUs, in interrupt context or deferred to ksoftirqd (on veth a
+// sender's CPU also runs the receiver's network stack in softirq). Other
+// processes' time on them is not counted.
 struct Mark {
   CpuSnapshot cpu;
   double process_s = 0, ksoftirqd_s = 0;
+  int64_t work = 0;
 };
 
-Mark mark(const std::vector<int>& cpus) {
+Mark mark(const std::vector<int>& cpus, const ComputeLoop& loop) {
   Mark m;
+  m.work = loop.work();
   m.cpu = take_cpu_snapshot();
-  m.process_s = process_cpu_s();
+  m.process_s = process_cpu_s() - loop.cpu_s();
   for (int c : cpus) m.ksoftirqd_s += ksoftirqd_cpu_s(c);
   return m;
 }
@@ -82,24 +127,42 @@ Mark mark(const std::vector<int>& cpus) {
 LinkProbeSide measure(const std::vector<int>& cpus, const Mark& a, const Mark& b) {
   LinkProbeSide s;
   s.wall_s = b.cpu.wall_s - a.cpu.wall_s;
-  s.busy_s = (b.process_s - a.process_s) + (b.ksoftirqd_s - a.ksoftirqd_s);
+  s.busy_s = std::max(0.0, (b.process_s - a.process_s) + (b.ksoftirqd_s - a.ksoftirqd_s));
   for (int c : cpus) s.busy_s += cpu_interrupt_s(a.cpu, b.cpu, c);
+  s.work = static_cast<double>(b.work - a.work);
   return s;
 }
 
-double per_byte(const LinkProbeSide& phase, const LinkProbeSide& idle, int64_t bytes) {
+// The two idle phases as one baseline.
+LinkProbeSide baseline(const LinkProbeSide& a, const LinkProbeSide& b) {
+  return {a.wall_s + b.wall_s, a.busy_s + b.busy_s, a.work + b.work};
+}
+
+// Compute seconds lost per byte: the phase's wall time less the time its
+// work takes at the idle rate.
+double lost_per_byte(const LinkProbeSide& phase, const LinkProbeSide& idle, int64_t bytes) {
+  if (bytes <= 0 || !(idle.work > 0) || !(idle.wall_s > 0)) return 0;
+  const double rate = idle.work / idle.wall_s;
+  return std::max(0.0, (phase.wall_s - phase.work / rate) / static_cast<double>(bytes));
+}
+
+double busy_per_byte(const LinkProbeSide& phase, const LinkProbeSide& idle, int64_t bytes) {
   if (bytes <= 0) return 0;
   const double idle_rate = idle.wall_s > 0 ? idle.busy_s / idle.wall_s : 0;
   return std::max(0.0, (phase.busy_s - idle_rate * phase.wall_s) / static_cast<double>(bytes));
 }
 
 nlohmann::json side_json(const LinkProbeSide& s) {
-  return {{"wall_s", s.wall_s}, {"busy_s", s.busy_s}};
+  return {{"wall_s", s.wall_s}, {"busy_s", s.busy_s}, {"work", s.work}};
 }
 
 LinkProbeSide side_from_json(const nlohmann::json& j) {
-  return {j.at("wall_s").get<double>(), j.at("busy_s").get<double>()};
+  return {j.at("wall_s").get<double>(), j.at("busy_s").get<double>(), j.at("work").get<double>()};
 }
+
+constexpr int kPhases = 4;
+constexpr const char* kPhaseNames[kPhases] = {"idle", "client_to_server", "server_to_client",
+                                              "idle_after"};
 
 }  // namespace
 
@@ -109,88 +172,95 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
   const std::vector<int> cpus = my_cpus();
   const int64_t count = std::max<int64_t>(1, o.bytes_per_direction / o.message_bytes);
   LinkProbeResult r;
-  LinkProbeSide mine[3];
-
-  barrier(t, o.timeout);
-  Mark a = mark(cpus);
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_s));
-  barrier(t, o.timeout);
-  Mark b = mark(cpus);
-  mine[0] = measure(cpus, a, b);
-  for (int phase = 1; phase <= 2; ++phase) {
-    const bool up = phase == 1;  // client -> server
-    a = mark(cpus);
-    stream(t, up ? !server : server, count, o.message_bytes, o.timeout);
+  LinkProbeSide mine[kPhases];
+  {
+    ComputeLoop loop;
     barrier(t, o.timeout);
-    b = mark(cpus);
-    mine[phase] = measure(cpus, a, b);
+    for (int phase = 0; phase < kPhases; ++phase) {
+      const Mark a = mark(cpus, loop);
+      if (phase == 0 || phase == 3) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_s / (phase ? 2 : 1)));
+      } else {
+        const bool up = phase == 1;  // client -> server
+        stream(t, up ? !server : server, count, o.message_bytes, o.timeout);
+      }
+      barrier(t, o.timeout);
+      mine[phase] = measure(cpus, a, mark(cpus, loop));
+    }
   }
-  r.idle.bytes = 0;
+  LinkProbePhase* phases[kPhases] = {&r.idle, &r.up, &r.down, &r.idle_after};
   r.up.bytes = r.down.bytes = count * o.message_bytes;
 
-  // The client reports its three sides to the server.
-  auto report = torch::zeros({6}, torch::kFloat64);
+  // The client reports its sides to the server.
+  auto report = torch::zeros({3 * kPhases}, torch::kFloat64);
   if (!server) {
     auto* p = report.data_ptr<double>();
-    for (int i = 0; i < 3; ++i) {
-      p[2 * i] = mine[i].wall_s;
-      p[2 * i + 1] = mine[i].busy_s;
+    for (int i = 0; i < kPhases; ++i) {
+      p[3 * i] = mine[i].wall_s;
+      p[3 * i + 1] = mine[i].busy_s;
+      p[3 * i + 2] = mine[i].work;
+      phases[i]->client = mine[i];
     }
     t.send({report}, 0, kReportTag)->wait(o.timeout);
-    r.idle.client = mine[0];
-    r.up.client = mine[1];
-    r.down.client = mine[2];
     return r;
   }
   t.recv({report}, 1, kReportTag)->wait(o.timeout);
   const auto* p = report.data_ptr<double>();
-  LinkProbePhase* phases[3] = {&r.idle, &r.up, &r.down};
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kPhases; ++i) {
     phases[i]->server = mine[i];
-    phases[i]->client = {p[2 * i], p[2 * i + 1]};
+    phases[i]->client = {p[3 * i], p[3 * i + 1], p[3 * i + 2]};
   }
   derive_link_costs(&r);
   return r;
 }
 
 void derive_link_costs(LinkProbeResult* r) {
-  r->client_send_s_per_byte = per_byte(r->up.client, r->idle.client, r->up.bytes);
-  r->server_recv_s_per_byte = per_byte(r->up.server, r->idle.server, r->up.bytes);
-  r->server_send_s_per_byte = per_byte(r->down.server, r->idle.server, r->down.bytes);
-  r->client_recv_s_per_byte = per_byte(r->down.client, r->idle.client, r->down.bytes);
+  const LinkProbeSide idle_server = baseline(r->idle.server, r->idle_after.server);
+  const LinkProbeSide idle_client = baseline(r->idle.client, r->idle_after.client);
+  r->client_send_s_per_byte = lost_per_byte(r->up.client, idle_client, r->up.bytes);
+  r->server_recv_s_per_byte = lost_per_byte(r->up.server, idle_server, r->up.bytes);
+  r->server_send_s_per_byte = lost_per_byte(r->down.server, idle_server, r->down.bytes);
+  r->client_recv_s_per_byte = lost_per_byte(r->down.client, idle_client, r->down.bytes);
   r->cpu_s_per_byte_sent = (r->client_send_s_per_byte + r->server_send_s_per_byte) / 2;
   r->cpu_s_per_byte_received = (r->server_recv_s_per_byte + r->client_recv_s_per_byte) / 2;
+  r->busy_s_per_byte_sent = (busy_per_byte(r->up.client, idle_client, r->up.bytes) +
+                             busy_per_byte(r->down.server, idle_server, r->down.bytes)) /
+                            2;
+  r->busy_s_per_byte_received = (busy_per_byte(r->up.server, idle_server, r->up.bytes) +
+                                 busy_per_byte(r->down.client, idle_client, r->down.bytes)) /
+                                2;
 }
 
 nlohmann::json link_probe_json(const LinkProbeResult& r) {
   nlohmann::json phases;
-  const std::pair<const char*, const LinkProbePhase*> named[] = {
-      {"idle", &r.idle}, {"client_to_server", &r.up}, {"server_to_client", &r.down}};
-  for (const auto& [name, ph] : named)
-    phases[name] = {
-        {"bytes", ph->bytes}, {"server", side_json(ph->server)}, {"client", side_json(ph->client)}};
-  return {{"schema", "splitsim.link_probe/1"},
+  const LinkProbePhase* ph[kPhases] = {&r.idle, &r.up, &r.down, &r.idle_after};
+  for (int i = 0; i < kPhases; ++i)
+    phases[kPhaseNames[i]] = {{"bytes", ph[i]->bytes},
+                              {"server", side_json(ph[i]->server)},
+                              {"client", side_json(ph[i]->client)}};
+  return {{"schema", "splitsim.link_probe/2"},
           {"phases", phases},
           {"client_send_s_per_byte", r.client_send_s_per_byte},
           {"server_recv_s_per_byte", r.server_recv_s_per_byte},
           {"server_send_s_per_byte", r.server_send_s_per_byte},
           {"client_recv_s_per_byte", r.client_recv_s_per_byte},
           {"cpu_s_per_byte_sent", r.cpu_s_per_byte_sent},
-          {"cpu_s_per_byte_received", r.cpu_s_per_byte_received}};
+          {"cpu_s_per_byte_received", r.cpu_s_per_byte_received},
+          {"busy_s_per_byte_sent", r.busy_s_per_byte_sent},
+          {"busy_s_per_byte_received", r.busy_s_per_byte_received}};
 }
 
 LinkProbeResult link_probe_from_json(const nlohmann::json& j) {
   try {
-    if (j.at("schema") != "splitsim.link_probe/1")
-      throw std::runtime_error("schema is not splitsim.link_probe/1");
+    if (j.at("schema") != "splitsim.link_probe/2")
+      throw std::runtime_error("schema is not splitsim.link_probe/2");
     LinkProbeResult r;
     const auto& ph = j.at("phases");
-    const std::pair<const char*, LinkProbePhase*> named[] = {
-        {"idle", &r.idle}, {"client_to_server", &r.up}, {"server_to_client", &r.down}};
-    for (const auto& [name, phase] : named) {
-      phase->bytes = ph.at(name).at("bytes").get<int64_t>();
-      phase->server = side_from_json(ph.at(name).at("server"));
-      phase->client = side_from_json(ph.at(name).at("client"));
+    LinkProbePhase* phases[kPhases] = {&r.idle, &r.up, &r.down, &r.idle_after};
+    for (int i = 0; i < kPhases; ++i) {
+      phases[i]->bytes = ph.at(kPhaseNames[i]).at("bytes").get<int64_t>();
+      phases[i]->server = side_from_json(ph.at(kPhaseNames[i]).at("server"));
+      phases[i]->client = side_from_json(ph.at(kPhaseNames[i]).at("client"));
     }
     derive_link_costs(&r);
     return r;

@@ -11,38 +11,56 @@
 namespace splitsim {
 namespace {
 
-TEST(LinkProbe, PerByteCostsAreBusyTimeBeyondTheIdleBaseline) {
+TEST(LinkProbe, PerByteCostsAreComputeLostAgainstTheIdleRate) {
   LinkProbeResult r;
-  r.idle = {0, {0.5, 0.01}, {0.5, 0.02}};  // server 2%, client 4% of a CPU when idle
-  r.up = {100000000, {2.0, 0.44}, {2.0, 0.68}};
-  r.down = {100000000, {2.0, 0.24}, {2.0, 0.48}};
+  // Idle: the server's loop does 1000 products/s, the client's 500/s, over
+  // 1 s before and 0.5 s after the traffic; 2% and 4% of a CPU busy.
+  r.idle = {0, {1.0, 0.02, 1000}, {1.0, 0.04, 500}};
+  r.idle_after = {0, {0.5, 0.01, 500}, {0.5, 0.02, 250}};
+  // 2 s of traffic each way: each side's loop got less done.
+  r.up = {100000000, {2.0, 0.44, 1500}, {2.0, 0.68, 800}};
+  r.down = {100000000, {2.0, 0.24, 1800}, {2.0, 0.48, 700}};
   derive_link_costs(&r);
-  EXPECT_NEAR(r.client_send_s_per_byte, (0.68 - 0.04 * 2) / 1e8, 1e-18);
-  EXPECT_NEAR(r.server_recv_s_per_byte, (0.44 - 0.02 * 2) / 1e8, 1e-18);
-  EXPECT_NEAR(r.server_send_s_per_byte, (0.24 - 0.02 * 2) / 1e8, 1e-18);
-  EXPECT_NEAR(r.client_recv_s_per_byte, (0.48 - 0.04 * 2) / 1e8, 1e-18);
-  EXPECT_NEAR(r.cpu_s_per_byte_sent, (6e-9 + 2e-9) / 2, 1e-18);
-  EXPECT_NEAR(r.cpu_s_per_byte_received, (4e-9 + 4e-9) / 2, 1e-18);
-  // Less busy than idle never gives a negative cost.
-  r.up.client.busy_s = 0.01;
+  EXPECT_NEAR(r.client_send_s_per_byte, (2.0 - 800 / 500.0) / 1e8, 1e-18);
+  EXPECT_NEAR(r.server_recv_s_per_byte, (2.0 - 1500 / 1000.0) / 1e8, 1e-18);
+  EXPECT_NEAR(r.server_send_s_per_byte, (2.0 - 1800 / 1000.0) / 1e8, 1e-18);
+  EXPECT_NEAR(r.client_recv_s_per_byte, (2.0 - 700 / 500.0) / 1e8, 1e-18);
+  EXPECT_NEAR(r.cpu_s_per_byte_sent, (4e-9 + 2e-9) / 2, 1e-18);
+  EXPECT_NEAR(r.cpu_s_per_byte_received, (5e-9 + 6e-9) / 2, 1e-18);
+  // CPU time beyond the idle rate, for comparison.
+  EXPECT_NEAR(r.busy_s_per_byte_sent, ((0.68 - 0.04 * 2) + (0.24 - 0.02 * 2)) / 2 / 1e8, 1e-18);
+  EXPECT_NEAR(r.busy_s_per_byte_received, ((0.44 - 0.02 * 2) + (0.48 - 0.04 * 2)) / 2 / 1e8,
+              1e-18);
+  // More work than at the idle rate never gives a negative cost.
+  r.up.client.work = 1200;
   derive_link_costs(&r);
   EXPECT_EQ(r.client_send_s_per_byte, 0.0);
+  // No baseline (the loop never ran): no cost rather than a division by 0.
+  r.idle.server.work = r.idle_after.server.work = 0;
+  derive_link_costs(&r);
+  EXPECT_EQ(r.server_recv_s_per_byte, 0.0);
 }
 
 TEST(LinkProbe, ReportRoundTripsThroughJson) {
   LinkProbeResult r;
-  r.idle = {0, {0.5, 0.01}, {0.5, 0.02}};
-  r.up = {1000, {1.0, 0.3}, {1.0, 0.2}};
-  r.down = {1000, {1.0, 0.1}, {1.0, 0.4}};
+  r.idle = {0, {0.5, 0.01, 400}, {0.5, 0.02, 410}};
+  r.idle_after = {0, {0.25, 0.01, 200}, {0.25, 0.01, 205}};
+  r.up = {1000, {1.0, 0.3, 700}, {1.0, 0.2, 650}};
+  r.down = {1000, {1.0, 0.1, 720}, {1.0, 0.4, 600}};
   derive_link_costs(&r);
   const nlohmann::json j = link_probe_json(r);
-  EXPECT_EQ(j["schema"], "splitsim.link_probe/1");
+  EXPECT_EQ(j["schema"], "splitsim.link_probe/2");
   const LinkProbeResult back = link_probe_from_json(j);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte_sent, r.cpu_s_per_byte_sent);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte_received, r.cpu_s_per_byte_received);
+  EXPECT_GT(back.cpu_s_per_byte_received, 0.0);
   EXPECT_EQ(back.down.bytes, 1000);
+  EXPECT_DOUBLE_EQ(back.idle_after.client.work, 205);
   EXPECT_THROW(link_probe_from_json(nlohmann::json{{"schema", "other"}}), std::runtime_error);
   EXPECT_THROW(link_probe_from_json(nlohmann::json::object()), std::runtime_error);
+  nlohmann::json old = j;  // a report of the first schema, without the loop's work
+  old["schema"] = "splitsim.link_probe/1";
+  EXPECT_THROW(link_probe_from_json(old), std::runtime_error);
 }
 
 TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
@@ -64,6 +82,13 @@ TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
   // Rank 0 has both sides (the client's came over the transport).
   EXPECT_GE(r.idle.server.wall_s, 0.05);
   EXPECT_GE(r.idle.client.wall_s, 0.04);
+  EXPECT_GE(r.idle_after.server.wall_s, 0.025);
+  // The compute loop ran beside the idle phases on both sides (the traffic
+  // here may end before one product does).
+  for (const LinkProbePhase* ph : {&r.idle, &r.idle_after}) {
+    EXPECT_GT(ph->server.work, 0.0);
+    EXPECT_GT(ph->client.work, 0.0);
+  }
   EXPECT_DOUBLE_EQ(r.up.client.wall_s, from_client.up.client.wall_s);
   EXPECT_GE(r.cpu_s_per_byte_sent, 0.0);
   EXPECT_EQ(from_client.cpu_s_per_byte_sent, 0.0);  // rank 1 derives nothing

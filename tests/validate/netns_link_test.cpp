@@ -146,6 +146,12 @@ TEST(NetnsLinkTest, NamespacesExistWhileAliveAndAreGoneAfterwards) {
     const CommandResult qdisc = run_command({"tc", "-n", client_ns, "qdisc", "show"});
     EXPECT_NE(qdisc.out.find("tbf"), std::string::npos) << qdisc.out;
     EXPECT_NE(link.description().find("200mbit"), std::string::npos);
+    // TCP keeps no congestion state between connections (between runs).
+    for (const auto& ns : {server_ns, client_ns})
+      EXPECT_EQ(run_command({"ip", "netns", "exec", ns, "cat",
+                             "/proc/sys/net/ipv4/tcp_no_metrics_save"})
+                    .out,
+                "1\n");
   }
   EXPECT_FALSE(netns_exists(server_ns));
   EXPECT_FALSE(netns_exists(client_ns));

@@ -51,10 +51,11 @@ std::string write_standin(const std::filesystem::path& dir) {
   std::ofstream(path) << R"(#!/bin/bash
 if [ "$1" = link-probe ]; then
   if [ "$3" = server ]; then cat <<'JSON'
-{"schema": "splitsim.link_probe/1", "phases": {
- "idle": {"bytes": 0, "server": {"wall_s": 0.5, "busy_s": 0.01}, "client": {"wall_s": 0.5, "busy_s": 0.01}},
- "client_to_server": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.22}, "client": {"wall_s": 1, "busy_s": 0.32}},
- "server_to_client": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.32}, "client": {"wall_s": 1, "busy_s": 0.22}}}}
+{"schema": "splitsim.link_probe/2", "phases": {
+ "idle": {"bytes": 0, "server": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}, "client": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}},
+ "client_to_server": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.12, "work": 800}, "client": {"wall_s": 1, "busy_s": 0.17, "work": 700}},
+ "server_to_client": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.17, "work": 700}, "client": {"wall_s": 1, "busy_s": 0.12, "work": 800}},
+ "idle_after": {"bytes": 0, "server": {"wall_s": 0.25, "busy_s": 0.005, "work": 250}, "client": {"wall_s": 0.25, "busy_s": 0.005, "work": 250}}}}
 JSON
   fi
   exit 0
@@ -108,8 +109,9 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   EXPECT_TRUE(j["bytes_exact"].get<bool>());  // both sides price q8 by the same formula
   EXPECT_TRUE(j["errors"].contains("time_per_batch_s"));
   // Three interleaved repetitions (the default), each with the machine's
-  // conditions; the stand-in's link probe priced the host work: sent
-  // (0.32 - 0.02) s / 1e8 B on the client, received (0.22 - 0.02) s / 1e8 B.
+  // conditions; the stand-in's link probe priced the host work as the
+  // compute its loops lost (idle rate 1000 products/s): sent
+  // (1 - 700 / 1000) s / 1e8 B, received (1 - 800 / 1000) s / 1e8 B.
   ASSERT_EQ(j["repetitions"].size(), 3u);
   EXPECT_TRUE(j["repetitions"][0]["conditions"].contains("steal_pct"));
   EXPECT_NEAR(j["platform"]["cpu_s_per_byte_sent"].get<double>(), 3e-9, 1e-15);

@@ -1,17 +1,23 @@
 #pragma once
-// The link probe: what moving bytes costs the CPUs of the two processes at
+// The link probe: how much compute moving bytes takes from the processes at
 // the ends of a link, measured with the same Transport as exec (fresh
-// receive tensors, a couple of messages in flight) while nothing computes.
+// receive tensors, a couple of messages in flight) while each process also
+// computes, as exec's compute thread does beside its transfers.
 // `splitsim validate` runs it once per link rate and hands the result to the
 // simulator as the scenario's `platform.cpu_s_per_byte_sent/_received`
 // (cli/VALIDATE.md "Host work per byte").
 //
-// Two ranks: rank 0 (server) and rank 1 (client). Each measures what
-// competes with compute on the CPUs it is pinned to (its affinity mask):
-// its own CPU time, every thread, plus the interrupt time of those CPUs
-// (/proc/stat irq + softirq, and ksoftirqd/N), over three phases separated
-// by barriers: idle, client -> server, server -> client. Other processes'
-// time is left out, so a busy machine does not inflate the result.
+// Two ranks: rank 0 (server) and rank 1 (client), each pinned (by its
+// caller) to its own CPUs. Each runs a compute loop (single-threaded
+// matrix products) for the whole probe and counts the products done in each
+// of four phases, separated by barriers: idle, client -> server,
+// server -> client, idle again. The loop's rate over the two idle phases is
+// the baseline; what a traffic phase falls short of it, in seconds, is the
+// compute the bytes cost that process: the CPU time of its own network work
+// and the interrupts on its CPUs, plus what they do to its caches and its
+// scheduling, which CPU time alone misses (on the development VM the loss
+// was about twice the CPU time). Each side also records that CPU time: its
+// own threads but the loop, its CPUs' irq + softirq and ksoftirqd/N.
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -23,14 +29,15 @@ namespace splitsim {
 struct LinkProbeOptions {
   int64_t bytes_per_direction = 64 << 20;  // sent each way, in messages of:
   int64_t message_bytes = 1 << 20;
-  double idle_s = 0.5;                       // the idle phase (baseline)
+  double idle_s = 1.0;  // the first idle phase; the second is half as long
   std::chrono::milliseconds timeout{60000};  // per transfer
 };
 
 // One process's view of one phase.
 struct LinkProbeSide {
   double wall_s = 0;
-  double busy_s = 0;  // its own CPU seconds plus its CPUs' interrupt seconds
+  double busy_s = 0;  // CPU seconds of its network work (not the loop's) and its CPUs' interrupts
+  double work = 0;    // matrix products the compute loop finished
 };
 
 struct LinkProbePhase {
@@ -39,12 +46,15 @@ struct LinkProbePhase {
 };
 
 struct LinkProbeResult {
-  LinkProbePhase idle, up, down;  // up: client -> server
-  // CPU seconds per byte beyond the idle baseline (>= 0).
+  LinkProbePhase idle, up, down, idle_after;  // up: client -> server
+  // Compute seconds lost per byte: (wall - work / idle rate) / bytes, >= 0.
   double client_send_s_per_byte = 0, server_recv_s_per_byte = 0;
   double server_send_s_per_byte = 0, client_recv_s_per_byte = 0;
   // The means of both ends: what the simulator applies to every party.
   double cpu_s_per_byte_sent = 0, cpu_s_per_byte_received = 0;
+  // For comparison: CPU seconds per byte beyond the idle phases' rate, the
+  // means of both ends (what the probe measured before it ran a compute loop).
+  double busy_s_per_byte_sent = 0, busy_s_per_byte_received = 0;
 };
 
 // Runs the probe over `transport` (world size 2). Rank 0 returns both sides
@@ -55,7 +65,7 @@ LinkProbeResult run_link_probe(Transport& transport, const LinkProbeOptions& opt
 // Fills the per-byte costs of `r` from its phases.
 void derive_link_costs(LinkProbeResult* r);
 
-// {"schema": "splitsim.link_probe/1", "phases": {...}, "cpu_s_per_byte_sent", ...}
+// {"schema": "splitsim.link_probe/2", "phases": {...}, "cpu_s_per_byte_sent", ...}
 nlohmann::json link_probe_json(const LinkProbeResult& r);
 // Reads what link_probe_json wrote. Throws std::runtime_error naming the field.
 LinkProbeResult link_probe_from_json(const nlohmann::json& j);
