@@ -147,4 +147,10 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
   }
 }
 
+CodecTiming time_codec_pinned(const CodecSpec& codec, const std::vector<int64_t>& shape,
+                              int64_t batch, int threads, int cpu) {
+  ScopedAffinity pin(cpu);
+  return time_codec(codec, shape, batch, threads);
+}
+
 }  // namespace splitsim

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "safe_files.h"
+#include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
 #include "splitsim/costmodel/scenario.h"
@@ -37,5 +38,10 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
                                      const OptimizerSpec& optimizer, const std::string& cache_dir,
                                      bool reprofile, int cpu, const std::vector<int>& load_cpus,
                                      const std::function<void(const std::string&)>& progress);
+
+// Times a codec (time_codec) with `threads` threads, this thread pinned to
+// `cpu` meanwhile when cpu >= 0. Not cached on disk: a few milliseconds.
+CodecTiming time_codec_pinned(const CodecSpec& codec, const std::vector<int64_t>& shape,
+                              int64_t batch, int threads, int cpu);
 
 }  // namespace splitsim

@@ -175,6 +175,34 @@ const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded)
   return profiles_.emplace(key, std::move(p)).first->second;
 }
 
+// Encode and decode of every codec at the plan's boundaries, in each
+// direction and at each micro-batch size, measured on this machine (once per
+// run of validate), in place of the codecs' formulas.
+void Validator::add_codec_timings(const Plan& plan, DeviceProfile* device) {
+  int measured = 0;
+  for (const PlanBoundary& b : plan.boundaries) {
+    const std::vector<int64_t> shape(b.activation_shape.begin() + 1, b.activation_shape.end());
+    const std::pair<const CodecSpec*, std::vector<int64_t>> directions[] = {
+        {&b.forward.codec, shape}, {&b.backward.codec, b.backward.carried_shape}};
+    for (const auto& [codec, at] : directions)
+      for (const int64_t batch : plan.microbatch_sizes) {
+        const auto key = std::make_tuple(codec_to_json(*codec).dump(), at, batch);
+        auto it = codecs_.find(key);
+        if (it == codecs_.end()) {
+          it = codecs_
+                   .emplace(key, time_codec_pinned(*codec, at, batch, options_.threads,
+                                                   endpoints_.server_cpus.front()))
+                   .first;
+          ++measured;
+        }
+        if (!device->codec_timing_for(std::get<0>(key), at, batch))
+          device->codec_timings.push_back(it->second);
+      }
+  }
+  if (measured > 0)
+    log_("codecs: " + std::to_string(measured) + " encode/decode timing(s) measured");
+}
+
 void Validator::prepare(const ValidationItem& item, Prepared* p) {
   const ScenarioVariant& v = *item.variant;
   Scenario s = v.scenario;
@@ -227,8 +255,12 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
     throw InputError("--iterations", "must be more than the scenario's warm-up (" +
                                          std::to_string(s.warmup) + " batches)");
   p->iterations = s.iterations;
+  // The plan's boundaries name the codecs to time; then plan again with them.
+  DeviceProfile device = alone.device;
   std::map<std::string, DeviceProfile> devices;
-  for (const auto& [party, name] : s.devices) devices.emplace(party, alone.device);
+  for (const auto& [party, name] : s.devices) devices.emplace(party, device);
+  add_codec_timings(make_plan(s, item.workspace->model(v), devices, v.label), &device);
+  for (auto& [party, d] : devices) d = device;
   p->plan = make_plan(s, item.workspace->model(v), devices, v.label);
   log_("simulating \"" + v.label + "\" at " + format_link_rate(p->rate));
   r.predicted = compute_metrics(simulate(p->plan), p->plan, p->plan.warmup);

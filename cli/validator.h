@@ -66,6 +66,7 @@ class Validator {
   double rate_of(const ValidationItem& item) const;
   PlatformSpec platform_at(double rate);
   const CachedProfile& profile(const ValidationItem& item, bool loaded);
+  void add_codec_timings(const Plan& plan, DeviceProfile* device);
   void prepare(const ValidationItem& item, Prepared* p);
   void measure(const ValidationItem& item, Prepared* p);
   void check_drift(const std::vector<ValidationItem>& items);
@@ -80,6 +81,8 @@ class Validator {
   std::map<std::tuple<std::string, int64_t, int64_t, bool>, CachedProfile> profiles_;
   std::map<double, PlatformSpec> probes_;  // by rate
   std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
+  // (codec JSON, per-sample shape, micro-batch) -> measured encode/decode
+  std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, CodecTiming> codecs_;
   std::string drift_;
 };
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
 
@@ -59,6 +60,24 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
                      {"batch", d.measured_batch}, {"in_flight", d.measured_in_flight},
                      {"threads", d.threads},      {"units", units}};
   }
+  if (!d.codec_timings.empty()) {
+    nlohmann::json codecs = nlohmann::json::array();
+    for (const auto& t : d.codec_timings)
+      codecs.push_back({{"codec", nlohmann::json::parse(t.codec)},
+                        {"shape", t.shape},
+                        {"batch", t.batch},
+                        {"encode_s", t.encode_s},
+                        {"decode_s", t.decode_s}});
+    j["measured_codecs"] = codecs;
+  }
+}
+
+const CodecTiming* DeviceProfile::codec_timing_for(const std::string& codec,
+                                                   const std::vector<int64_t>& shape,
+                                                   int64_t batch) const {
+  for (const auto& t : codec_timings)
+    if (t.batch == batch && t.shape == shape && t.codec == codec) return &t;
+  return nullptr;
 }
 
 namespace {
@@ -112,7 +131,7 @@ namespace {
 DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& where) {
   check_keys(j,
              {"schema", "name", "description", "peak_flops", "memory_bandwidth_Bps", "memory_bytes",
-              "efficiency", "sources", "measured", "fit"},
+              "efficiency", "sources", "measured", "measured_codecs", "fit"},
              where);
   if (j.value("schema", "") != "splitsim.device/1")
     throw InputError(where + ".schema", "expected \"splitsim.device/1\"");
@@ -149,6 +168,23 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
     for (const auto& u : m.at("units"))
       d.timings.push_back({u.at("unit").get<std::string>(), u.at("fwd_s").get<double>(),
                            u.at("bwd_s").get<double>(), u.value("update_s", 0.0)});
+  }
+  if (j.contains("measured_codecs")) {
+    const auto& list = j.at("measured_codecs");
+    if (!list.is_array()) throw InputError(where + ".measured_codecs", "expected an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const auto& c = list[i];
+      const std::string cw = where + ".measured_codecs[" + std::to_string(i) + "]";
+      check_keys(c, {"codec", "shape", "batch", "encode_s", "decode_s"}, cw);
+      CodecTiming t;
+      t.codec = codec_to_json(parse_codec(c.at("codec"), cw + ".codec")).dump();
+      t.shape = c.at("shape").get<std::vector<int64_t>>();
+      t.batch = c.at("batch").get<int64_t>();
+      if (t.batch <= 0) throw InputError(cw + ".batch", "must be > 0");
+      t.encode_s = number(c, "encode_s", cw, true, 0, true);
+      t.decode_s = number(c, "decode_s", cw, true, 0, true);
+      d.codec_timings.push_back(std::move(t));
+    }
   }
   return d;
 }

@@ -228,6 +228,9 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     bd.forward.carried_shape = carried;
     bd.backward.codec = codecs.backward;
     bd.backward.carried_shape = carried;
+    // Measured codec timings, where a device has them, else the formulas.
+    const std::string fkey = codec_to_json(codecs.forward).dump();
+    const std::string bkey = codec_to_json(codecs.backward).dump();
     for (size_t c = 0; c < plan.microbatch_sizes.size(); ++c) {
       const int64_t b = plan.microbatch_sizes[c];
       const int64_t fwd_bytes = wire_bytes(codecs.forward, shape, b, act);
@@ -239,14 +242,22 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
 
       const CodecWork fw = codec_work(codecs.forward, shape, b);
       const CodecWork bw = codec_work(codecs.backward, carried, b);
-      const double enc =
-          formula_seconds(sdev, codec_counts(codecs.forward, fw.encode_macs, fw.encode_elems));
-      const double dec =
-          formula_seconds(rdev, codec_counts(codecs.forward, fw.decode_macs, fw.decode_elems));
-      const double benc =
-          formula_seconds(rdev, codec_counts(codecs.backward, bw.encode_macs, bw.encode_elems));
-      const double bdec =
-          formula_seconds(sdev, codec_counts(codecs.backward, bw.decode_macs, bw.decode_elems));
+      const CodecTiming* fm = sdev.codec_timing_for(fkey, shape, b);
+      const CodecTiming* fr = rdev.codec_timing_for(fkey, shape, b);
+      const CodecTiming* bm = rdev.codec_timing_for(bkey, carried, b);
+      const CodecTiming* br = sdev.codec_timing_for(bkey, carried, b);
+      const double enc = fm ? fm->encode_s
+                            : formula_seconds(sdev, codec_counts(codecs.forward, fw.encode_macs,
+                                                                 fw.encode_elems));
+      const double dec = fr ? fr->decode_s
+                            : formula_seconds(rdev, codec_counts(codecs.forward, fw.decode_macs,
+                                                                 fw.decode_elems));
+      const double benc = bm ? bm->encode_s
+                             : formula_seconds(rdev, codec_counts(codecs.backward, bw.encode_macs,
+                                                                  bw.encode_elems));
+      const double bdec = br ? br->decode_s
+                             : formula_seconds(sdev, codec_counts(codecs.backward, bw.decode_macs,
+                                                                  bw.decode_elems));
       const double sback =
           formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
       const double rback =

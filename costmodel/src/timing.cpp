@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "splitsim/costmodel/codec_module.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/optimizer.h"
 
@@ -107,6 +108,37 @@ double measure_memory_bandwidth() {
     best = std::min(best, since(t0));
   }
   return 2.0 * src.numel() * 4 / best;
+}
+
+CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape, int64_t batch,
+                       int threads, int repeats) {
+  torch::set_num_threads(threads);
+  CodecTiming t;
+  t.codec = codec_to_json(codec).dump();
+  t.shape = shape;
+  t.batch = batch;
+  auto enc = make_encoder(codec, shape, /*seed=*/1);
+  auto dec = make_decoder(codec, shape, /*seed=*/1);
+  std::vector<int64_t> full{batch};
+  full.insert(full.end(), shape.begin(), shape.end());
+  const torch::Tensor x = torch::randn(full);
+  std::vector<double> encode, decode;
+  torch::NoGradGuard no_grad;
+  for (int r = 0; r < 1 + std::max(1, repeats); ++r) {
+    auto t0 = Clock::now();
+    const std::vector<torch::Tensor> wire = enc->pack(enc->carry(x));
+    const double e = since(t0);
+    t0 = Clock::now();
+    const torch::Tensor back = dec->expand(dec->unpack(wire, batch));
+    const double d = since(t0);
+    if (back.numel() == 0) throw std::logic_error("time_codec: the codec decoded nothing");
+    if (r == 0) continue;  // warm-up
+    encode.push_back(e);
+    decode.push_back(d);
+  }
+  t.encode_s = median(encode);
+  t.decode_s = median(decode);
+  return t;
 }
 
 DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,

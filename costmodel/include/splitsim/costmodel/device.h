@@ -30,6 +30,19 @@ struct UnitTiming {
   double update_s = 0;  // optimizer step for this unit's parameters
 };
 
+// A codec measured on the device: encode (carry + pack on the sender) and
+// decode (unpack + expand on the receiver) of one micro-batch of `batch`
+// samples of per-sample `shape`, in seconds. `codec` is the codec's JSON
+// (codec_to_json(...).dump()). The planner uses it in place of the codec's
+// formula wherever codec, shape and batch match.
+struct CodecTiming {
+  std::string codec;
+  std::vector<int64_t> shape;
+  int64_t batch = 0;
+  double encode_s = 0;
+  double decode_s = 0;
+};
+
 struct DeviceProfile {
   std::string name;
   std::string description;
@@ -45,8 +58,13 @@ struct DeviceProfile {
   int64_t measured_in_flight = 1;  // micro-batches held at once (ProfileOptions::in_flight)
   int64_t threads = 0;
   std::vector<UnitTiming> timings;
+  std::vector<CodecTiming> codec_timings;  // "measured_codecs" in JSON
 
   double peak_macs_per_s() const { return peak_flops / 2; }
+  // Returns the measured timing of `codec` (its JSON text) at per-sample
+  // `shape` and `batch`, or nullptr.
+  const CodecTiming* codec_timing_for(const std::string& codec, const std::vector<int64_t>& shape,
+                                      int64_t batch) const;
   // Returns the timing of `unit` of `model` at `input_shape`, or nullptr.
   const UnitTiming* timing_for(const std::string& model, const std::vector<int64_t>& input_shape,
                                const std::string& unit) const;

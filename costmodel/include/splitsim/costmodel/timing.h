@@ -35,6 +35,13 @@ struct ProfileOptions {
 double measure_peak_flops();
 double measure_memory_bandwidth();
 
+// Times a codec on this machine's CPU as exec runs it: encode = carry + pack
+// of a random [batch, shape...] tensor, decode = unpack + expand of what was
+// packed; each the median of `repeats` after one warm-up, with `threads`
+// LibTorch threads. The result's `codec` is codec_to_json(codec).dump().
+CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape, int64_t batch,
+                       int threads = 1, int repeats = 7);
+
 // Times every unit of `spec` (resolved) at `opts.batch` on this machine's CPU
 // with `opts.threads` threads. `progress` gets one line per step.
 DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,
