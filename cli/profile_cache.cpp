@@ -3,10 +3,12 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -57,6 +59,13 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
   return j.dump();
 }
 
+// The sum of every unit's forward and backward seconds.
+double unit_seconds(const DeviceProfile& d) {
+  double s = 0;
+  for (const UnitTiming& t : d.timings) s += t.fwd_s + t.bwd_s;
+  return s;
+}
+
 // Pins the calling thread to `cpu` for its lifetime; restores the old mask.
 class ScopedAffinity {
  public:
@@ -93,15 +102,42 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
                                      int64_t batch, int64_t in_flight, int threads,
                                      const OptimizerSpec& optimizer, const std::string& cache_dir,
                                      bool reprofile, int cpu, const std::vector<int>& load_cpus,
-                                     const std::function<void(const std::string&)>& progress) {
+                                     const std::function<void(const std::string&)>& progress,
+                                     double tolerance) {
   const bool loaded = !load_cpus.empty();
   const std::string file =
       profile_cache_file(cache_dir, spec, batch, in_flight, threads, optimizer, loaded);
+  ProfileOptions opts;
+  opts.batch = batch;
+  opts.in_flight = in_flight;
+  opts.threads = threads;
+  opts.optimizer = optimizer;
+  opts.load_cpus = load_cpus;
   if (!reprofile && std::filesystem::exists(file)) {
+    std::optional<DeviceProfile> cached;
     try {
-      return {parse_device(parse_json_file(file, "cached profile"), file), "cached " + file};
+      cached = parse_device(parse_json_file(file, "cached profile"), file);
     } catch (const std::exception& e) {
       progress("cached profile " + file + " is unreadable (" + e.what() + "); measuring again");
+    }
+    if (cached) {
+      // The machine may have changed speed since (on a VM, by 20% from one
+      // hour to the next without any steal): two rounds now decide whether
+      // the cached profile still holds.
+      ProfileOptions check = opts;
+      check.warmup = 1;
+      check.repeats = 2;
+      DeviceProfile now;
+      {
+        ScopedAffinity pin(cpu);
+        now = profile_this_machine(spec, check, [](const std::string&) {});
+      }
+      const double then_s = unit_seconds(*cached), now_s = unit_seconds(now);
+      const double change = then_s > 0 ? now_s / then_s - 1 : 0;
+      char text[96];
+      std::snprintf(text, sizeof text, " (checked now: %+.1f%%)", 100 * change);
+      if (std::abs(change) <= tolerance) return {*cached, "cached " + file + text};
+      progress("cached profile " + file + text + " no longer holds; measuring again");
     }
   }
   progress("profiling " + spec.name + " at batch " + std::to_string(batch) + " x " +
@@ -109,12 +145,6 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
            " thread(s) on this machine" +
            (cpu >= 0 ? " (pinned to CPU " + std::to_string(cpu) + ")" : "") +
            (loaded ? ", the other party's CPU running the same model meanwhile" : ""));
-  ProfileOptions opts;
-  opts.batch = batch;
-  opts.in_flight = in_flight;
-  opts.threads = threads;
-  opts.optimizer = optimizer;
-  opts.load_cpus = load_cpus;
   DeviceProfile device;
   {
     ScopedAffinity pin(cpu);

@@ -25,7 +25,11 @@ std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& sp
                                int64_t in_flight, int threads, const OptimizerSpec& optimizer,
                                bool loaded);
 
-// Returns the cached profile, or measures one (profile_this_machine with
+// A cached profile is used only while two rounds timed now sum to within
+// this fraction of its unit seconds; else it is measured again.
+constexpr double kCachedProfileTolerance = 0.05;
+
+// Returns the cached profile (checked against two rounds timed now), or measures one (profile_this_machine with
 // `threads` threads at `batch` with `in_flight` micro-batches held at once
 // (ProfileOptions::in_flight), this thread pinned to `cpu` meanwhile when
 // cpu >= 0) and caches it (written atomically). With `load_cpus`, a thread
@@ -37,7 +41,8 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
                                      int64_t batch, int64_t in_flight, int threads,
                                      const OptimizerSpec& optimizer, const std::string& cache_dir,
                                      bool reprofile, int cpu, const std::vector<int>& load_cpus,
-                                     const std::function<void(const std::string&)>& progress);
+                                     const std::function<void(const std::string&)>& progress,
+                                     double tolerance = kCachedProfileTolerance);
 
 // Times a codec (time_codec) with `threads` threads, this thread pinned to
 // `cpu` meanwhile when cpu >= 0. Not cached on disk: a few milliseconds.

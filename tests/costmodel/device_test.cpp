@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/efficiency_fit.h"
 #include "splitsim/costmodel/errors.h"
 
@@ -143,6 +144,43 @@ TEST(DeviceTest, JsonRoundTripKeepsTimings) {
   EXPECT_DOUBLE_EQ(back.timing_for("resnet20", {3, 32, 32}, "conv1")->bwd_s, 0.2);
   EXPECT_EQ(back.timing_for("resnet20", {3, 64, 64}, "conv1"), nullptr);
   EXPECT_DOUBLE_EQ(back.efficiency.per_op_s, 1e-5);
+}
+
+TEST(DeviceTest, MeasuredCodecsRoundTripAndAreChecked) {
+  DeviceProfile d = unit_device();
+  nlohmann::json q8 = {{"method", "quantize"}, {"bits", 8}};
+  d.codec_timings = {{codec_to_json(parse_codec(q8, "$")).dump(), {16, 8, 8}, 4, 1e-4, 2e-4}};
+  nlohmann::json j = d;
+  ASSERT_TRUE(j.contains("measured_codecs"));
+  const DeviceProfile back = parse_device(j, "$");
+  const CodecTiming* t = back.codec_timing_for(d.codec_timings[0].codec, {16, 8, 8}, 4);
+  ASSERT_NE(t, nullptr);
+  EXPECT_DOUBLE_EQ(t->encode_s, 1e-4);
+  EXPECT_DOUBLE_EQ(t->decode_s, 2e-4);
+  EXPECT_EQ(back.codec_timing_for(d.codec_timings[0].codec, {16, 8, 8}, 2), nullptr);
+  EXPECT_EQ(back.codec_timing_for(d.codec_timings[0].codec, {16, 4, 4}, 4), nullptr);
+  // A hand-written codec is read the way scenarios read it.
+  j["measured_codecs"][0]["codec"] = q8;
+  EXPECT_NE(parse_device(j, "$").codec_timing_for(d.codec_timings[0].codec, {16, 8, 8}, 4),
+            nullptr);
+  auto bad = j;
+  bad["measured_codecs"][0]["batch"] = 0;
+  EXPECT_THROW(parse_device(bad, "$"), InputError);
+  bad = j;
+  bad["measured_codecs"][0]["encode_s"] = -1;
+  EXPECT_THROW(parse_device(bad, "$"), InputError);
+  bad = j;
+  bad["measured_codecs"][0]["speed"] = 1;
+  try {
+    parse_device(bad, "$");
+    ADD_FAILURE() << "an unknown key was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.measured_codecs[0].speed"), std::string::npos)
+        << e.what();
+  }
+  bad = j;
+  bad["measured_codecs"][0]["codec"] = {{"method", "zip"}};
+  EXPECT_THROW(parse_device(bad, "$"), InputError);
 }
 
 }  // namespace

@@ -80,6 +80,38 @@ TEST(PlannerTest, BoundaryBytesFollowTheCodec) {
   EXPECT_EQ(plan.bytes_sent("server"), plan.bytes_received("client"));
 }
 
+TEST(PlannerTest, MeasuredCodecTimingsWinOverTheFormulaWhereTheyMatch) {
+  Scenario s = ushape();
+  s.compression[0].forward.method = CodecMethod::kQuantize;  // 8 bits
+  s.compression[1].forward.method = CodecMethod::kFp16;      // no timing matches it
+  s.compression[1].backward.method = CodecMethod::kFp16;
+  const Plan formula = make_plan(s, toy_model(), devices());
+  const std::string q8 = codec_to_json(s.compression[0].forward).dump();
+  const std::string none = codec_to_json(s.compression[0].backward).dump();
+  auto devs = devices();
+  // Boundary 0 carries [8,4,4] per sample in micro-batches of 4.
+  devs["client"].codec_timings = {{q8, {8, 4, 4}, 4, 0.011, 0.5},     // encode on the client
+                                  {q8, {8, 4, 4}, 2, 0.9, 0.9},       // another micro-batch
+                                  {none, {8, 4, 4}, 4, 0.5, 0.013}};  // gradient decode
+  devs["server"].codec_timings = {{q8, {8, 4, 4}, 4, 0.5, 0.017},     // decode on the server
+                                  {none, {8, 4, 4}, 4, 0.019, 0.5}};  // gradient encode
+  const Plan plan = make_plan(s, toy_model(), devs);
+  const PlanBoundary& b = plan.boundaries[0];
+  EXPECT_EQ(b.forward.encode_s, (std::vector<double>{0.011, 0.011}));
+  EXPECT_EQ(b.forward.decode_s, (std::vector<double>{0.017, 0.017}));
+  EXPECT_EQ(b.backward.encode_s, (std::vector<double>{0.019, 0.019}));
+  EXPECT_EQ(b.backward.decode_s, (std::vector<double>{0.013, 0.013}));
+  // The stages carry them: the client's forward gains the encode, the
+  // server's forward the decode, each over the formula's.
+  EXPECT_NEAR(plan.stages[0].fwd_s[0] - formula.stages[0].fwd_s[0],
+              0.011 - formula.boundaries[0].forward.encode_s[0], 1e-12);
+  EXPECT_NEAR(plan.stages[1].fwd_s[0] - formula.stages[1].fwd_s[0],
+              0.017 - formula.boundaries[0].forward.decode_s[0], 1e-12);
+  // Boundary 1 has no timing: the formula, unchanged.
+  EXPECT_EQ(plan.boundaries[1].forward.encode_s, formula.boundaries[1].forward.encode_s);
+  EXPECT_EQ(plan.boundaries[1].backward.decode_s, formula.boundaries[1].backward.decode_s);
+}
+
 TEST(PlannerTest, UnevenChunksSplitLikeTorchChunk) {
   Scenario s = ushape();
   s.batch_size = 10;

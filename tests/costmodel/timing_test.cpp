@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/model_zoo.h"
 
 namespace splitsim {
@@ -67,6 +68,27 @@ TEST(TimingTest, ACompanionLoadComputesBesideTheTimingAndStopsWithIt) {
   const auto [after_cpu, after_wall] =
       other_threads_cpu([] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); });
   EXPECT_LT(after_cpu, 0.1 * after_wall) << "the companion stopped with the profile";
+}
+
+TEST(TimingTest, CodecsAreTimedAsExecRunsThem) {
+  CodecSpec q8;
+  q8.method = CodecMethod::kQuantize;  // 8 bits
+  const CodecTiming t = time_codec(q8, {16, 8, 8}, 4, /*threads=*/1, /*repeats=*/3);
+  EXPECT_EQ(t.codec, codec_to_json(q8).dump());
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{16, 8, 8}));
+  EXPECT_EQ(t.batch, 4);
+  EXPECT_GT(t.encode_s, 0.0);
+  EXPECT_GT(t.decode_s, 0.0);
+  EXPECT_LT(t.encode_s, 1.0);
+  // A trainable insert is timed with its carry (the conv) and its expand.
+  CodecSpec insert;
+  insert.method = CodecMethod::kConvInsert;
+  insert.out_channels = 4;
+  insert.kernel = 2;
+  insert.stride = 2;
+  const CodecTiming c = time_codec(insert, {16, 8, 8}, 4, 1, 3);
+  EXPECT_GT(c.encode_s, 0.0);
+  EXPECT_GT(c.decode_s, 0.0);
 }
 
 }  // namespace

@@ -119,6 +119,8 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   EXPECT_TRUE(j["platform"]["shared_machine"].get<bool>());
   EXPECT_GE(j["platform"]["co_compute_slowdown"].get<double>(), 1.0);
   EXPECT_TRUE(j.contains("predicted_without_platform_time_per_batch_s"));
+  // q8 on both boundaries, both directions (none on the way back), timed here.
+  EXPECT_NE(r.err.find("encode/decode timing(s) measured"), std::string::npos) << r.err;
   EXPECT_TRUE(j.contains("profile_drift"));
   // Server and client CPUs (0 and 1) spun by SCHED_IDLE pollers meanwhile.
   const int cpus = std::thread::hardware_concurrency() >= 2 ? 2 : 1;
