@@ -29,8 +29,8 @@ std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& sp
 // this fraction of its unit seconds; else it is measured again.
 constexpr double kCachedProfileTolerance = 0.05;
 
-// Returns the cached profile (checked against two rounds timed now), or measures one (profile_this_machine with
-// `threads` threads at `batch` with `in_flight` micro-batches held at once
+// Returns the cached profile (checked against two rounds timed now), or
+// measures one (profile_this_machine with `threads` threads at `batch` with `in_flight` micro-batches held at once
 // (ProfileOptions::in_flight), this thread pinned to `cpu` meanwhile when
 // cpu >= 0) and caches it (written atomically). With `load_cpus`, a thread
 // pinned to them trains the same model meanwhile, as the other party's
