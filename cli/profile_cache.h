@@ -30,9 +30,9 @@ std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& sp
 constexpr double kCachedProfileTolerance = 0.05;
 
 // Returns the cached profile (checked against two rounds timed now), or
-// measures one (profile_this_machine with `threads` threads at `batch` with `in_flight` micro-batches held at once
-// (ProfileOptions::in_flight), this thread pinned to `cpu` meanwhile when
-// cpu >= 0) and caches it (written atomically). With `load_cpus`, a thread
+// measures one (profile_this_machine with `threads` threads at `batch` with
+// `in_flight` micro-batches held at once (ProfileOptions::in_flight), this
+// thread pinned to `cpu` meanwhile when cpu >= 0) and caches it (written atomically). With `load_cpus`, a thread
 // pinned to them trains the same model meanwhile, as the other party's
 // process does during the real run. `reprofile` ignores the
 // cache. `model` (the measured MACs of `spec`) serves the efficiency fit
