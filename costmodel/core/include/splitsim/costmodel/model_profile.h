@@ -1,6 +1,6 @@
 #pragma once
 // ModelProfile: what the cost model measured about a model, unit by unit.
-// A plain value type (no LibTorch): produced by costmodel/src/measure.cpp,
+// A plain value type (no LibTorch): produced by costmodel/torch/src/measure.cpp,
 // consumed by the planner, the simulator and the explorer. JSON schema
 // "splitsim.model_profile/1" (see README, "Model profile").
 #include <cstdint>
