@@ -3,6 +3,9 @@
 // gradients of sequential.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+
 #include "exec_test_util.h"
 
 namespace splitsim::testing {
@@ -69,11 +72,27 @@ TEST(TransparencyTest, AsynchronousSchedulesRunToTheEnd) {
     RunOptions o;
     o.timeout = std::chrono::milliseconds(20000);
     auto results = run_loopback(sc, plan, o);
+    // Every stage ran every operation its schedule lists, once: per batch
+    // a forward and a backward of each of the 2 micro-batches (fr replays
+    // each forward before its backward) and one update.
+    std::map<std::pair<int, EventKind>, int> ops;
     for (const auto& r : results) {
       EXPECT_TRUE(r.complete) << r.error;
       EXPECT_EQ(r.batches_done, 3);
+      for (const auto& e : r.timeline.events) ++ops[{e.stage, e.kind}];
     }
-    EXPECT_EQ(results[0].stats.size(), 3u);  // the server holds the last stage
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ((ops[{k, EventKind::kForward}]), 3 * 2) << "stage " << k;
+      EXPECT_EQ((ops[{k, EventKind::kBackward}]), 3 * 2) << "stage " << k;
+      EXPECT_EQ((ops[{k, EventKind::kUpdate}]), 3) << "stage " << k;
+      EXPECT_EQ((ops[{k, EventKind::kRecompute}]), s == Schedule::kFr ? 3 * 2 : 0)
+          << "stage " << k;
+    }
+    ASSERT_EQ(results[0].stats.size(), 3u);  // the server holds the last stage
+    for (const auto& st : results[0].stats) {
+      EXPECT_TRUE(std::isfinite(st.loss)) << st.loss;
+      EXPECT_EQ(st.samples, sc.batch_size);
+    }
   }
 }
 

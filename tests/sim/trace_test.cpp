@@ -74,10 +74,25 @@ TEST(TraceTest, EventsUseTheSharedNamesInMicroseconds) {
 }
 
 TEST(TraceTest, EqualTimelinesGiveIdenticalBytes) {
+  // Two timelines built apart, the second with its events in another order
+  // (as two runs may record them): the trace is the same, byte for byte.
+  Timeline first = sample();
+  Timeline second;
+  second.parties = {"client", "server"};
+  second.client_parties = {0};
+  for (auto it = first.events.rbegin(); it != first.events.rend(); ++it)
+    second.events.push_back(*it);
+  sort_events(&first);
+  sort_events(&second);
   std::ostringstream a, b;
-  write_chrome_trace(sample(), a);
-  write_chrome_trace(sample(), b);
+  write_chrome_trace(first, a);
+  write_chrome_trace(second, b);
   EXPECT_EQ(a.str(), b.str());
+  // ... and a timeline that differs by one microsecond does not.
+  second.events.back().end_s += 1e-6;
+  std::ostringstream c;
+  write_chrome_trace(second, c);
+  EXPECT_NE(a.str(), c.str());
 }
 
 TEST(TraceTest, EventNamesAreSharedWithExec) {

@@ -208,10 +208,8 @@ TEST(ValidateCliTest, AFailedRealRunExitsOneAndWritesNoReport) {
   std::filesystem::remove_all(dir);
 }
 
-// The real thing: needs `splitsim exec` (issue 4, exec part).
+// The real thing: a real exec pair, and the prediction beside it.
 TEST(ValidateCliTest, EndToEndWithRealExec) {
-  if (run_cli("exec --help").exit_code != 0)
-    GTEST_SKIP() << "`splitsim exec` does not exist yet; this test runs once it does";
   const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
                               "' --iterations 5 --timeout-s 240 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -220,6 +218,13 @@ TEST(ValidateCliTest, EndToEndWithRealExec) {
   EXPECT_EQ(j["measured"]["source"], "exec");
   EXPECT_TRUE(j["bytes_exact"].get<bool>()) << j["errors"].dump(2);
   EXPECT_GT(j["measured"]["time_per_batch_s"].get<double>(), 0);
+  EXPECT_GT(j["predicted"]["time_per_batch_s"].get<double>(), 0);
+  ASSERT_EQ(j["repetitions"].size(), 3u);
+  // Both parties computed and the wire carried what the plan says.
+  EXPECT_GT(j["measured"]["parties"]["client"]["busy_s_per_batch"].get<double>(), 0);
+  EXPECT_GT(j["measured"]["parties"]["server"]["busy_s_per_batch"].get<double>(), 0);
+  EXPECT_EQ(j["errors"]["parties.client.bytes_sent_per_batch"]["measured"],
+            j["errors"]["parties.client.bytes_sent_per_batch"]["predicted"]);
 }
 
 }  // namespace
