@@ -27,10 +27,12 @@ TEST(ProfileCacheTest, ACachedProfileIsCheckedAndMeasuredAgainWhenItNoLongerHold
   fs::remove_all(dir);
   std::string log;
   const auto progress = [&](const std::string& l) { log += l + "\n"; };
-  // A loose tolerance: this test is about the decision, not the machine's noise.
+  // A loose tolerance: this test is about the decision, not the machine's
+  // noise (beside another test under ctest -j2, two rounds of this small
+  // profile have come out 1.7x slower than the profile they check).
   const auto profile = [&] {
     return profile_for_validation(resnet20(), ModelProfile{}, 4, 1, 1, OptimizerSpec{},
-                                  dir.string(), false, -1, {}, progress, 0.5);
+                                  dir.string(), false, -1, {}, progress, 0.9);
   };
   const CachedProfile first = profile();
   EXPECT_EQ(first.origin.rfind("measured now", 0), 0u) << first.origin;
@@ -42,12 +44,12 @@ TEST(ProfileCacheTest, ACachedProfileIsCheckedAndMeasuredAgainWhenItNoLongerHold
   EXPECT_EQ(again.origin.rfind("cached " + file + " (checked now: ", 0), 0u) << again.origin;
   EXPECT_EQ(again.device.timings.size(), first.device.timings.size());
 
-  // The file now says the machine was three times slower: it no longer holds.
+  // The file now says the machine was a hundred times slower: it no longer holds.
   nlohmann::json j;
   std::ifstream(file) >> j;
   for (auto& u : j["measured"]["units"]) {
-    u["fwd_s"] = u["fwd_s"].get<double>() * 3;
-    u["bwd_s"] = u["bwd_s"].get<double>() * 3;
+    u["fwd_s"] = u["fwd_s"].get<double>() * 100;
+    u["bwd_s"] = u["bwd_s"].get<double>() * 100;
   }
   std::ofstream(file) << j.dump();
   log.clear();
@@ -58,7 +60,7 @@ TEST(ProfileCacheTest, ACachedProfileIsCheckedAndMeasuredAgainWhenItNoLongerHold
   std::ifstream in(file);
   const nlohmann::json back = nlohmann::json::parse(in);
   EXPECT_LT(back["measured"]["units"][0]["fwd_s"].get<double>(),
-            j["measured"]["units"][0]["fwd_s"].get<double>() / 1.5);
+            j["measured"]["units"][0]["fwd_s"].get<double>() / 10);
   fs::remove_all(dir);
 }
 
