@@ -27,20 +27,20 @@ TEST(ProfileCacheTest, ACachedProfileIsCheckedAndMeasuredAgainWhenItNoLongerHold
   fs::remove_all(dir);
   std::string log;
   const auto progress = [&](const std::string& l) { log += l + "\n"; };
-  // A loose tolerance: this test is about the decision, not the machine's
-  // noise (beside another test under ctest -j2, two rounds of this small
-  // profile have come out 1.7x slower than the profile they check).
-  const auto profile = [&] {
+  // The tolerances stay far from the machine's noise: beside another test
+  // under ctest -j2, two rounds of this small profile have come out about
+  // twice as slow as the profile they check.
+  const auto profile = [&](double tolerance) {
     return profile_for_validation(resnet20(), ModelProfile{}, 4, 1, 1, OptimizerSpec{},
-                                  dir.string(), false, -1, {}, progress, 0.9);
+                                  dir.string(), false, -1, {}, progress, tolerance);
   };
-  const CachedProfile first = profile();
+  const CachedProfile first = profile(0.9);
   EXPECT_EQ(first.origin.rfind("measured now", 0), 0u) << first.origin;
   const std::string file = profile_cache_file(dir.string(), resnet20(), 4, 1, 1, OptimizerSpec{},
                                               false);
   ASSERT_TRUE(fs::exists(file));
 
-  const CachedProfile again = profile();
+  const CachedProfile again = profile(1e9);  // any check passes
   EXPECT_EQ(again.origin.rfind("cached " + file + " (checked now: ", 0), 0u) << again.origin;
   EXPECT_EQ(again.device.timings.size(), first.device.timings.size());
 
@@ -53,7 +53,7 @@ TEST(ProfileCacheTest, ACachedProfileIsCheckedAndMeasuredAgainWhenItNoLongerHold
   }
   std::ofstream(file) << j.dump();
   log.clear();
-  const CachedProfile remeasured = profile();
+  const CachedProfile remeasured = profile(0.9);
   EXPECT_EQ(remeasured.origin.rfind("measured now", 0), 0u) << remeasured.origin;
   EXPECT_NE(log.find("no longer holds; measuring again"), std::string::npos) << log;
   // ... and the cache holds the new measurement.
