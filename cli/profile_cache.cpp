@@ -59,13 +59,6 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
   return j.dump();
 }
 
-// The sum of every unit's forward and backward seconds.
-double unit_seconds(const DeviceProfile& d) {
-  double s = 0;
-  for (const UnitTiming& t : d.timings) s += t.fwd_s + t.bwd_s;
-  return s;
-}
-
 // Pins the calling thread to `cpu` for its lifetime; restores the old mask.
 class ScopedAffinity {
  public:
@@ -175,6 +168,12 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
   } catch (const std::exception& e) {
     return {device, "measured now (not cached: " + std::string(e.what()) + ")"};
   }
+}
+
+double unit_seconds(const DeviceProfile& d) {
+  double s = 0;
+  for (const UnitTiming& t : d.timings) s += t.fwd_s + t.bwd_s;
+  return s;
 }
 
 CodecTiming time_codec_pinned(const CodecSpec& codec, const std::vector<int64_t>& shape,

@@ -25,6 +25,9 @@ std::string profile_cache_file(const std::string& cache_dir, const ModelSpec& sp
                                int64_t in_flight, int threads, const OptimizerSpec& optimizer,
                                bool loaded);
 
+// The sum of every unit's forward and backward seconds in `d`.
+double unit_seconds(const DeviceProfile& d);
+
 // A cached profile is used only while two rounds timed now sum to within
 // this fraction of its unit seconds; else it is measured again.
 constexpr double kCachedProfileTolerance = 0.05;

@@ -34,12 +34,6 @@ double probe_megabytes(double rate_bit_per_s) {
   return std::clamp(rate_bit_per_s / 8 * 1.5 / 1e6, 4.0, 200.0);
 }
 
-double profile_seconds(const DeviceProfile& d) {
-  double s = 0;
-  for (const UnitTiming& t : d.timings) s += t.fwd_s + t.bwd_s;
-  return s;
-}
-
 // What a variant's profile is measured at: the micro-batch size and the
 // micro-batches the schedule keeps in flight at stage 0.
 struct ProfilePoint {
@@ -233,9 +227,9 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
       auto it = slowdowns_.find(model_key);
       if (it == slowdowns_.end()) {
         const CachedProfile& loaded = profile(item, true);
-        const double base = profile_seconds(alone.device);
+        const double base = unit_seconds(alone.device);
         const double slowdown =
-            base > 0 ? std::clamp(profile_seconds(loaded.device) / base, 1.0, 100.0) : 1.0;
+            base > 0 ? std::clamp(unit_seconds(loaded.device) / base, 1.0, 100.0) : 1.0;
         log_("co-compute slowdown of " + s.model.name + ": " + percent(slowdown - 1) +
              " (alone: " + alone.origin + "; beside the load: " + loaded.origin + ")");
         it = slowdowns_.emplace(model_key, slowdown).first;
@@ -331,8 +325,8 @@ void Validator::check_drift(const std::vector<ValidationItem>& items) {
       profile_for_validation(s.model, item.workspace->model(*item.variant), microbatch, in_flight,
                              options_.threads, s.optimizer, options_.profile_cache + "/drift", true,
                              endpoints_.server_cpus.front(), {}, [](const std::string&) {});
-  const double before = profile_seconds(it->second.device);
-  const double after = profile_seconds(again.device);
+  const double before = unit_seconds(it->second.device);
+  const double after = unit_seconds(again.device);
   if (before <= 0) return;
   drift_ = s.model.name + " micro-batch " + std::to_string(microbatch) +
            ": sum of unit forward+backward " + percent(after / before - 1) + " at the end (" +

@@ -242,22 +242,22 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
 
       const CodecWork fw = codec_work(codecs.forward, shape, b);
       const CodecWork bw = codec_work(codecs.backward, carried, b);
-      const CodecTiming* fm = sdev.codec_timing_for(fkey, shape, b);
-      const CodecTiming* fr = rdev.codec_timing_for(fkey, shape, b);
-      const CodecTiming* bm = rdev.codec_timing_for(bkey, carried, b);
-      const CodecTiming* br = sdev.codec_timing_for(bkey, carried, b);
-      const double enc = fm ? fm->encode_s
-                            : formula_seconds(sdev, codec_counts(codecs.forward, fw.encode_macs,
-                                                                 fw.encode_elems));
-      const double dec = fr ? fr->decode_s
-                            : formula_seconds(rdev, codec_counts(codecs.forward, fw.decode_macs,
-                                                                 fw.decode_elems));
-      const double benc = bm ? bm->encode_s
-                             : formula_seconds(rdev, codec_counts(codecs.backward, bw.encode_macs,
-                                                                  bw.encode_elems));
-      const double bdec = br ? br->decode_s
-                             : formula_seconds(sdev, codec_counts(codecs.backward, bw.decode_macs,
-                                                                  bw.decode_elems));
+      // A device's measured codec timing where it has one, else the formula.
+      const auto seconds = [](const DeviceProfile& dev, const std::string& key,
+                              const std::vector<int64_t>& at, int64_t batch, bool encode,
+                              const CodecSpec& codec, int64_t macs, int64_t elems) {
+        if (const CodecTiming* t = dev.codec_timing_for(key, at, batch))
+          return encode ? t->encode_s : t->decode_s;
+        return formula_seconds(dev, codec_counts(codec, macs, elems));
+      };
+      const double enc = seconds(sdev, fkey, shape, b, true, codecs.forward, fw.encode_macs,
+                                 fw.encode_elems);
+      const double dec = seconds(rdev, fkey, shape, b, false, codecs.forward, fw.decode_macs,
+                                 fw.decode_elems);
+      const double benc = seconds(rdev, bkey, carried, b, true, codecs.backward, bw.encode_macs,
+                                  bw.encode_elems);
+      const double bdec = seconds(sdev, bkey, carried, b, false, codecs.backward, bw.decode_macs,
+                                  bw.decode_elems);
       const double sback =
           formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
       const double rback =
