@@ -1,42 +1,5 @@
 #pragma once
-// Workspace: what every command that reads a scenario needs — its variants,
-// the measured model of each (measured once per distinct model), and the
-// device profiles of its parties.
-#include <functional>
-#include <map>
-#include <string>
-#include <vector>
-
-#include "splitsim/costmodel/device.h"
-#include "splitsim/costmodel/model_profile.h"
-#include "splitsim/costmodel/plan.h"
-#include "splitsim/costmodel/scenario.h"
-
-namespace splitsim {
-
-using Progress = std::function<void(const std::string&)>;
-
-class Workspace {
- public:
-  // Throws InputError for an unreadable or invalid scenario file.
-  Workspace(const std::string& scenario_file, Progress progress);
-
-  const std::vector<ScenarioVariant>& variants() const { return variants_; }
-  // Keeps only the variants whose label contains `filter`; throws InputError
-  // (naming --variant and the labels) when none does.
-  void select(const std::string& filter);
-
-  const ModelProfile& model(const ScenarioVariant& v);
-  std::map<std::string, DeviceProfile> devices(const ScenarioVariant& v);
-  Plan plan(const ScenarioVariant& v);
-
- private:
-  std::string file_;
-  std::vector<std::string> device_dirs_;
-  std::vector<ScenarioVariant> variants_;
-  std::map<std::string, ModelProfile> models_;   // by resolved model JSON
-  std::map<std::string, DeviceProfile> device_cache_;
-  Progress progress_;
-};
-
-}  // namespace splitsim
+// The Workspace moved to the cost model
+// (costmodel/torch/include/splitsim/costmodel/workspace.h); this forwards to
+// it for the CLI files that still include "workspace.h".
+#include "splitsim/costmodel/workspace.h"

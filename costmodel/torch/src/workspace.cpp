@@ -1,7 +1,8 @@
-#include "workspace.h"
+#include "splitsim/costmodel/workspace.h"
 
 #include <filesystem>
 
+#include "splitsim/costmodel/data_dir.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/measure.h"
 #include "splitsim/costmodel/planner.h"
@@ -12,7 +13,10 @@ Workspace::Workspace(const std::string& scenario_file, Progress progress)
     : file_(scenario_file), progress_(std::move(progress)) {
   variants_ = load_scenario_file(scenario_file);
   const auto dir = std::filesystem::path(scenario_file).parent_path();
-  device_dirs_ = {(dir / "devices").string(), SPLITSIM_DEVICES_DIR};
+  // The scenario's own devices/ first, then the shipped ones.
+  device_dirs_ = {(dir / "devices").string()};
+  if (const std::string data = data_dir(); !data.empty())
+    device_dirs_.push_back((std::filesystem::path(data) / "devices").string());
 }
 
 void Workspace::select(const std::string& filter) {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `cmake --install` into a fresh prefix, then the installed binary, run from
+# another working directory, must find the shipped scenarios and device
+# profiles (share/splitsim/scenarios), honour $SPLITSIM_DATA_DIR, and hold
+# no path of the source tree.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+bin=$tmp/prefix/bin/splitsim
+data=$tmp/prefix/share/splitsim/scenarios
+[[ -x $bin ]] || fail "no installed binary $bin"
+for f in mobilenet_v2_ushape.json FORMAT.md devices/v100.json validation/resnet20_ushape.json; do
+  [[ -f $data/$f ]] || fail "not installed: share/splitsim/scenarios/$f"
+done
+if grep -q -a -F "$src" "$bin"; then
+  fail "the installed binary contains the source path $src"
+fi
+
+mkdir "$tmp/elsewhere" "$tmp/empty"
+cd "$tmp/elsewhere"
+variant="chunks=1 compression=none"
+
+# The installed default scenario; its devices come from its own devices/.
+"$bin" plan "$data/mobilenet_v2_ushape.json" --variant "$variant" >plan.txt 2>plan.err ||
+  fail "plan of the installed default scenario: $(cat plan.err)"
+grep -q "gtx1080" plan.txt || fail "plan names no gtx1080 device: $(cat plan.txt)"
+
+# A scenario with no devices/ beside it: the device names (v100) resolve in
+# the installed data.
+cp "$data/resnet20_kstage.json" mine.json
+"$bin" plan mine.json --json >mine.json.out 2>mine.err ||
+  fail "plan of a copied scenario (devices by name from the data dir): $(cat mine.err)"
+grep -q '"v100"' mine.json.out || fail "the plan names no v100 device"
+
+# $SPLITSIM_DATA_DIR overrides: an empty one has no devices.
+rc=0
+SPLITSIM_DATA_DIR=$tmp/empty "$bin" plan mine.json >/dev/null 2>empty.err || rc=$?
+[[ $rc -eq 2 ]] || fail "SPLITSIM_DATA_DIR=empty: exit $rc, expected 2"
+grep -q 'no device profile "v100"' empty.err || fail "SPLITSIM_DATA_DIR=empty: $(cat empty.err)"
+SPLITSIM_DATA_DIR=$data "$bin" plan mine.json >/dev/null 2>data.err ||
+  fail "SPLITSIM_DATA_DIR=$data: $(cat data.err)"
+echo "install test: ok"
