@@ -1,15 +1,15 @@
 // AwakeCores: one SCHED_IDLE poller pinned per CPU while alive, none after.
-#include "awake_cores.h"
+#include "splitsim/validate/awake_cores.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 namespace splitsim {
 namespace {

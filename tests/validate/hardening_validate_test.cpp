@@ -14,11 +14,11 @@
 #include <string>
 #include <thread>
 
-#include "netns_link.h"
-#include "safe_files.h"
 #include "splitsim/costmodel/errors.h"
-#include "subprocess.h"
-#include "validation.h"
+#include "splitsim/validate/netns_link.h"
+#include "splitsim/validate/safe_files.h"
+#include "splitsim/validate/subprocess.h"
+#include "splitsim/validate/validation.h"
 
 namespace splitsim {
 namespace {

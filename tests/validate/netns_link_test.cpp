@@ -2,7 +2,7 @@
 // flows between the two addresses, a shaped transfer takes bytes / rate in
 // each direction, and every namespace is gone afterwards (destructor,
 // SIGTERM, stale pids). Skipped without root.
-#include "netns_link.h"
+#include "splitsim/validate/netns_link.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "subprocess.h"
+#include "splitsim/validate/subprocess.h"
 
 namespace splitsim {
 namespace {

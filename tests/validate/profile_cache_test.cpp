@@ -1,6 +1,6 @@
 // The profile cache of validate: a cached profile is used only while two
 // rounds timed now agree with it; one that no longer holds is measured again.
-#include "profile_cache.h"
+#include "splitsim/validate/profile_cache.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

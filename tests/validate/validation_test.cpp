@@ -1,5 +1,5 @@
 // The pure part of validate: link rates, errors, quantiles, reports.
-#include "validation.h"
+#include "splitsim/validate/validation.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "netns_link.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/validate/netns_link.h"
 
 namespace splitsim {
 namespace {

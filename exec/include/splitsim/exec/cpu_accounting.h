@@ -3,7 +3,7 @@
 // /proc/loadavg and getrusage: how much the hypervisor stole, how much other
 // processes used, and how busy given CPUs were. `validate` and the link probe record these
 // for the profile and for every real run, to tell a measurement disturbed
-// by the machine from one that is not (cli/VALIDATE.md "Conditions").
+// by the machine from one that is not (exec/validate/README.md "Conditions").
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -5,7 +5,7 @@
 // computes, as exec's compute thread does beside its transfers.
 // `splitsim validate` runs it once per link rate and hands the result to the
 // simulator as the scenario's `platform.cpu_s_per_byte_sent/_received`
-// (cli/VALIDATE.md "Host work per byte").
+// (exec/validate/README.md "Host work per byte").
 //
 // Two ranks: rank 0 (server) and rank 1 (client), each pinned (by its
 // caller) to its own CPUs. Each runs a compute loop (single-threaded

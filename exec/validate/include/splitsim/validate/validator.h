@@ -1,6 +1,6 @@
 #pragma once
 // Validator: what `splitsim validate` does for a set of variants, like a
-// benchmark harness (cli/VALIDATE.md):
+// benchmark harness (exec/validate/README.md):
 //  1. prepare each variant: this machine's measured profile (alone, and
 //     beside the other party's load to measure the co-compute slowdown),
 //     the link probe's host work per byte at the variant's rate, the plan
@@ -17,11 +17,11 @@
 #include <tuple>
 #include <vector>
 
-#include "exec_pair.h"
-#include "netns_link.h"
-#include "profile_cache.h"
-#include "validation.h"
-#include "workspace.h"
+#include "splitsim/costmodel/workspace.h"
+#include "splitsim/validate/exec_pair.h"
+#include "splitsim/validate/netns_link.h"
+#include "splitsim/validate/profile_cache.h"
+#include "splitsim/validate/validation.h"
 
 namespace splitsim {
 

@@ -1,4 +1,4 @@
-#include "netns_link.h"
+#include "splitsim/validate/netns_link.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "subprocess.h"
-#include "validation.h"
+#include "splitsim/validate/subprocess.h"
+#include "splitsim/validate/validation.h"
 
 namespace splitsim {
 namespace {

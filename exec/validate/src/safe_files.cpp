@@ -1,4 +1,4 @@
-#include "safe_files.h"
+#include "splitsim/validate/safe_files.h"
 
 #include <fcntl.h>
 #include <pwd.h>

@@ -1,4 +1,4 @@
-#include "awake_cores.h"
+#include "splitsim/validate/awake_cores.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -4,7 +4,7 @@
 // summarises a matrix of runs, and writes the reports:
 //   "splitsim.validation/1"         one variant (validate --json / --report)
 //   "splitsim.validation_matrix/1"  every variant (validate --matrix --json)
-// Both are written up in cli/VALIDATE.md.
+// Both are written up in exec/validate/README.md.
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -14,8 +14,8 @@
 
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/exec/cpu_accounting.h"
-#include "safe_files.h"
 #include "splitsim/sim/metrics.h"
+#include "splitsim/validate/safe_files.h"
 
 namespace splitsim {
 

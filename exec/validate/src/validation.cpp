@@ -1,4 +1,4 @@
-#include "validation.h"
+#include "splitsim/validate/validation.h"
 
 #include <unistd.h>
 

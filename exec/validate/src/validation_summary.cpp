@@ -1,13 +1,13 @@
 // The summary of a validation matrix: errors over all runs and per model
 // family, busy times, the machine's conditions, bytes and overlap
-// (cli/VALIDATE.md "--matrix").
+// (exec/validate/README.md "--matrix").
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <ostream>
 
-#include "validation.h"
+#include "splitsim/validate/validation.h"
 
 namespace splitsim {
 namespace {

@@ -4,8 +4,8 @@
 // A party that waits for the network lets its core idle. On a virtual
 // machine an idle vCPU is handed back to the host, and the next forward
 // starts on a cold core: on this project's 2-vCPU VM exec's compute was
-// 15-25% slower than the profile, which measures busy cores (cli/VALIDATE.md
-// "Idle cores"). One thread per CPU, pinned there under SCHED_IDLE, spins
+// 15-25% slower than the profile, which measures busy cores
+// (exec/validate/README.md "Idle cores"). One thread per CPU, pinned there under SCHED_IDLE, spins
 // while the run lasts: any other thread on that CPU preempts it at once, so
 // the run gets the core whenever it wants it, and a warm one.
 #include <atomic>

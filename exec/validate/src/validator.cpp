@@ -1,4 +1,4 @@
-#include "validator.h"
+#include "splitsim/validate/validator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,13 +7,13 @@
 #include <set>
 #include <thread>
 
-#include "awake_cores.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/exec/link_probe.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
+#include "splitsim/validate/awake_cores.h"
 
 namespace splitsim {
 

@@ -1,4 +1,4 @@
-#include "exec_pair.h"
+#include "splitsim/validate/exec_pair.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,8 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "netns_link.h"
-#include "subprocess.h"
+#include "splitsim/validate/netns_link.h"
+#include "splitsim/validate/subprocess.h"
 
 namespace splitsim {
 namespace {

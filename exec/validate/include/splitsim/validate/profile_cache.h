@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "safe_files.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
 #include "splitsim/costmodel/scenario.h"
+#include "splitsim/validate/safe_files.h"
 
 namespace splitsim {
 

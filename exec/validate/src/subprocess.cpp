@@ -1,4 +1,4 @@
-#include "subprocess.h"
+#include "splitsim/validate/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>

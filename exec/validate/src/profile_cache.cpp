@@ -1,4 +1,4 @@
-#include "profile_cache.h"
+#include "splitsim/validate/profile_cache.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -8,15 +8,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
-#include "safe_files.h"
 #include "splitsim/costmodel/efficiency_fit.h"
 #include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/timing.h"
-#include "validation.h"
+#include "splitsim/validate/safe_files.h"
+#include "splitsim/validate/validation.h"
 
 namespace splitsim {
 namespace {
