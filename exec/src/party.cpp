@@ -1,0 +1,199 @@
+#include "splitsim/exec/party.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/workspace.h"
+#include "splitsim/exec/gloo_transport.h"
+#include "splitsim/exec/link_probe.h"
+#include "splitsim/exec/runner.h"
+#include "splitsim/exec/session.h"
+#include "splitsim/exec/topology.h"
+#include "splitsim/sim/trace.h"
+
+namespace splitsim {
+namespace {
+
+// The shared secret: --token, else $SPLITSIM_TOKEN (preferred: the command
+// line is visible to every user in ps), else none.
+std::string exec_token(const ExecPartyOptions& o) {
+  std::string token = o.token;
+  if (token.empty()) {
+    if (const char* env = std::getenv("SPLITSIM_TOKEN"); env != nullptr) token = env;
+  }
+  if (token.size() > kMaxTokenBytes) {
+    throw InputError(o.token.empty() ? "SPLITSIM_TOKEN" : "--token",
+                     "the token is " + std::to_string(token.size()) + " bytes; the limit is " +
+                         std::to_string(kMaxTokenBytes));
+  }
+  return token;
+}
+
+// The most events a rank can legitimately report: per batch (warm-up and
+// the ones after included) and stage, each micro-batch's forward, backward,
+// recompute, codec work and transfers, and an update.
+int64_t max_events_per_rank(const Plan& plan) {
+  const int64_t stages = static_cast<int64_t>(plan.stages.size());
+  const int64_t per_batch = stages * (plan.chunks() * 16 + 4);
+  return (plan.iterations + stages + 2) * per_batch * plan.clients + 1024;
+}
+
+void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult& r,
+                   std::ostream& out, const std::function<void(const std::string&)>& progress) {
+  const nlohmann::json j = exec_metrics_json(plan, r);
+  if (!o.trace.empty()) {
+    std::ofstream trace(o.trace);
+    write_chrome_trace(r.timeline, trace);
+    if (!trace) progress("error: --trace: cannot write \"" + o.trace + "\"");
+  }
+  if (o.json) {
+    out << j.dump(2) << "\n";
+  } else {
+    std::ostringstream os;
+    os << "exec " << plan.scenario << " [" << plan.variant << "]: " << j["batches_completed"]
+       << " batches" << (r.complete ? "" : " (incomplete)");
+    if (j.contains("time_per_batch_s"))
+      os << ", time/batch " << j["time_per_batch_s"].get<double>() << " s, compute "
+         << j["computation_time_s"].get<double>() << " s";
+    if (j["training"].contains("loss_last"))
+      os << ", loss " << j["training"]["loss_first"].get<double>() << " -> "
+         << j["training"]["loss_last"].get<double>() << ", accuracy (last batch) "
+         << j["training"]["accuracy_last"].get<double>();
+    out << os.str() << "\n";
+  }
+  out.flush();
+}
+
+}  // namespace
+
+PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
+                            const std::function<void(const std::string&)>& progress) {
+  torch::set_num_threads(args.threads);
+  Workspace ws(args.scenario, progress);
+  ws.select(args.variant);
+  if (ws.variants().size() != 1) {
+    std::string labels;
+    for (const auto& v : ws.variants()) labels += (labels.empty() ? "\"" : ", \"") + v.label + "\"";
+    throw InputError("--variant", "exec runs exactly one variant, " +
+                                      std::to_string(ws.variants().size()) +
+                                      " match; pick one of " + labels);
+  }
+  const ScenarioVariant& v = ws.variants().front();
+  Scenario sc = v.scenario;
+  nlohmann::json identity_json = v.json;
+  Plan plan = ws.plan(v);
+  if (args.iterations > 0) {
+    sc.iterations = plan.iterations = args.iterations;
+    plan.warmup = sc.warmup = std::min(sc.warmup, args.iterations - 1);
+    identity_json["iterations"] = args.iterations;
+  }
+  const std::string token = exec_token(args);
+  const ExecTopology topo = make_topology(plan);
+  if (topo.world_size() < 2) throw InputError("$.partition", "exec needs at least two parties");
+  const int rank = rank_of_role(topo, args.role, args.client_index);
+  GlooOptions go;
+  go.rank = rank;
+  go.world_size = topo.world_size();
+  go.timeout = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
+  if (rank == 0 && args.listen.empty())
+    throw InputError("--listen", "rank 0 (party \"" + topo.server_party +
+                                     "\") listens: pass --listen ADDR:PORT");
+  if (rank != 0 && args.connect.empty())
+    throw InputError("--connect", "party \"" + args.role +
+                                      "\" connects to the server: pass "
+                                      "--connect ADDR:PORT");
+  parse_address(rank == 0 ? args.listen : args.connect, rank == 0 ? "--listen" : "--connect",
+                &go.host, &go.port);
+  RunOptions ro;
+  ro.timeout = go.timeout;
+  ro.data_dir = args.data;
+  ro.device = args.device;
+  if (args.device == "cuda" && !torch::cuda::is_available())
+    throw InputError("--device",
+                     "cuda requested but this LibTorch build or machine has no CUDA "
+                     "device; use --device cpu");
+  std::ostringstream where;
+  where << "exec: rank " << rank << " of " << go.world_size << " (" << args.role << "), "
+        << (rank == 0 ? "listening on " : "connecting to ") << go.host << ":" << go.port
+        << ", timeout " << args.timeout_s << " s";
+  progress(where.str());
+  std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
+  RunResult result;
+  try {
+    handshake(*transport, {v.label, identity_json.dump(), args.version, token}, go.timeout);
+    std::vector<double> offsets;
+    const ExecClock::time_point start = synchronise(*transport, go.timeout, &offsets);
+    progress("exec: connected, training " + std::to_string(plan.iterations) + " batches");
+    result = run_party(sc, plan, *transport, rank, ro, start);
+    if (result.complete)
+      gather(*transport, offsets, &result, go.timeout, max_events_per_rank(plan));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    result.complete = false;
+    // One line: LibTorch's and Gloo's errors append a backtrace.
+    if (result.error.empty())
+      result.error = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+  }
+  write_outputs(args, plan, result, out, progress);
+  // A failed Gloo pair may block in its destructor: the transport is left
+  // alive for the caller, who exits at once (std::_Exit) after a failure.
+  if (!result.complete) {
+    (void)transport.release();
+    return {false, result.error};
+  }
+  return {};
+}
+
+PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostream& out) {
+  if (args.role != "server" && args.role != "client")
+    throw InputError("--role", "expected server or client, got \"" + args.role + "\"");
+  const bool server = args.role == "server";
+  GlooOptions go;
+  go.rank = server ? 0 : 1;
+  go.world_size = 2;
+  go.timeout = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
+  if (server && args.listen.empty())
+    throw InputError("--listen", "the server listens: pass --listen ADDR:PORT");
+  if (!server && args.connect.empty())
+    throw InputError("--connect", "the client connects: pass --connect ADDR:PORT");
+  parse_address(server ? args.listen : args.connect, server ? "--listen" : "--connect", &go.host,
+                &go.port);
+  LinkProbeOptions o;
+  o.message_bytes = static_cast<int64_t>(args.message_kib * 1024);
+  o.bytes_per_direction = static_cast<int64_t>(args.megabytes * 1e6);
+  o.timeout = go.timeout;
+  std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
+  LinkProbeResult r;
+  try {
+    r = run_link_probe(*transport, o);
+  } catch (const std::exception& e) {
+    (void)transport.release();  // a failed Gloo pair may block in its destructor
+    return {false, std::string("link probe: ") + e.what()};
+  }
+  if (server) {
+    if (args.json) {
+      out << link_probe_json(r).dump(2) << "\n";
+    } else {
+      out << "link probe: " << r.up.bytes << " B each way; compute lost per byte sent "
+          << r.cpu_s_per_byte_sent * 1e9 << " ns (client " << r.client_send_s_per_byte * 1e9
+          << ", server " << r.server_send_s_per_byte * 1e9 << "), received "
+          << r.cpu_s_per_byte_received * 1e9 << " ns (server " << r.server_recv_s_per_byte * 1e9
+          << ", client " << r.client_recv_s_per_byte * 1e9 << "); CPU time per byte sent "
+          << r.busy_s_per_byte_sent * 1e9 << " ns, received " << r.busy_s_per_byte_received * 1e9
+          << " ns\n";
+    }
+  }
+  out.flush();
+  return {};
+}
+
+}  // namespace splitsim
