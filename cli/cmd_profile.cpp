@@ -1,9 +1,7 @@
-// `splitsim profile`: measure this machine on a model and write a device profile.
-#include <unistd.h>
-
+// `splitsim profile`: measure this machine on a model and write a device
+// profile (measure_this_machine,
+// costmodel/torch/include/splitsim/costmodel/timing.h).
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,10 +10,8 @@
 
 #include "commands.h"
 #include "flag_checks.h"
-#include "splitsim/costmodel/efficiency_fit.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/limits.h"
-#include "splitsim/costmodel/measure.h"
 #include "splitsim/costmodel/timing.h"
 
 namespace splitsim {
@@ -62,52 +58,12 @@ int run_profile(ProfileArgs& args) {
       throw InputError("--" + flag, std::string(e.what()).substr(e.where().size() + 2));
     }
   }
-  auto log = [](const std::string& line) { std::cerr << line << "\n"; };
-
-  DeviceProfile device =
-      profile_this_machine(spec, args.opts, [&](const std::string& l) { log("profile: " + l); });
-  device.name = args.name;
-  device.peak_flops = measure_peak_flops();
-  device.memory_bandwidth_Bps = measure_memory_bandwidth();
-  char host[256] = "this machine";
-  gethostname(host, sizeof host);
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  device.description = std::string("CPU of ") + host + ", " + std::to_string(args.opts.threads) +
-                       " thread(s), measured by splitsim profile on " + date;
-  device.sources = {"measured: splitsim profile --model " + spec.name + " --batch " +
-                    std::to_string(args.opts.batch) + " --threads " +
-                    std::to_string(args.opts.threads)};
-
-  log("profile: counting MACs per unit");
-  const ModelProfile counts = measure_model(spec);
-  std::vector<TimedWork> data;
-  for (size_t i = 0; i < counts.units.size(); ++i) {
-    const auto& t = device.timings[i];
-    data.push_back({counts.units[i].fwd.scaled(args.opts.batch), t.fwd_s});
-    data.push_back({counts.units[i].bwd.scaled(args.opts.batch), t.bwd_s});
-  }
-  const FitResult fit = fit_efficiency(device, data);
-  device.efficiency = fit.efficiency;
-
-  nlohmann::json j = device;
-  j["fit"] = {{"observations", fit.observations},
-              {"rms_rel_error", fit.rms_rel_error},
-              {"max_rel_error", fit.max_rel_error},
-              {"fitted", fit.fitted}};
-  write_atomically(args.output, j.dump(2) + "\n");
-
-  std::printf("peak %.1f GFLOP/s (1024^3 matmul), memory %.1f GB/s (copy)\n",
-              device.peak_flops / 1e9, device.memory_bandwidth_Bps / 1e9);
-  std::printf(
-      "fitted efficiency: conv %.3f  depthwise %.3f  matmul %.3f  elementwise %.3f  "
-      "per-op %.1f us\n",
-      fit.efficiency.conv, fit.efficiency.depthwise, fit.efficiency.matmul,
-      fit.efficiency.elementwise, fit.efficiency.per_op_s * 1e6);
-  std::printf("fit error over %d unit timings: rms %.1f%%, max %.1f%%\n", fit.observations,
-              100 * fit.rms_rel_error, 100 * fit.max_rel_error);
-  std::printf("wrote %s\n", args.output.c_str());
+  const MeasuredDevice m = measure_this_machine(
+      spec, args.opts, args.name,
+      [](const std::string& line) { std::cerr << "profile: " << line << "\n"; });
+  write_atomically(args.output, measured_device_json(m).dump(2) + "\n");
+  print_measured_device(std::cout, m);
+  std::cout << "wrote " << args.output << "\n";
   return 0;
 }
 

@@ -3,10 +3,13 @@
 // seconds of a model (the `splitsim profile` command), plus peak rates.
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "splitsim/costmodel/device.h"
+#include "splitsim/costmodel/efficiency_fit.h"
 #include "splitsim/costmodel/scenario.h"
 
 namespace splitsim {
@@ -46,5 +49,23 @@ CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape
 // with `opts.threads` threads. `progress` gets one line per step.
 DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,
                                    const std::function<void(const std::string&)>& progress);
+
+// What `splitsim profile` writes: a device profile of this machine.
+struct MeasuredDevice {
+  DeviceProfile device;  // named, described, its efficiencies fitted
+  FitResult fit;         // how well the fitted formula matches the unit timings
+};
+
+// profile_this_machine, the peak rates, and the per-op-class efficiencies
+// fitted (fit_efficiency) to the unit timings and the model's MACs; the
+// device is called `name`, its description and sources name this host, the
+// date and the options. `progress` gets one line per step.
+MeasuredDevice measure_this_machine(const ModelSpec& spec, const ProfileOptions& opts,
+                                    const std::string& name,
+                                    const std::function<void(const std::string&)>& progress);
+// The device profile JSON, with the fit's figures under "fit".
+nlohmann::json measured_device_json(const MeasuredDevice& m);
+// The peak rates, the fitted efficiencies and the fit's error, one line each.
+void print_measured_device(std::ostream& out, const MeasuredDevice& m);
 
 }  // namespace splitsim
