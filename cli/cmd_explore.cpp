@@ -1,5 +1,5 @@
 // `splitsim explore SCENARIO`: search cut points, codecs, chunk counts,
-// schedules and bandwidths (costmodel/explore.h), simulate the candidates the
+// schedules and bandwidths (sim/explore/README.md), simulate the candidates the
 // closed-form screen keeps, print the Pareto front and a ranking.
 #include <unistd.h>
 

@@ -64,7 +64,7 @@ int64_t peak_in_flight(const std::vector<Op>& ops);
 // Batches to run after the last measured one so that it, too, ends in
 // steady state (the pipeline still full behind it): ddg and fr K-1,
 // pipedream ceil((K-1)/m), the synchronous schedules 0. The simulator runs
-// them and drops their events (sim/README.md "Steady state").
+// them and drops their events (sim/README.md "Execution model").
 int64_t cooldown_batches(Schedule schedule, int K, int64_t m);
 
 // True iff the schedule ends each iteration with a barrier (ddg, fr).
