@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/schedule.h"
 
 namespace splitsim {
 
@@ -42,10 +43,6 @@ struct BoundaryCodecs {
   CodecSpec forward;   // activation, from part i to part i+1
   CodecSpec backward;  // its gradient, back from part i+1 to part i
 };
-
-enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr };
-const char* schedule_name(Schedule s);
-std::vector<std::string> schedule_names();
 
 struct OptimizerSpec {
   std::string name = "sgd";  // sgd | adamw | adam
