@@ -176,6 +176,8 @@ TEST(PlanFileTest, BrokenPlansAreRefusedAtTheirPath) {
       {"chunks vs micro-batches", [](json& j) { j["chunks"] = 2; }, "$.chunks", "3 entries"},
       {"non-adjacent boundary", [](json& j) { j["boundaries"][1]["to_stage"] = 0; },
        "$.boundaries[1].to_stage", "adjacent"},
+      {"stage index past int", [](json& j) { j["boundaries"][0]["from_stage"] = int64_t{1} << 32; },
+       "$.boundaries[0].from_stage", "adjacent"},
       {"missing boundary", [](json& j) { j["boundaries"].erase(1); }, "$.boundaries",
        "3 stages need 2"},
       {"negative wire bytes",

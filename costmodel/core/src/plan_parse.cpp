@@ -63,10 +63,15 @@ const std::vector<std::string> kTransferKeys = {"method",
 const std::vector<std::string> kWorkKeys = {"conv_macs", "depthwise_macs",    "matmul_macs",
                                             "macs",      "elementwise_elems", "ops"};
 
-// One value of bytes, MACs or elements: non-negative, and small enough that
-// a sum over every micro-batch or stage stays far below 2^63.
+// Bytes, a shape's dimension, a count of parameters: non-negative, and small
+// enough that a sum over every micro-batch or stage stays far below 2^63.
 int64_t read_count(const json& v, const std::string& path) {
-  return jr::read_int(v, path, 0, limits::kMaxPlanCount);
+  return jr::read_int(v, path, 0, limits::kMaxPlanBytes);
+}
+
+// MACs, elements or ops of a batch.
+int64_t read_work_count(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 0, limits::kMaxPlanWork);
 }
 
 // Seconds of one task: finite, in [0, limits::kMaxTaskS].
@@ -107,7 +112,9 @@ void check_seconds_total(const json& obj, const std::string& path, const std::st
                          const std::vector<double>& parts) {
   if (!obj.contains(key)) return;
   const std::string at = jr::member_path(path, key);
-  const double total = read_seconds(obj.at(key), at);
+  const double total = jr::read_number(obj.at(key), at, jr::non_negative());
+  if (!std::isfinite(total))
+    throw InputError(at, "expected a finite number, got " + jr::show(obj.at(key)));
   const double sum = std::accumulate(parts.begin(), parts.end(), 0.0);
   if (std::fabs(total - sum) > 1e-9 * std::max(1.0, std::fabs(sum)))
     throw InputError(at, "is " + jr::show(obj.at(key)) + " but the per-micro-batch values sum to " +
@@ -118,7 +125,7 @@ void check_count_total(const json& obj, const std::string& path, const std::stri
                        int64_t want, const std::string& from) {
   if (!obj.contains(key)) return;
   const std::string at = jr::member_path(path, key);
-  const int64_t got = read_count(obj.at(key), at);
+  const int64_t got = jr::read_int(obj.at(key), at, 0);
   if (got != want)
     throw InputError(at, "is " + std::to_string(got) + " but " + from + " gives " +
                              std::to_string(want) + "; give the same in both, or leave this out");
@@ -133,7 +140,7 @@ OpCounts read_work(const json& v, const std::string& path) {
   const char* names[] = {"conv_macs", "depthwise_macs", "matmul_macs", "elementwise_elems", "ops"};
   for (size_t i = 0; i < 5; ++i) {
     jr::require_key(v, path, names[i], "a non-negative integer");
-    *fields[i] = read_count(v.at(names[i]), jr::member_path(path, names[i]));
+    *fields[i] = read_work_count(v.at(names[i]), jr::member_path(path, names[i]));
   }
   check_count_total(v, path, "macs", c.macs(), "conv + depthwise + matmul MACs");
   return c;
@@ -176,7 +183,7 @@ PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m)
     if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));
   if (j.contains("weight_versions"))
     s.weight_versions =
-        jr::read_int(j.at("weight_versions"), path + ".weight_versions", 1, limits::kMaxPlanCount);
+        jr::read_int(j.at("weight_versions"), path + ".weight_versions", 1, limits::kMaxPlanBytes);
   s.fwd_s = per_microbatch<double>(j, path, "fwd_s_per_microbatch", m, read_seconds);
   s.bwd_s = per_microbatch<double>(j, path, "bwd_s_per_microbatch", m, read_seconds);
   check_seconds_total(j, path, "fwd_s_per_batch", s.fwd_s);
@@ -230,15 +237,16 @@ PlanBoundary read_boundary(const json& j, const std::string& path, int b, size_t
   jr::require_key(j, path, "forward", "a transfer object");
   jr::require_key(j, path, "backward", "a transfer object");
   PlanBoundary bd;
-  bd.from_stage = static_cast<int>(read_count(j.at("from_stage"), path + ".from_stage"));
-  bd.to_stage = static_cast<int>(read_count(j.at("to_stage"), path + ".to_stage"));
+  const int64_t from = jr::read_int(j.at("from_stage"), path + ".from_stage", 0);
+  const int64_t to = jr::read_int(j.at("to_stage"), path + ".to_stage", 0);
   const std::string joins = "boundary " + std::to_string(b) + " joins stage " + std::to_string(b) +
                             " to stage " + std::to_string(b + 1) +
                             " (boundaries join adjacent stages, in order)";
-  if (bd.from_stage != b)
-    throw InputError(path + ".from_stage", "is " + std::to_string(bd.from_stage) + "; " + joins);
-  if (bd.to_stage != b + 1)
-    throw InputError(path + ".to_stage", "is " + std::to_string(bd.to_stage) + "; " + joins);
+  if (from != b)
+    throw InputError(path + ".from_stage", "is " + std::to_string(from) + "; " + joins);
+  if (to != b + 1) throw InputError(path + ".to_stage", "is " + std::to_string(to) + "; " + joins);
+  bd.from_stage = b;
+  bd.to_stage = b + 1;
   if (j.contains("activation_shape"))
     bd.activation_shape = read_shape(j.at("activation_shape"), path + ".activation_shape");
   bd.forward = read_transfer(j.at("forward"), path + ".forward", m);
