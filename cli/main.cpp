@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
       "bad input (scenario, flags, files)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", SPLITSIM_VERSION);
+  // Without LibTorch (SPLITSIM_WITH_TORCH undefined) only `simulate`, of
+  // plan files; every other command measures or runs a model.
+#ifdef SPLITSIM_WITH_TORCH
   const std::vector<splitsim::Command> commands = {
       splitsim::add_plan_command(app),     splitsim::add_profile_command(app),
       splitsim::add_simulate_command(app), splitsim::add_bench_command(app),
@@ -39,6 +42,9 @@ int main(int argc, char** argv) {
       splitsim::add_explore_command(app),
       splitsim::add_link_probe_command(app),
   };
+#else
+  const std::vector<splitsim::Command> commands = {splitsim::add_simulate_command(app)};
+#endif
   const std::string unknown = splitsim::unknown_subcommand(app, argc, argv);
   if (!unknown.empty()) {
     std::cerr << "error: " << unknown << "\nRun with --help for more information.\n";

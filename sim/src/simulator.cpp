@@ -85,16 +85,13 @@ std::string load_bandwidth_trace(const std::string& path) {
   return out;
 }
 
-// SimGrid's clock is a double that must stay exact to well below a
-// micro-second: a task of more than kMaxTaskS (a year) comes from a device
-// profile or a model far outside anything real.
-constexpr double kMaxTaskS = 3.2e7;
-
+// A task of more than limits::kMaxTaskS (a year) would cost SimGrid's clock
+// its sub-microsecond exactness.
 void check_seconds(const std::vector<double>& seconds, const std::string& what) {
   for (double s : seconds) {
-    if (s >= 0 && s <= kMaxTaskS) continue;
+    if (s >= 0 && s <= limits::kMaxTaskS) continue;
     std::ostringstream os;
-    os << what << " takes " << s << " s per micro-batch; the limit is " << kMaxTaskS
+    os << what << " takes " << s << " s per micro-batch; the limit is " << limits::kMaxTaskS
        << " s (check the device profiles' peak_flops and memory_bandwidth_Bps)";
     throw InputError("$.devices", os.str());
   }

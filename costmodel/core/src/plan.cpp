@@ -43,8 +43,30 @@ nlohmann::json transfer_json(const PlanTransfer& t) {
           {"carried_shape_per_sample", t.carried_shape},
           {"wire_bytes_per_batch", t.wire_bytes_per_batch},
           {"wire_bytes_per_microbatch", t.wire_bytes},
+          {"encode_s_per_microbatch", t.encode_s},
+          {"decode_s_per_microbatch", t.decode_s},
           {"encode_s_per_batch", sum(t.encode_s)},
           {"decode_s_per_batch", sum(t.decode_s)}};
+}
+
+// Only what is set: 0 up/down bandwidths mean "as bandwidth_bit_per_s", an
+// empty trace none (the scenario format's defaults).
+nlohmann::json network_json(const NetworkSpec& n) {
+  nlohmann::json j = {{"bandwidth_bit_per_s", n.bandwidth_bit_per_s},
+                      {"latency_s", n.latency_s},
+                      {"per_message_overhead_s", n.per_message_overhead_s},
+                      {"bandwidth_factor", n.bandwidth_factor}};
+  if (n.up_bandwidth_bit_per_s > 0) j["up_bandwidth_bit_per_s"] = n.up_bandwidth_bit_per_s;
+  if (n.down_bandwidth_bit_per_s > 0) j["down_bandwidth_bit_per_s"] = n.down_bandwidth_bit_per_s;
+  if (!n.bandwidth_trace.empty()) j["bandwidth_trace"] = n.bandwidth_trace;
+  return j;
+}
+
+nlohmann::json platform_json(const PlatformSpec& p) {
+  return {{"cpu_s_per_byte_sent", p.cpu_s_per_byte_sent},
+          {"cpu_s_per_byte_received", p.cpu_s_per_byte_received},
+          {"shared_machine", p.shared_machine},
+          {"co_compute_slowdown", p.co_compute_slowdown}};
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
@@ -93,6 +115,7 @@ void to_json(nlohmann::json& j, const Plan& p) {
                       {"stash_bytes_per_microbatch", s.stash_bytes_per_microbatch},
                       {"stashed_microbatches", s.stashed_microbatches},
                       {"weight_versions", s.weight_versions},
+                      {"replay_bytes", s.replay_bytes},
                       {"peak_memory_bytes", s.peak_memory_bytes},
                       {"fwd_s_per_microbatch", s.fwd_s},
                       {"bwd_s_per_microbatch", s.bwd_s},
@@ -109,7 +132,7 @@ void to_json(nlohmann::json& j, const Plan& p) {
                           {"forward", transfer_json(b.forward)},
                           {"backward", transfer_json(b.backward)}});
   }
-  j = {{"schema", "splitsim.plan/1"},
+  j = {{"schema", kPlanSchema},
        {"scenario", p.scenario},
        {"variant", p.variant},
        {"model", p.model},
@@ -118,7 +141,12 @@ void to_json(nlohmann::json& j, const Plan& p) {
        {"microbatch_sizes", p.microbatch_sizes},
        {"schedule", schedule_name(p.schedule)},
        {"stages", stages},
-       {"boundaries", boundaries}};
+       {"boundaries", boundaries},
+       {"network", network_json(p.network)},
+       {"platform", platform_json(p.platform)},
+       {"iterations", p.iterations},
+       {"warmup", p.warmup},
+       {"clients", p.clients}};
 }
 
 void print_plan(std::ostream& os, const Plan& p) {

@@ -190,6 +190,27 @@ OptimizerSpec parse_optimizer(const json& j, const std::string& path) {
   return o;
 }
 
+// iterations x chunks x clients x stages within limits::kMaxStagePasses.
+void check_passes(const Scenario& s, const json& j) {
+  // Each factor is bounded (the partition by the file size): no overflow.
+  const int64_t stages = static_cast<int64_t>(s.partition.size());
+  const int64_t passes = s.iterations * s.chunks * s.clients * stages;
+  if (passes <= limits::kMaxStagePasses) return;
+  const std::string where = j.contains("iterations") ? "$.iterations"
+                            : j.contains("clients")  ? "$.clients"
+                                                     : "$.chunks";
+  throw InputError(
+      where, "iterations x chunks x clients x stages = " + std::to_string(s.iterations) + " x " +
+                 std::to_string(s.chunks) + " x " + std::to_string(s.clients) + " x " +
+                 std::to_string(stages) + " = " + std::to_string(passes) +
+                 " stage passes to simulate; the limit is " +
+                 std::to_string(limits::kMaxStagePasses));
+}
+
+}  // namespace
+
+namespace scenario_internal {
+
 NetworkSpec parse_network(const json& j, const std::string& path) {
   jr::require_object(j, path,
                      "a network object such as {\"bandwidth_bit_per_s\": 1e9, "
@@ -242,27 +263,6 @@ PlatformSpec parse_platform(const json& j, const std::string& path) {
                         {1, false, limits::kMaxCoComputeSlowdown, false});
   return p;
 }
-
-// iterations x chunks x clients x stages within limits::kMaxStagePasses.
-void check_passes(const Scenario& s, const json& j) {
-  // Each factor is bounded (the partition by the file size): no overflow.
-  const int64_t stages = static_cast<int64_t>(s.partition.size());
-  const int64_t passes = s.iterations * s.chunks * s.clients * stages;
-  if (passes <= limits::kMaxStagePasses) return;
-  const std::string where = j.contains("iterations") ? "$.iterations"
-                            : j.contains("clients")  ? "$.clients"
-                                                     : "$.chunks";
-  throw InputError(
-      where, "iterations x chunks x clients x stages = " + std::to_string(s.iterations) + " x " +
-                 std::to_string(s.chunks) + " x " + std::to_string(s.clients) + " x " +
-                 std::to_string(stages) + " = " + std::to_string(passes) +
-                 " stage passes to simulate; the limit is " +
-                 std::to_string(limits::kMaxStagePasses));
-}
-
-}  // namespace
-
-namespace scenario_internal {
 
 void check_schema(const json& j) {
   jr::require_object(j, "$", "a scenario object");
@@ -339,8 +339,8 @@ Scenario parse_scenario(const json& j) {
     schedule_from_name(name, &s.schedule);  // read_choice refused any other name
   }
   if (j.contains("optimizer")) s.optimizer = parse_optimizer(j.at("optimizer"), "$.optimizer");
-  if (j.contains("network")) s.network = parse_network(j.at("network"), "$.network");
-  if (j.contains("platform")) s.platform = parse_platform(j.at("platform"), "$.platform");
+  if (j.contains("network")) s.network = scenario_internal::parse_network(j.at("network"), "$.network");
+  if (j.contains("platform")) s.platform = scenario_internal::parse_platform(j.at("platform"), "$.platform");
   if (j.contains("iterations")) {
     s.iterations = jr::read_int(j.at("iterations"), "$.iterations", 1, limits::kMaxIterations);
   }

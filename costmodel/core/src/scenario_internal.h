@@ -1,9 +1,12 @@
 #pragma once
 // The keys of the scenario format, shared by the parser (scenario.cpp) and
-// the sweep expansion (scenario_sweep.cpp). Internal to splitsim_core.
+// the sweep expansion (scenario_sweep.cpp), and the network and platform
+// readers plan files share (plan_parse.cpp). Internal to splitsim_core.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "splitsim/costmodel/scenario.h"
 
 namespace splitsim::scenario_internal {
 
@@ -17,5 +20,10 @@ const std::vector<std::string>& top_level_keys();
 // The keys of the nested object `object` ("model", "optimizer", "network"),
 // or nullptr when `object` has no fixed key set.
 const std::vector<std::string>* nested_keys(const std::string& object);
+
+// The "network" and "platform" objects at `path` (also in plan files).
+// Throws InputError.
+NetworkSpec parse_network(const nlohmann::json& j, const std::string& path);
+PlatformSpec parse_platform(const nlohmann::json& j, const std::string& path);
 
 }  // namespace splitsim::scenario_internal

@@ -21,6 +21,16 @@ constexpr int64_t kMaxClients = 1024;
 // 10 to 25 us each on one core: at most some 10 to 30 s of simulation).
 constexpr int64_t kMaxStagePasses = 1000000;
 
+// Plan files (splitsim.plan/1). Seconds of one task: SimGrid's clock is a
+// double that must stay exact to well below a microsecond, so a task of
+// more than a year comes from a device profile or a model far outside
+// anything real. Bytes (and shapes, parameter counts): 2^50 each, so that
+// sums over every micro-batch (kMaxChunks) and stage stay far below 2^63.
+// MACs, elements and ops per batch: 2^60 (the planner keeps them below 2^62).
+constexpr double kMaxTaskS = 3.2e7;
+constexpr int64_t kMaxPlanBytes = int64_t{1} << 50;
+constexpr int64_t kMaxPlanWork = int64_t{1} << 60;
+
 // Network. Below 1 kbit/s (after bandwidth_factor) SimGrid's solver rounds
 // the transfers to nothing and reports a deadlock; above 1 Pbit/s no link
 // exists. Latencies and overheads of more than an hour are typos.

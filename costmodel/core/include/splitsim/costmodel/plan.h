@@ -1,7 +1,9 @@
 #pragma once
 // Plan: a scenario variant resolved against a measured model and devices:
 // ordered stages with their placement and costs, and per-boundary wire bytes.
-// A plain value type; JSON schema "splitsim.plan/1" (cli/README.md "Output formats").
+// A plain value type; JSON schema "splitsim.plan/1" (costmodel/README.md
+// "Plan files"), written by to_json and read back by parse_plan, so that
+// `splitsim simulate` runs plan files without LibTorch.
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>
@@ -70,7 +72,30 @@ struct Plan {
   int64_t bytes_received(const std::string& party) const;
 };
 
+inline constexpr const char* kPlanSchema = "splitsim.plan/1";
+
+// Everything the simulator and the metrics use, and the informational
+// fields (units, MACs, memory, codecs).
 void to_json(nlohmann::json& j, const Plan& p);
+
+// True when `j` is a plan document: an object whose "schema" is
+// kPlanSchema, or a non-empty array whose first element is one.
+bool is_plan_json(const nlohmann::json& j);
+// Reads one plan object at JSON path `path`. Strict like the scenario
+// parser: unknown keys, wrong types, negative or non-finite numbers,
+// per-micro-batch lists whose length is not the micro-batch count, totals
+// that disagree with their parts, boundaries that do not join stages k and
+// k+1, another schema: InputError naming the JSON path
+// ("$.stages[1].fwd_s_per_microbatch[0]"). Values only the table shows
+// (units, MACs, memory) are optional. to_json(parse_plan(to_json(p))) ==
+// to_json(p).
+Plan parse_plan(const nlohmann::json& j, const std::string& path = "$");
+// One plan object, or an array of them (`splitsim plan --json` for several
+// variants; paths "$[2].stages..."). Throws InputError.
+std::vector<Plan> parse_plans(const nlohmann::json& j);
+// Reads a plan file (bounded like every input file) and parses it. Throws
+// InputError naming the file.
+std::vector<Plan> load_plan_file(const std::string& file);
 // A human table: stages, then boundaries.
 void print_plan(std::ostream& os, const Plan& p);
 

@@ -1,0 +1,33 @@
+#include "plan_source.h"
+
+#include <nlohmann/json.hpp>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/input_file.h"
+
+namespace splitsim {
+
+std::vector<Plan> load_plans(const std::string& file, const std::string& variant) {
+  nlohmann::json j;
+  try {
+    j = parse_json_file(file, "scenario or plan file");
+  } catch (const InputError&) {
+    // Not readable JSON: the scenario reader says why, in its own words.
+    return scenario_plans(file, variant);
+  }
+  if (!is_plan_json(j)) return scenario_plans(file, variant);
+  std::vector<Plan> plans = load_plan_file(file);
+  if (variant.empty()) return plans;
+  std::vector<Plan> kept;
+  std::string labels;
+  for (const Plan& p : plans) {
+    labels += (labels.empty() ? "\"" : ", \"") + p.variant + "\"";
+    if (p.variant.find(variant) != std::string::npos) kept.push_back(p);
+  }
+  if (kept.empty())
+    throw InputError("--variant",
+                     "no variant label contains \"" + variant + "\"; labels: " + labels);
+  return kept;
+}
+
+}  // namespace splitsim

@@ -1,0 +1,107 @@
+// print_metrics_table: the table of `splitsim simulate` (see metrics_table.h).
+#include "splitsim/sim/metrics_table.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+namespace splitsim {
+namespace {
+
+// 1234567 -> "1.23M" (decimal prefixes).
+std::string si(double v) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+  int p = 0;
+  while (v >= 1000 && p < 5) {
+    v /= 1000;
+    ++p;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, p == 0 ? "%.0f%s" : "%.2f%s", v, prefixes[p]);
+  return buf;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  if (s >= 1)
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  return buf;
+}
+
+std::string percent(double f) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * f);
+  return buf;
+}
+
+// The parties shown in the table: with several clients, client0 stands for
+// every client ("client0 (each)"); every other party as itself.
+std::string party_bytes(const Metrics& m) {
+  std::string out;
+  bool client_shown = false;
+  for (const auto& p : m.parties) {
+    if (p.client && client_shown) continue;
+    std::string name = p.name;
+    if (p.client && m.clients > 1) name += " (each)";
+    client_shown |= p.client;
+    out += (out.empty() ? "" : "  ") + name + " " + si(p.bytes_sent_per_batch) + "B/" +
+           si(p.bytes_received_per_batch) + "B";
+  }
+  return out;
+}
+
+}  // namespace
+
+void print_metrics_table(std::ostream& os, const std::vector<Metrics>& all) {
+  const Metrics& first = all.front();
+  bool same_schedule = true, same_window = true;
+  for (const auto& m : all) {
+    same_schedule &= m.schedule == first.schedule;
+    same_window &= m.batches == first.batches && m.warmup_batches == first.warmup_batches;
+  }
+  os << "== " << first.scenario << ": " << all.size() << " variant(s)";
+  if (same_window)
+    os << ", steady state over batches " << first.warmup_batches << ".." << first.batches - 1;
+  if (same_schedule) os << ", schedule " << first.schedule;
+  if (first.clients > 1) os << ", " << first.clients << " clients";
+  os << "\n";
+  size_t width = 7;
+  for (const auto& m : all) width = std::max(width, m.variant.size());
+  char line[1024];
+  std::snprintf(line, sizeof line, "%-*s %11s %21s %11s %13s %13s %22s %6s  %-28s %s  %s\n",
+                static_cast<int>(width), "variant", "time/batch", "spread (min..max)", "compute",
+                "avg send B/s", "avg recv B/s", "peak client/server B/s", "bubble",
+                "busiest (utilisation)", "peak stash per stage (B)",
+                "bytes sent/received per batch");
+  os << line;
+  for (const auto& m : all) {
+    const PartyMetrics* client = nullptr;
+    for (const auto& p : m.parties)
+      if (p.client && client == nullptr) client = &p;
+    std::string stash;
+    for (const auto& s : m.stages) stash += (stash.empty() ? "" : "/") + si(s.peak_stash_bytes);
+    const std::string spread =
+        seconds(m.time_per_batch_spread.min_s) + ".." + seconds(m.time_per_batch_spread.max_s);
+    const std::string peak =
+        si(m.bandwidth_peak_client_Bps) + "/" + si(m.bandwidth_peak_server_Bps);
+    const std::string busiest = m.busiest_resource + " (" + percent(m.busiest_utilisation) + ")";
+    std::snprintf(line, sizeof line, "%-*s %11s %21s %11s %13s %13s %22s %6s  %-28s %s  %s\n",
+                  static_cast<int>(width), m.variant.c_str(), seconds(m.time_per_batch_s).c_str(),
+                  spread.c_str(), seconds(m.computation_time_s).c_str(),
+                  client ? si(client->bandwidth_avg_send_Bps).c_str() : "-",
+                  client ? si(client->bandwidth_avg_recv_Bps).c_str() : "-", peak.c_str(),
+                  percent(m.bubble_fraction).c_str(), busiest.c_str(), stash.c_str(),
+                  party_bytes(m).c_str());
+    os << line;
+  }
+  os << "avg = bytes of the client (the party of stage 0) / computation time (the reports' "
+        "definition); peak = the fastest single transfer sent by a client / received by the "
+        "server (any other party)\n";
+}
+
+}  // namespace splitsim
