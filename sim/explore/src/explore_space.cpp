@@ -5,7 +5,7 @@
 
 #include "json_read.h"
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/explore.h"
+#include "splitsim/explore/explore.h"
 #include "splitsim/costmodel/limits.h"
 
 namespace splitsim {

@@ -8,7 +8,7 @@
 
 #include "explore_internal.h"
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/explore.h"
+#include "splitsim/explore/explore.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/costmodel/unit_graph.h"
 
