@@ -4,7 +4,6 @@
 // closed-form screen keeps; Pareto front and ranking), and its report.
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -15,6 +14,7 @@
 #include "splitsim/explore/exploration.h"
 #include "splitsim/explore/report.h"
 #include "splitsim/explore/space_flags.h"
+#include "splitsim/validate/safe_files.h"
 #include "splitsim/validate/validate_top.h"
 
 namespace splitsim {
@@ -47,9 +47,8 @@ int run_explore(ExploreArgs a) {
   if (tty) std::cerr << "\n";
   const Candidate& best = e.result.candidates[e.ranking.front()];
   if (!a.emit_best.empty()) {
-    std::ofstream out(a.emit_best);
-    out << candidate_scenario_json(v.json, best).dump(2) << "\n";
-    if (!out) throw InputError("--emit-best", "cannot write \"" + a.emit_best + "\"");
+    write_file_atomically(a.emit_best, candidate_scenario_json(v.json, best).dump(2) + "\n",
+                          "--emit-best");
     std::cerr << "best plan written to " << a.emit_best << "\n";
   }
   nlohmann::json validation;
@@ -98,7 +97,9 @@ Command add_explore_command(CLI::App& app) {
   auto* json = sub->add_flag("--json", a->json, "JSON report (schema splitsim.explore/1)");
   sub->add_flag("--csv", a->csv, "CSV: the ranking, one row per simulated candidate")
       ->excludes(json);
-  sub->add_option("--emit-best", a->emit_best, "write the best plan as a scenario file");
+  sub->add_option("--emit-best", a->emit_best,
+                  "write the best plan as a scenario file (atomically: a temporary file beside "
+                  "it, then renamed)");
   sub->add_option("--jobs", a->options.jobs, "simulations at once (default: the CPU count)")
       ->check(int_range(1, 1024));
   sub->add_option("--validate-top", a->validate.top,
