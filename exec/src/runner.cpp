@@ -7,7 +7,7 @@
 #include "party_context.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/optimizer.h"
-#include "splitsim/sim/schedule.h"
+#include "splitsim/costmodel/schedule.h"
 
 namespace splitsim {
 namespace {

@@ -6,7 +6,7 @@
 #include "asynchronous.h"
 #include "error_reason.h"
 #include "party_context.h"
-#include "splitsim/sim/schedule.h"
+#include "splitsim/costmodel/schedule.h"
 
 namespace splitsim::exec_internal {
 namespace {

@@ -3,33 +3,25 @@
 #include <algorithm>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/parties.h"
 
 namespace splitsim {
 
-int ExecTopology::party_of(int stage, int client) const {
-  const std::string& p = stage_party.at(static_cast<size_t>(stage));
-  if (p == client_party) return client;
-  for (size_t i = static_cast<size_t>(clients); i < parties.size(); ++i)
-    if (parties[i] == p) return static_cast<int>(i);
-  return -1;
-}
-
 ExecTopology make_topology(const Plan& plan) {
+  const RunParties rp = run_parties(plan);
   ExecTopology t;
-  t.clients = static_cast<int>(plan.clients);
-  t.stages = static_cast<int>(plan.stages.size());
-  t.client_party = plan.stages.front().party;
-  for (const auto& st : plan.stages) t.stage_party.push_back(st.party);
-  for (int c = 0; c < t.clients; ++c) {
-    t.parties.push_back(t.clients > 1 ? t.client_party + std::to_string(c) : t.client_party);
-    t.client_parties.push_back(c);
-  }
+  t.clients = rp.clients;
+  t.stages = rp.stages;
+  t.stage_party = rp.stage_party;
+  t.client_party = rp.parties.front().plan_party;
   std::vector<std::string> shared;
-  for (const auto& st : plan.stages)
-    if (st.party != t.client_party &&
-        std::find(shared.begin(), shared.end(), st.party) == shared.end())
-      shared.push_back(st.party);
-  for (const auto& p : shared) t.parties.push_back(p);
+  for (size_t i = 0; i < rp.parties.size(); ++i) {
+    t.parties.push_back(rp.parties[i].name);
+    if (rp.parties[i].client_role)
+      t.client_parties.push_back(static_cast<int32_t>(i));
+    else
+      shared.push_back(rp.parties[i].name);
+  }
   if (shared.empty()) return t;
   t.server_party =
       std::find(shared.begin(), shared.end(), "server") != shared.end() ? "server" : shared.front();

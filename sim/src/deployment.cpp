@@ -1,30 +1,18 @@
 #include "deployment.h"
 
 #include <cassert>
-#include <map>
+#include <utility>
 
 namespace splitsim::sim_internal {
 
 Deployment make_deployment(const Plan& plan) {
   Deployment d;
-  d.stages = static_cast<int>(plan.stages.size());
-  d.clients = static_cast<int>(plan.clients);
-  const std::string& client_party = plan.stages.front().party;
-  // Parties in order of first appearance along the stages; the client role
-  // first, replicated per client.
-  std::map<std::string, int> shared;
+  RunParties rp = run_parties(plan);
+  d.stages = rp.stages;
+  d.clients = rp.clients;
   for (int c = 0; c < d.clients; ++c)
-    d.parties.push_back({d.clients > 1 ? client_party + std::to_string(c) : client_party, true});
-  for (const auto& st : plan.stages)
-    if (st.party != client_party && !shared.count(st.party)) {
-      shared[st.party] = static_cast<int>(d.parties.size());
-      d.parties.push_back({st.party, false});
-    }
-  for (int c = 0; c < d.clients; ++c)
-    for (int k = 0; k < d.stages; ++k) {
-      const std::string& p = plan.stages[k].party;
-      d.instances.push_back({k, c, p == client_party ? c : shared.at(p)});
-    }
+    for (int k = 0; k < d.stages; ++k) d.instances.push_back({k, c, rp.party_of(k, c)});
+  d.parties = std::move(rp.parties);
   for (int c = 0; c < d.clients; ++c)
     for (const auto& b : plan.boundaries) {
       assert(b.to_stage == b.from_stage + 1);

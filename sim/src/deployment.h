@@ -1,22 +1,19 @@
 #pragma once
 // Deployment: who runs where, as data (no SimGrid). Built from a Plan:
-//  - parties: the Plan's parties; with Plan.clients > 1 the client role (the
-//    party of stage 0) is replicated as "<party>0", "<party>1", ... while the
-//    other parties are shared by all clients;
+//  - parties: run_parties() (splitsim/costmodel/parties.h); with
+//    Plan.clients > 1 the client role (the party of stage 0) is replicated as
+//    "<party>0", "<party>1", ... while the other parties are shared by all
+//    clients;
 //  - instances: one per (client, stage), the actors;
 //  - channels: one per (client, boundary, direction), local when both ends
 //    are on the same party (no network), else remote.
 #include <string>
 #include <vector>
 
+#include "splitsim/costmodel/parties.h"
 #include "splitsim/costmodel/plan.h"
 
 namespace splitsim::sim_internal {
-
-struct PartySpec {
-  std::string name;
-  bool client_role = false;  // owns the data: stage 0's party or a replica of it
-};
 
 struct Instance {
   int stage = 0;
@@ -34,7 +31,7 @@ struct Channel {
 struct Deployment {
   int stages = 0;
   int clients = 1;
-  std::vector<PartySpec> parties;
+  std::vector<RunParty> parties;    // client_role: owns the data (stage 0's party or a replica)
   std::vector<Instance> instances;  // index = client * stages + stage
   std::vector<Channel> channels;
 

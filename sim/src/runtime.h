@@ -14,7 +14,7 @@
 #include "deployment.h"
 #include "host_arbiter.h"
 #include "splitsim/costmodel/plan.h"
-#include "splitsim/sim/schedule.h"
+#include "splitsim/costmodel/schedule.h"
 #include "splitsim/sim/simulator.h"
 #include "splitsim/sim/timeline.h"
 

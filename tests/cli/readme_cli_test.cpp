@@ -1,6 +1,7 @@
-// README.md's "CLI reference" against the binary's own --help: every
-// subcommand has a row, every long option of `splitsim SUB --help` is in
-// SUB's row, and every --option the section names exists in some --help.
+// cli/README.md's "Commands" (the CLI reference) against the binary's own
+// --help: every subcommand has a row, every long option of
+// `splitsim SUB --help` is in SUB's row, and every --option the section names
+// exists in some --help.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -63,10 +64,14 @@ std::vector<std::string> subcommands(const std::string& help) {
   return out;
 }
 
-// README.md from "## CLI reference" up to the next "## " heading.
+// The CLI reference: cli/README.md from "## Commands" up to the next "## "
+// heading.
+constexpr char kReadme[] = "cli/README.md";
+constexpr char kSection[] = "\n## Commands\n";
+
 std::string cli_reference_section() {
-  const std::string readme = slurp(source_path("README.md"));
-  const auto begin = readme.find("\n## CLI reference");
+  const std::string readme = slurp(source_path(kReadme));
+  const auto begin = readme.find(kSection);
   if (begin == std::string::npos) return "";
   const auto end = readme.find("\n## ", begin + 1);
   return readme.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
@@ -115,7 +120,8 @@ CliDocs read_cli_docs() {
     }
   }
   d.section = cli_reference_section();
-  if (d.section.empty()) d.error = "README.md has no \"## CLI reference\" section";
+  if (d.section.empty())
+    d.error = std::string(kReadme) + " has no \"## Commands\" section (the CLI reference)";
   d.rows = rows_by_command(d.section);
   return d;
 }
@@ -140,10 +146,11 @@ class ReadmeCliTest : public ::testing::Test {
 TEST_F(ReadmeCliTest, EverySubcommandHasARowAndEveryRowASubcommand) {
   for (const std::string& sub : commands_)
     EXPECT_EQ(rows_.count(sub), 1u)
-        << "README's CLI reference has no row \"| `" << sub << " ...`\"";
+        << "cli/README.md's CLI reference has no row \"| `" << sub << " ...`\"";
   for (const auto& [command, row] : rows_)
-    EXPECT_EQ(options_.count(command), 1u) << "README's CLI reference has a row for \"" << command
-                                           << "\", which `splitsim --help` does not list";
+    EXPECT_EQ(options_.count(command), 1u)
+        << "cli/README.md's CLI reference has a row for \"" << command
+        << "\", which `splitsim --help` does not list";
 }
 
 TEST_F(ReadmeCliTest, EveryOptionOfEverySubcommandIsInItsRow) {
@@ -154,7 +161,7 @@ TEST_F(ReadmeCliTest, EveryOptionOfEverySubcommandIsInItsRow) {
       if (opt == "--help") continue;  // every command has it; said once in the section
       EXPECT_EQ(written.count(opt), 1u)
           << "`splitsim " << sub << " --help` declares " << opt
-          << " but README's CLI reference row for " << sub << " does not mention it";
+          << " but cli/README.md's CLI reference row for " << sub << " does not mention it";
     }
   }
 }
@@ -164,7 +171,7 @@ TEST_F(ReadmeCliTest, EveryOptionInARowExistsInThatCommandsHelp) {
     if (options_.count(command) == 0) continue;  // reported above
     for (const std::string& opt : mentioned_options(row))
       EXPECT_EQ(options_.at(command).count(opt), 1u)
-          << "README's CLI reference row for " << command << " mentions " << opt
+          << "cli/README.md's CLI reference row for " << command << " mentions " << opt
           << ", which `splitsim " << command << " --help` does not declare";
   }
 }
@@ -173,11 +180,11 @@ TEST_F(ReadmeCliTest, EveryOptionInTheSectionExistsInSomeHelp) {
   OptionSet known = top_options_;
   for (const auto& [sub, declared] : options_) known.insert(declared.begin(), declared.end());
   for (const std::string& opt : mentioned_options(section_))
-    EXPECT_EQ(known.count(opt), 1u) << "README's CLI reference mentions " << opt
+    EXPECT_EQ(known.count(opt), 1u) << "cli/README.md's CLI reference mentions " << opt
                                     << ", which no `splitsim [SUB] --help` declares";
   for (const std::string& opt : top_options_)
     EXPECT_EQ(mentioned_options(section_).count(opt), 1u)
-        << "`splitsim --help` declares " << opt << " but README's CLI reference does not";
+        << "`splitsim --help` declares " << opt << " but cli/README.md's CLI reference does not";
 }
 
 }  // namespace

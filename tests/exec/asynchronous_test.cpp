@@ -10,7 +10,7 @@
 #include "exec_test_util.h"
 #include "splitsim/costmodel/optimizer.h"
 #include "splitsim/exec/dataset.h"
-#include "splitsim/sim/schedule.h"
+#include "splitsim/costmodel/schedule.h"
 
 namespace splitsim::testing {
 namespace {

@@ -1,4 +1,4 @@
-// Model names, their options and defaults (README.md "Models and partition units"). No LibTorch here:
+// Model names, their options and defaults (scenarios/FORMAT.md "Model"). No LibTorch here:
 // the scenario parser and the simulator use these without building a model.
 #include <algorithm>
 #include <cstdint>

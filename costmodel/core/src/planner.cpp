@@ -1,33 +1,13 @@
 #include "splitsim/costmodel/planner.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/unit_graph.h"
 
 namespace splitsim {
-
-int64_t stashed_microbatches(Schedule s, int k, int K, int64_t m) {
-  assert(0 <= k && k < K && m >= 1);
-  switch (s) {
-    case Schedule::kSequential:
-      return 1;  // each micro-batch finishes before the next
-    case Schedule::kGpipe:
-      return m;  // all forwards before any backward
-    case Schedule::k1F1B:
-      return std::min<int64_t>(m, K - k);
-    case Schedule::kPipeDream:
-      return K - k;  // K-k+1 versions with 1-based k (sim/README.md "Execution model")
-    case Schedule::kDdg:
-    case Schedule::kFr:
-      return (K - k) * m;  // whole batches are delayed, m micro-batches each
-  }
-  return 1;
-}
-
-int64_t weight_versions(Schedule s, int k, int K) { return s == Schedule::kPipeDream ? K - k : 1; }
 
 namespace {
 
@@ -250,14 +230,14 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
           return encode ? t->encode_s : t->decode_s;
         return formula_seconds(dev, codec_counts(codec, macs, elems));
       };
-      const double enc = seconds(sdev, fkey, shape, b, true, codecs.forward, fw.encode_macs,
-                                 fw.encode_elems);
-      const double dec = seconds(rdev, fkey, shape, b, false, codecs.forward, fw.decode_macs,
-                                 fw.decode_elems);
-      const double benc = seconds(rdev, bkey, carried, b, true, codecs.backward, bw.encode_macs,
-                                  bw.encode_elems);
-      const double bdec = seconds(sdev, bkey, carried, b, false, codecs.backward, bw.decode_macs,
-                                  bw.decode_elems);
+      const double enc =
+          seconds(sdev, fkey, shape, b, true, codecs.forward, fw.encode_macs, fw.encode_elems);
+      const double dec =
+          seconds(rdev, fkey, shape, b, false, codecs.forward, fw.decode_macs, fw.decode_elems);
+      const double benc =
+          seconds(rdev, bkey, carried, b, true, codecs.backward, bw.encode_macs, bw.encode_elems);
+      const double bdec =
+          seconds(sdev, bkey, carried, b, false, codecs.backward, bw.decode_macs, bw.decode_elems);
       const double sback =
           formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
       const double rback =

@@ -18,15 +18,6 @@ namespace {
 namespace jr = json_read;
 using nlohmann::json;
 
-struct ScheduleInfo {
-  Schedule schedule;
-  const char* name;
-};
-constexpr ScheduleInfo kSchedules[] = {
-    {Schedule::kSequential, "sequential"}, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
-    {Schedule::kPipeDream, "pipedream"},   {Schedule::kDdg, "ddg"},     {Schedule::kFr, "fr"},
-};
-
 const std::vector<std::string> kModelKeys = {
     "name", "num_classes", "image_size",    "seq_len", "hidden",      "layers",     "heads",
     "ffn",  "vocab_size",  "max_positions", "path",    "input_shape", "input_dtype"};
@@ -236,19 +227,19 @@ PlatformSpec parse_platform(const json& j, const std::string& path) {
   jr::check_keys(j, path, kPlatformKeys);
   PlatformSpec p;
   if (j.contains("cpu_s_per_byte_sent"))
-    p.cpu_s_per_byte_sent = jr::read_number(j.at("cpu_s_per_byte_sent"),
-                                            path + ".cpu_s_per_byte_sent",
-                                            {0, false, limits::kMaxCpuSPerByte, false});
+    p.cpu_s_per_byte_sent =
+        jr::read_number(j.at("cpu_s_per_byte_sent"), path + ".cpu_s_per_byte_sent",
+                        {0, false, limits::kMaxCpuSPerByte, false});
   if (j.contains("cpu_s_per_byte_received"))
-    p.cpu_s_per_byte_received = jr::read_number(
-        j.at("cpu_s_per_byte_received"), path + ".cpu_s_per_byte_received",
-        {0, false, limits::kMaxCpuSPerByte, false});
+    p.cpu_s_per_byte_received =
+        jr::read_number(j.at("cpu_s_per_byte_received"), path + ".cpu_s_per_byte_received",
+                        {0, false, limits::kMaxCpuSPerByte, false});
   if (j.contains("shared_machine"))
     p.shared_machine = jr::read_bool(j.at("shared_machine"), path + ".shared_machine");
   if (j.contains("co_compute_slowdown"))
-    p.co_compute_slowdown = jr::read_number(j.at("co_compute_slowdown"),
-                                            path + ".co_compute_slowdown",
-                                            {1, false, limits::kMaxCoComputeSlowdown, false});
+    p.co_compute_slowdown =
+        jr::read_number(j.at("co_compute_slowdown"), path + ".co_compute_slowdown",
+                        {1, false, limits::kMaxCoComputeSlowdown, false});
   return p;
 }
 
@@ -300,19 +291,6 @@ const std::vector<std::string>* nested_keys(const std::string& object) {
 
 }  // namespace scenario_internal
 
-const char* schedule_name(Schedule s) {
-  for (const auto& info : kSchedules) {
-    if (info.schedule == s) return info.name;
-  }
-  return "?";
-}
-
-std::vector<std::string> schedule_names() {
-  std::vector<std::string> names;
-  for (const auto& info : kSchedules) names.push_back(info.name);
-  return names;
-}
-
 int64_t OptimizerSpec::state_copies() const {
   if (name == "adam" || name == "adamw") return 2;
   return momentum > 0 ? 1 : 0;
@@ -358,9 +336,7 @@ Scenario parse_scenario(const json& j) {
   if (j.contains("schedule")) {
     const std::string name =
         jr::read_choice(j.at("schedule"), "$.schedule", "schedule", schedule_names());
-    for (const auto& info : kSchedules) {
-      if (name == info.name) s.schedule = info.schedule;
-    }
+    schedule_from_name(name, &s.schedule);  // read_choice refused any other name
   }
   if (j.contains("optimizer")) s.optimizer = parse_optimizer(j.at("optimizer"), "$.optimizer");
   if (j.contains("network")) s.network = parse_network(j.at("network"), "$.network");

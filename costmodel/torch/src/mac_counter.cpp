@@ -8,7 +8,7 @@
 #include <ATen/record_function.h>
 #include <torch/torch.h>
 
-// How ops are counted (README "MAC counting"):
+// How ops are counted (costmodel/README.md "How the cost model counts"):
 //  - Only the outermost observed op counts; everything it calls is ignored
 //    (conv2d -> convolution -> _convolution -> mkldnn_convolution counts once).
 //  - Composite ops that only dispatch to counted ops (linear, matmul, conv2d)

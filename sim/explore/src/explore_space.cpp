@@ -53,10 +53,9 @@ namespace {
 
 Schedule parse_schedule(const json& v, const std::string& path) {
   const std::string name = jr::read_choice(v, path, "schedule", schedule_names());
-  for (Schedule s : {Schedule::kSequential, Schedule::kGpipe, Schedule::k1F1B, Schedule::kPipeDream,
-                     Schedule::kDdg, Schedule::kFr})
-    if (name == schedule_name(s)) return s;
-  throw InputError(path, "unknown schedule");  // read_choice already refused it
+  Schedule s = Schedule::kSequential;
+  if (!schedule_from_name(name, &s)) throw InputError(path, "unknown schedule");  // unreachable
+  return s;
 }
 
 CodecOption parse_codec_option(const json& v, const std::string& path) {

@@ -1,4 +1,4 @@
-// MobileNetV2 in two layouts (README.md "Models and partition units"):
+// MobileNetV2 in two layouts (costmodel/README.md "Models and partition units"):
 //  - mobilenet_v2: torchvision's, width 1.0. Units features.0.conv,
 //    features.0.bn, features.0.relu (so a cut can fall between features[0]'s
 //    BN and its ReLU6), features.1 .. features.17 (inverted residual blocks,

@@ -1,4 +1,4 @@
-// Transformer encoders (README.md "Models and partition units"), HuggingFace layouts:
+// Transformer encoders (costmodel/README.md "Models and partition units"), HuggingFace layouts:
 //  - roberta_base: embeddings, layer.{i}.attention, layer.{i}.ffn, head
 //    (RobertaClassificationHead on the first token).
 //  - bert_small: embeddings, layer.{i}.attention, layer.{i}.ffn, heads (MLM

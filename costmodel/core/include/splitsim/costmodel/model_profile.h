@@ -2,7 +2,7 @@
 // ModelProfile: what the cost model measured about a model, unit by unit.
 // A plain value type (no LibTorch): produced by costmodel/torch/src/measure.cpp,
 // consumed by the planner, the simulator and the explorer. JSON schema
-// "splitsim.model_profile/1" (see README, "Model profile").
+// "splitsim.model_profile/1" (cli/README.md "Output formats").
 #include <cstdint>
 #include <string>
 #include <vector>

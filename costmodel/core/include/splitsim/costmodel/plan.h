@@ -1,7 +1,7 @@
 #pragma once
 // Plan: a scenario variant resolved against a measured model and devices:
 // ordered stages with their placement and costs, and per-boundary wire bytes.
-// A plain value type; JSON schema "splitsim.plan/1" (README.md "Output formats").
+// A plain value type; JSON schema "splitsim.plan/1" (cli/README.md "Output formats").
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 // Scenario: one experiment, as read from a scenario JSON file (schema
-// "splitsim.scenario/1", documented in README "Scenario files").
+// "splitsim.scenario/1", documented in scenarios/FORMAT.md).
 // Parsing is strict: unknown keys, wrong types and out-of-range values throw
 // InputError naming the JSON path and what is allowed. Checks that need the
 // model's units (cut names, codec applicability) happen in make_plan().
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/schedule.h"
 
 namespace splitsim {
 
@@ -26,7 +27,7 @@ struct ModelSpec {
   std::string input_dtype = "float32";
 };
 std::vector<std::string> known_models();
-// Fills every 0 field with the model's default (README.md "Models and partition units"). Throws
+// Fills every 0 field with the model's default (scenarios/FORMAT.md "Model"). Throws
 // InputError at `path` for an unknown model or an option it does not take.
 ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path);
 // Per-sample input shape: [3,H,W] for images, [T] for token ids.
@@ -42,10 +43,6 @@ struct BoundaryCodecs {
   CodecSpec forward;   // activation, from part i to part i+1
   CodecSpec backward;  // its gradient, back from part i+1 to part i
 };
-
-enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr };
-const char* schedule_name(Schedule s);
-std::vector<std::string> schedule_names();
 
 struct OptimizerSpec {
   std::string name = "sgd";  // sgd | adamw | adam

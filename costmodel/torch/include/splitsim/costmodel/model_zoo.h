@@ -1,6 +1,6 @@
 #pragma once
 // The model zoo (LibTorch): every model as an ordered list of partition units.
-// Unit names and layouts follow README.md "Models and partition units"; README lists them.
+// Unit names and layouts: costmodel/README.md "Models and partition units" lists them.
 #include <cstdint>
 #include <memory>
 #include <string>

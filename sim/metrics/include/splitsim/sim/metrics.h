@@ -2,7 +2,7 @@
 // Metrics: the per-batch figures of one run, computed from its Timeline.
 // The same function serves the simulator and the real execution, so both
 // report one schema: "splitsim.metrics/1" (every field is written up in
-// sim/README.md "Metrics"; README.md "Metrics" gives the definitions).
+// sim/README.md "Metrics", with their definitions).
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>

@@ -1,9 +1,60 @@
-#include "splitsim/sim/schedule.h"
+#include "splitsim/costmodel/schedule.h"
 
 #include <algorithm>
 #include <cassert>
 
 namespace splitsim {
+
+namespace {
+
+struct ScheduleInfo {
+  Schedule schedule;
+  const char* name;
+};
+constexpr ScheduleInfo kSchedules[] = {
+    {Schedule::kSequential, "sequential"}, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
+    {Schedule::kPipeDream, "pipedream"},   {Schedule::kDdg, "ddg"},     {Schedule::kFr, "fr"},
+};
+
+// Shorthands for the orders below: F(b, i), B(b, i), U(b), Sync(t).
+Op F(int64_t b, int64_t i) { return {OpKind::kForward, b, i}; }
+Op B(int64_t b, int64_t i) { return {OpKind::kBackward, b, i}; }
+Op U(int64_t b) { return {OpKind::kUpdate, b, -1}; }
+Op Sync(int64_t t) { return {OpKind::kBarrier, t, -1}; }
+
+}  // namespace
+
+const std::vector<Schedule>& all_schedules() {
+  static const std::vector<Schedule> all = [] {
+    std::vector<Schedule> v;
+    for (const auto& info : kSchedules) v.push_back(info.schedule);
+    return v;
+  }();
+  return all;
+}
+
+const char* schedule_name(Schedule s) {
+  for (const auto& info : kSchedules) {
+    if (info.schedule == s) return info.name;
+  }
+  return "?";
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& info : kSchedules) names.push_back(info.name);
+  return names;
+}
+
+bool schedule_from_name(const std::string& name, Schedule* s) {
+  for (const auto& info : kSchedules) {
+    if (name == info.name) {
+      *s = info.schedule;
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string to_string(const Op& op) {
   switch (op.kind) {
@@ -134,6 +185,20 @@ int64_t peak_in_flight(const std::vector<Op>& ops) {
     if (op.kind == OpKind::kBackward) --now;
   }
   return peak;
+}
+
+int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m) {
+  assert(0 <= k && k < K && m >= 1);
+  // K batches fill every order: pipedream needs K-k micro-batches in the
+  // stream, ddg and fr K-k batches behind the delayed backward
+  // (tests/costmodel/schedule_test.cpp checks that more batches keep more
+  // in flight nowhere).
+  return peak_in_flight(stage_ops(schedule, k, K, m, K));
+}
+
+int64_t weight_versions(Schedule schedule, int k, int K) {
+  assert(0 <= k && k < K);
+  return schedule == Schedule::kPipeDream ? K - k : 1;
 }
 
 }  // namespace splitsim

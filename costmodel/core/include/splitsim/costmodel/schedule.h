@@ -1,15 +1,26 @@
 #pragma once
-// Schedules as pure functions: the ordered operations each stage runs.
-// No globals, no I/O, no SimGrid: the simulator executes these lists, and the
-// real execution can follow the same ones. Tested against literal tables in
-// tests/sim/schedule_test.cpp.
+// Schedules: the enum and its names, the ordered operations each stage runs,
+// and the facts derived from that order (activations kept, weight copies,
+// cool-down batches). Pure functions: no globals, no I/O, no SimGrid. The
+// planner takes its stash counts from here, the simulator executes these
+// lists, and the real execution follows the same ones. Tested against literal
+// tables in tests/costmodel/schedule_test.cpp.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "splitsim/costmodel/scenario.h"
-
 namespace splitsim {
+
+enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr };
+
+// Every schedule, in the order of schedule_names().
+const std::vector<Schedule>& all_schedules();
+// "sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr" (the scenario's
+// "schedule" values).
+const char* schedule_name(Schedule s);
+std::vector<std::string> schedule_names();
+// The schedule called `name`; false (and *s unchanged) for an unknown name.
+bool schedule_from_name(const std::string& name, Schedule* s);
 
 enum class OpKind {
   kForward,   // forward of (batch, microbatch); needs the activation from stage k-1
@@ -28,12 +39,6 @@ struct Op {
   }
 };
 
-// Shorthands for tables: F(b, i), B(b, i), U(b), Sync(t).
-inline Op F(int64_t b, int64_t i) { return {OpKind::kForward, b, i}; }
-inline Op B(int64_t b, int64_t i) { return {OpKind::kBackward, b, i}; }
-inline Op U(int64_t b) { return {OpKind::kUpdate, b, -1}; }
-inline Op Sync(int64_t t) { return {OpKind::kBarrier, t, -1}; }
-
 // "F0.1", "B2.0", "U3", "S4" (batch.microbatch).
 std::string to_string(const Op& op);
 std::string to_string(const std::vector<Op>& ops);
@@ -49,22 +54,34 @@ std::string to_string(const std::vector<Op>& ops);
 //    B(j) [U(b) after the last micro-batch of b] F(j+w) ...
 //  - ddg and fr: iteration t runs F(t, all i), then the backward of batch
 //    t-(K-1-k) (delayed gradient; fr replays the forward inside it), its U,
-//    then a barrier Sync(t) across stages; K-1 extra iterations drain the
+//    then a barrier S(t) across stages; K-1 extra iterations drain the
 //    delayed backwards. Per batch with K equal stages and free links:
 //    ddg T_F + T_B/K, fr T_F + (T_F + T_B)/K.
 // Every F and B of every (batch, microbatch) appears exactly once, every U once
 // per batch, after that batch's backwards. REQUIRES 0 <= k < K, m >= 1, batches >= 0.
 std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches);
 
-// Forwards whose activations stage k keeps at most, for the order above.
-// Equals the planner's stashed_microbatches() for every schedule, except ddg
-// and fr with m > 1: this order keeps (K-k)*m, the planner counts K-k.
+// Forwards whose activations are kept at most along `ops` (a forward's
+// activation is kept until its backward).
 int64_t peak_in_flight(const std::vector<Op>& ops);
+
+// Peak micro-batches whose activations stage k (0-based) of K keeps for
+// backward, with m micro-batches per batch: peak_in_flight of the stage's
+// order, run long enough to reach steady state (K batches). That is:
+// sequential 1, gpipe m, 1f1b min(m, K-k), pipedream K-k, ddg and fr (K-k)*m
+// (they delay whole batches; fr keeps only the stage inputs).
+// REQUIRES 0 <= k < K, m >= 1.
+int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m);
+
+// Copies of the weights stage k keeps: pipedream K-k (weight stashing: one
+// per micro-batch in flight; with m > 1 several of them may share a
+// version), the others 1.
+int64_t weight_versions(Schedule schedule, int k, int K);
 
 // Batches to run after the last measured one so that it, too, ends in
 // steady state (the pipeline still full behind it): ddg and fr K-1,
 // pipedream ceil((K-1)/m), the synchronous schedules 0. The simulator runs
-// them and drops their events (sim/README.md "Steady state").
+// them and drops their events (sim/README.md "Execution model").
 int64_t cooldown_batches(Schedule schedule, int K, int64_t m);
 
 // True iff the schedule ends each iteration with a barrier (ddg, fr).

@@ -1,0 +1,248 @@
+// The schedules: names, operation orders against literal tables, and the
+// planner's stash counts against the orders.
+#include "splitsim/costmodel/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "splitsim/costmodel/planner.h"
+
+namespace splitsim {
+namespace {
+
+std::string ops(Schedule s, int k, int K, int64_t m, int64_t batches) {
+  return to_string(stage_ops(s, k, K, m, batches));
+}
+
+TEST(ScheduleTest, SequentialRunsEachMicrobatchForwardAndBackwardThenUpdates) {
+  EXPECT_EQ(ops(Schedule::kSequential, 1, 2, 2, 2),
+            "F0.0 B0.0 F0.1 B0.1 U0 F1.0 B1.0 F1.1 B1.1 U1");
+}
+
+TEST(ScheduleTest, GpipeRunsAllForwardsThenBackwardsInReverse) {
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(ops(Schedule::kGpipe, k, 3, 3, 2),
+              "F0.0 F0.1 F0.2 B0.2 B0.1 B0.0 U0 F1.0 F1.1 F1.2 B1.2 B1.1 B1.0 U1");
+}
+
+TEST(ScheduleTest, OneFOneBWarmsUpWithKMinusKForwards) {
+  const char* table[] = {
+      "F0.0 F0.1 F0.2 F0.3 B0.0 B0.1 B0.2 B0.3 U0",
+      "F0.0 F0.1 F0.2 B0.0 F0.3 B0.1 B0.2 B0.3 U0",
+      "F0.0 F0.1 B0.0 F0.2 B0.1 F0.3 B0.2 B0.3 U0",
+      "F0.0 B0.0 F0.1 B0.1 F0.2 B0.2 F0.3 B0.3 U0",
+  };
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(ops(Schedule::k1F1B, k, 4, 4, 1), table[k]) << k;
+  // Fewer micro-batches than stages: the warm-up is cut to m.
+  EXPECT_EQ(ops(Schedule::k1F1B, 0, 4, 2, 1), "F0.0 F0.1 B0.0 B0.1 U0");
+}
+
+TEST(ScheduleTest, PipeDreamNeverFlushesAndUpdatesAfterEachBatch) {
+  const char* table[] = {
+      "F0.0 F1.0 F2.0 B0.0 U0 F3.0 B1.0 U1 B2.0 U2 B3.0 U3",
+      "F0.0 F1.0 B0.0 U0 F2.0 B1.0 U1 F3.0 B2.0 U2 B3.0 U3",
+      "F0.0 B0.0 U0 F1.0 B1.0 U1 F2.0 B2.0 U2 F3.0 B3.0 U3",
+  };
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(ops(Schedule::kPipeDream, k, 3, 1, 4), table[k]) << k;
+  EXPECT_EQ(ops(Schedule::kPipeDream, 0, 2, 2, 2), "F0.0 F0.1 B0.0 F1.0 B0.1 U0 F1.1 B1.0 B1.1 U1");
+}
+
+TEST(ScheduleTest, DdgAndFrDelayTheBackwardByKMinusOneMinusKIterations) {
+  const char* table[] = {
+      "F0.0 S0 F1.0 S1 B0.0 U0 S2 B1.0 U1 S3",
+      "F0.0 S0 F1.0 B0.0 U0 S1 B1.0 U1 S2 S3",
+      "F0.0 B0.0 U0 S0 F1.0 B1.0 U1 S1 S2 S3",
+  };
+  for (Schedule s : {Schedule::kDdg, Schedule::kFr})
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(ops(s, k, 3, 1, 2), table[k]) << schedule_name(s) << k;
+  EXPECT_TRUE(has_iteration_barrier(Schedule::kDdg));
+  EXPECT_TRUE(has_iteration_barrier(Schedule::kFr));
+  EXPECT_FALSE(has_iteration_barrier(Schedule::kPipeDream));
+}
+
+TEST(ScheduleTest, EveryOpAppearsOnceAndUpdatesFollowTheirBackwards) {
+  for (Schedule s : all_schedules())
+    for (int K : {1, 2, 5})
+      for (int64_t m : {1, 3})
+        for (int k = 0; k < K; ++k) {
+          const auto list = stage_ops(s, k, K, m, 4);
+          std::set<std::tuple<int, int64_t, int64_t>> seen;
+          std::vector<int64_t> backwards_done(4, 0);
+          for (const Op& op : list) {
+            if (op.kind == OpKind::kBarrier) continue;
+            EXPECT_TRUE(seen.insert({static_cast<int>(op.kind), op.batch, op.microbatch}).second)
+                << to_string(op);
+            if (op.kind == OpKind::kBackward) {
+              EXPECT_TRUE(seen.count({static_cast<int>(OpKind::kForward), op.batch, op.microbatch}))
+                  << "backward before forward: " << to_string(op);
+              ++backwards_done[op.batch];
+            }
+            if (op.kind == OpKind::kUpdate) {
+              EXPECT_EQ(backwards_done[op.batch], m) << to_string(op);
+            }
+          }
+          EXPECT_EQ(seen.size(), static_cast<size_t>(4 * (2 * m + 1))) << schedule_name(s);
+        }
+}
+
+TEST(ScheduleTest, NamesRoundTripAndUnknownNamesAreRefused) {
+  ASSERT_EQ(all_schedules().size(), schedule_names().size());
+  for (size_t i = 0; i < all_schedules().size(); ++i) {
+    EXPECT_EQ(schedule_names()[i], schedule_name(all_schedules()[i]));
+    Schedule s = Schedule::kSequential;
+    EXPECT_TRUE(schedule_from_name(schedule_names()[i], &s)) << schedule_names()[i];
+    EXPECT_EQ(s, all_schedules()[i]);
+  }
+  EXPECT_EQ(schedule_names(),
+            (std::vector<std::string>{"sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr"}));
+  Schedule s = Schedule::kGpipe;
+  EXPECT_FALSE(schedule_from_name("GPipe", &s));
+  EXPECT_FALSE(schedule_from_name("", &s));
+  EXPECT_EQ(s, Schedule::kGpipe);
+}
+
+TEST(ScheduleTest, InFlightForwardsFollowTheSchedulesClosedForms) {
+  // Literal values first: ddg/fr keep whole delayed batches, m micro-batches each.
+  EXPECT_EQ(peak_in_flight(stage_ops(Schedule::kDdg, 0, 3, 4, 6)), 12);
+  EXPECT_EQ(peak_in_flight(stage_ops(Schedule::kFr, 1, 3, 4, 6)), 8);
+  EXPECT_EQ(peak_in_flight(stage_ops(Schedule::kFr, 2, 3, 4, 6)), 4);
+  EXPECT_EQ(peak_in_flight(stage_ops(Schedule::k1F1B, 0, 4, 2, 3)), 2);
+  EXPECT_EQ(peak_in_flight(stage_ops(Schedule::kPipeDream, 1, 4, 2, 3)), 3);
+  for (int K = 1; K <= 5; ++K)
+    for (int k = 0; k < K; ++k)
+      for (int64_t m = 1; m <= 8; ++m) {
+        const int64_t steady = peak_in_flight(stage_ops(Schedule::kSequential, k, K, m, K + 3));
+        EXPECT_EQ(steady, 1);
+        EXPECT_EQ(peak_in_flight(stage_ops(Schedule::kGpipe, k, K, m, K + 3)), m);
+        EXPECT_EQ(peak_in_flight(stage_ops(Schedule::k1F1B, k, K, m, K + 3)),
+                  std::min<int64_t>(m, K - k));
+        EXPECT_EQ(peak_in_flight(stage_ops(Schedule::kPipeDream, k, K, m, K + 3)), K - k);
+        for (Schedule s : {Schedule::kDdg, Schedule::kFr})
+          EXPECT_EQ(peak_in_flight(stage_ops(s, k, K, m, K + 3)), (K - k) * m)
+              << schedule_name(s) << " k=" << k << " K=" << K << " m=" << m;
+      }
+}
+
+TEST(ScheduleTest, StashCountIsTheSteadyStatePeakOfTheOrder) {
+  // stashed_microbatches runs K batches; running more keeps no more in flight,
+  // and K-1 batches are too few for some.
+  for (Schedule s : all_schedules())
+    for (int K = 1; K <= 5; ++K)
+      for (int k = 0; k < K; ++k)
+        for (int64_t m = 1; m <= 8; ++m) {
+          const int64_t stash = stashed_microbatches(s, k, K, m);
+          EXPECT_EQ(stash, peak_in_flight(stage_ops(s, k, K, m, K)));
+          EXPECT_EQ(stash, peak_in_flight(stage_ops(s, k, K, m, 3 * K + 2)))
+              << schedule_name(s) << " k=" << k << " K=" << K << " m=" << m;
+        }
+  EXPECT_LT(peak_in_flight(stage_ops(Schedule::kDdg, 0, 4, 2, 3)),
+            stashed_microbatches(Schedule::kDdg, 0, 4, 2));
+  EXPECT_LT(peak_in_flight(stage_ops(Schedule::kPipeDream, 0, 4, 1, 3)),
+            stashed_microbatches(Schedule::kPipeDream, 0, 4, 1));
+}
+
+// K units of 100 parameters; stash 512 bytes per sample each.
+ModelProfile chain_model(int K) {
+  ModelProfile p;
+  p.model = "chain";
+  p.input_shape = {8};
+  p.measured_batch = 1;
+  for (int i = 0; i < K; ++i) {
+    UnitProfile u;
+    u.name = "u" + std::to_string(i);
+    u.inputs = {i - 1};
+    u.output_shape = {8};
+    u.fwd.matmul_macs = 1000;
+    u.bwd.matmul_macs = 2000;
+    u.param_count = 100;
+    u.param_bytes = 400;
+    u.stash_bytes_per_sample = 512;
+    p.units.push_back(u);
+  }
+  return p;
+}
+
+TEST(ScheduleTest, PlannerKeepsTheOrdersPeakInFlightAtEveryStage) {
+  for (int K = 1; K <= 5; ++K) {
+    const ModelProfile model = chain_model(K);
+    std::map<std::string, DeviceProfile> devices;
+    Scenario sc;
+    sc.name = "stash";
+    sc.batch_size = 8;
+    for (int k = 0; k < K; ++k) {
+      const std::string party = "p" + std::to_string(k), unit = "u" + std::to_string(k);
+      sc.partition.push_back({party, unit, unit});
+      sc.devices[party] = "d";
+      DeviceProfile d;
+      d.name = "d";
+      d.peak_flops = 1e9;
+      d.memory_bandwidth_Bps = 1e9;
+      devices[party] = d;
+    }
+    sc.compression.resize(static_cast<size_t>(K - 1));
+    for (Schedule s : all_schedules())
+      for (int64_t m = 1; m <= 8; ++m) {
+        sc.schedule = s;
+        sc.chunks = m;
+        const Plan plan = make_plan(sc, model, devices);
+        ASSERT_EQ(plan.stages.size(), static_cast<size_t>(K));
+        for (int k = 0; k < K; ++k) {
+          const PlanStage& st = plan.stages[static_cast<size_t>(k)];
+          EXPECT_EQ(st.stashed_microbatches, peak_in_flight(stage_ops(s, k, K, m, 2 * K + 1)))
+              << schedule_name(s) << " k=" << k << " K=" << K << " m=" << m;
+          EXPECT_EQ(st.weight_versions, s == Schedule::kPipeDream ? K - k : 1);
+        }
+      }
+  }
+}
+
+// Distinct weight versions that forwards still waiting for their backward
+// hold, plus the live weights, at most (a version = updates done before the
+// forward ran).
+int64_t peak_weight_versions(const std::vector<Op>& ops) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> held;  // (batch, micro-batch) -> version
+  int64_t updates = 0, peak = 1;
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kForward) held[{op.batch, op.microbatch}] = updates;
+    if (op.kind == OpKind::kBackward) held.erase({op.batch, op.microbatch});
+    if (op.kind == OpKind::kUpdate) ++updates;
+    std::set<int64_t> versions{updates};
+    for (const auto& h : held) versions.insert(h.second);
+    peak = std::max(peak, static_cast<int64_t>(versions.size()));
+  }
+  return peak;
+}
+
+TEST(ScheduleTest, PipeDreamWeightVersionsCoverTheVersionsItsForwardsHold) {
+  // One micro-batch per batch: every forward in flight holds its own version.
+  for (int K = 1; K <= 5; ++K)
+    for (int k = 0; k < K; ++k) {
+      EXPECT_EQ(weight_versions(Schedule::kPipeDream, k, K),
+                peak_weight_versions(stage_ops(Schedule::kPipeDream, k, K, 1, 3 * K)))
+          << "k=" << k << " K=" << K;
+      // With m > 1 micro-batches of one batch share a version: the count is an upper bound.
+      for (int64_t m = 2; m <= 8; ++m)
+        EXPECT_GE(weight_versions(Schedule::kPipeDream, k, K),
+                  peak_weight_versions(stage_ops(Schedule::kPipeDream, k, K, m, 3 * K)));
+    }
+  // The synchronous schedules update only after every backward: one version.
+  for (Schedule s : {Schedule::kSequential, Schedule::kGpipe, Schedule::k1F1B})
+    EXPECT_EQ(peak_weight_versions(stage_ops(s, 0, 4, 4, 3)), weight_versions(s, 0, 4));
+}
+
+TEST(ScheduleTest, CooldownLetsTheLastMeasuredBatchEndInSteadyState) {
+  EXPECT_EQ(cooldown_batches(Schedule::kDdg, 4, 3), 3);
+  EXPECT_EQ(cooldown_batches(Schedule::kFr, 1, 3), 0);
+  EXPECT_EQ(cooldown_batches(Schedule::kPipeDream, 4, 1), 3);
+  EXPECT_EQ(cooldown_batches(Schedule::kPipeDream, 4, 2), 2);
+  EXPECT_EQ(cooldown_batches(Schedule::kPipeDream, 4, 3), 1);
+  EXPECT_EQ(cooldown_batches(Schedule::k1F1B, 4, 3), 0);
+  EXPECT_EQ(cooldown_batches(Schedule::kGpipe, 4, 3), 0);
+}
+
+}  // namespace
+}  // namespace splitsim
