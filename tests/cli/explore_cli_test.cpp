@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "run_cli.h"
 
@@ -73,6 +75,72 @@ TEST(ExploreCliTest, BadObjectiveAndConstraintsExitTwoNamingTheFlag) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("$.constraints.client_memory_bytes"), std::string::npos) << r.err;
   std::filesystem::remove(space);
+}
+
+// --emit-best writes a temporary file beside FILE and renames it over FILE:
+// when that fails, exit 2 naming the flag, FILE as it was, no temporary file.
+TEST(ExploreCliTest, EmitBestFailsWithoutTouchingFileOrLeavingATemporaryOne) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("splitsim_emit_best_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "folder");
+  const std::string best = (dir / "best.json").string();
+  std::ofstream(best) << "old\n";
+  std::ofstream(dir / "folder" / "inside") << "kept\n";
+  auto entries = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = {"best.json", "folder"};
+  ASSERT_EQ(entries(), before);
+  const std::string scenario = source_path("scenarios/validation_matrix.json");
+  const std::string args =
+      "explore " + scenario + " --kinds single --chunks 4 --max-simulations 3 --emit-best ";
+
+  // FILE is a directory: the temporary file is written, the rename fails.
+  CliResult r = run_cli(args + (dir / "folder").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--emit-best"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(dir / "folder" / "inside"), "kept\n");
+  EXPECT_EQ(entries(), before);
+
+  // A missing folder.
+  r = run_cli(args + (dir / "missing" / "best.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--emit-best"), std::string::npos) << r.err;
+  EXPECT_EQ(entries(), before);
+
+  // A directory this user cannot write to, holding a FILE it could write
+  // (so writing FILE in place would succeed): FILE stays as it was. Root
+  // writes anywhere, so as root the command runs as nobody.
+  const std::string as_user =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  using fs::perms;
+  fs::permissions(best, perms::owner_read | perms::owner_write | perms::group_read |
+                            perms::group_write | perms::others_read | perms::others_write);
+  fs::permissions(dir, perms::owner_read | perms::owner_exec | perms::group_read |
+                           perms::group_exec | perms::others_read | perms::others_exec);
+  const std::string probe = as_user + "test -x " + SPLITSIM_BIN + " -a -r " + scenario;
+  const bool can_run = std::system(probe.c_str()) == 0;
+  if (can_run) {
+    r = run_cli(args + best, as_user);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--emit-best"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(best), "old\n");
+    EXPECT_EQ(entries(), before);
+  }
+  fs::permissions(dir, perms::owner_all);
+
+  // And it replaces FILE when it can.
+  r = run_cli(args + best);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(best)).at("schema"), "splitsim.scenario/1");
+  EXPECT_EQ(entries(), before);
+  fs::remove_all(dir);
+  if (!can_run) GTEST_SKIP() << "the read-only directory: nobody cannot run " << probe;
 }
 
 TEST(ExploreCliTest, EmitBestRunsForRealWithExecAndValidateTopComparesTheOrder) {

@@ -5,10 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace splitsim::testing {
 
@@ -25,11 +24,13 @@ inline std::string slurp(const std::filesystem::path& p) {
 }
 
 // `args` is appended to the binary path as shell words. Killed after 300 s.
-inline CliResult run_cli(const std::string& args) {
+// `prefix` (shell words ending in a space) goes in front, e.g. to run it as
+// another user.
+inline CliResult run_cli(const std::string& args, const std::string& prefix = "") {
   const auto dir = std::filesystem::temp_directory_path();
   const auto out = dir / ("splitsim_cli_out_" + std::to_string(::getpid()));
   const auto err = dir / ("splitsim_cli_err_" + std::to_string(::getpid()));
-  const std::string cmd = "timeout 300 " + std::string(SPLITSIM_BIN) + " " + args + " >" +
+  const std::string cmd = prefix + "timeout 300 " + std::string(SPLITSIM_BIN) + " " + args + " >" +
                           out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   CliResult r;

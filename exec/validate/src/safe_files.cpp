@@ -76,8 +76,9 @@ void write_file_atomically(const std::string& path, const std::string& text,
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    const std::string why = ec.message();
     std::filesystem::remove(tmp, ec);
-    throw InputError(flag, "cannot move the report into \"" + path + "\": " + ec.message());
+    throw InputError(flag, "cannot rename \"" + tmp + "\" to \"" + path + "\": " + why);
   }
 }
 

@@ -18,7 +18,8 @@ void prepare_cache_dir(const std::string& dir);
 
 // Writes `text` to `path` via a fresh temporary file beside it, created
 // with O_EXCL | O_NOFOLLOW, then rename: a failure leaves no half-written
-// file, and a link planted at the temporary name is not followed. Throws InputError naming `flag`.
+// file, and a link planted at the temporary name is not followed. Throws
+// InputError naming `flag` (the temporary file removed, `path` untouched).
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& flag);
 

@@ -8,9 +8,9 @@
 
 #include "explore_internal.h"
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/explore.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/costmodel/unit_graph.h"
+#include "splitsim/explore/explore.h"
 
 namespace splitsim {
 namespace {

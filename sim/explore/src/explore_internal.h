@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the explorer's translation units. Internal to splitsim_core.
+// Helpers shared by the explorer's translation units. Internal to splitsim_explore.
 #include <cstdint>
 #include <string>
 #include <vector>

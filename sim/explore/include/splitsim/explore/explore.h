@@ -1,9 +1,9 @@
 #pragma once
 // The partition explorer: which cut points, codecs, chunk counts, schedules
 // (and link bandwidths) are worth simulating, and which results are best.
-// Pure functions of their inputs (no I/O, no globals, no SimGrid): the CLI
-// (`splitsim explore`, cli/cmd_explore.cpp) simulates the survivors and fills
-// Candidate::time_per_batch_s. Documented in costmodel/EXPLORE.md.
+// Pure functions of their inputs (no I/O, no globals, no SimGrid):
+// run_exploration() (exploration.h) simulates the survivors and fills
+// Candidate::time_per_batch_s. Documented in sim/explore/README.md.
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -66,7 +66,7 @@ struct ExploreSpace {
   bool prune = true;  // kstage DP: drop dominated partial plans
 };
 
-// Parses a space file (schema "splitsim.explore/1"; EXPLORE.md). Throws
+// Parses a space file (schema "splitsim.explore/1"; sim/explore/README.md). Throws
 // InputError naming the JSON path ("$.constraints.client_memory_bytes").
 ExploreSpace parse_space(const nlohmann::json& j);
 // Throws InputError naming `where` for values out of range (negative memory,

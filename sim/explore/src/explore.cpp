@@ -1,5 +1,5 @@
 // The explorer: enumerate candidates, apply constraints, bound, screen, rank.
-#include "splitsim/costmodel/explore.h"
+#include "splitsim/explore/explore.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,8 +5,8 @@
 
 #include "json_read.h"
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/explore.h"
 #include "splitsim/costmodel/limits.h"
+#include "splitsim/explore/explore.h"
 
 namespace splitsim {
 

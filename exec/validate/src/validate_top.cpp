@@ -1,0 +1,155 @@
+// explore --validate-top: the top plans through `splitsim validate --matrix`.
+#include "splitsim/validate/validate_top.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+namespace splitsim {
+namespace {
+
+// Runs argv (argv[0] a path) with this process's stdin, stderr and process
+// group (Ctrl-C reaches it, so validate removes its namespaces), and returns
+// its stdout and exit code (-1 when it could not start, 128 + signal).
+int run_capturing_stdout(const std::vector<std::string>& argv, std::string* out) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string this_binary() {
+  char exe[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0) throw std::runtime_error("--validate-top: cannot find this binary");
+  return std::string(exe, static_cast<size_t>(len));
+}
+
+}  // namespace
+
+nlohmann::json validate_top(const Exploration& e, const nlohmann::json& base_json,
+                            const ValidateTopRequest& request,
+                            const std::function<void(const std::string&)>& log) {
+  const std::string bin = request.splitsim_bin.empty() ? this_binary() : request.splitsim_bin;
+  std::string dir = (std::filesystem::temp_directory_path() / "splitsim-explore-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr)
+    throw std::runtime_error("--validate-top: cannot create a directory in " +
+                             std::filesystem::temp_directory_path().string());
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  const int count = std::min<int>(request.top, static_cast<int>(e.ranking.size()));
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/top%02d.json", i + 1);
+    std::ofstream(dir + name)
+        << candidate_scenario_json(base_json, e.result.candidates[e.ranking[i]]).dump(2);
+  }
+  if (log)
+    log("explore: validating the top " + std::to_string(count) + " (" +
+        std::to_string(request.repeat) + " interleaved repetitions each)");
+  std::string text;
+  const int rc = run_capturing_stdout({bin, "validate", dir, "--matrix", "--keep-going", "--json",
+                                       "--repeat", std::to_string(request.repeat)},
+                                      &text);
+  const nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
+  if (report.is_discarded() || !report.contains("runs") ||
+      report["runs"].size() != static_cast<size_t>(count))
+    throw std::runtime_error(
+        "--validate-top: `splitsim validate DIR --matrix --json` failed (exit " +
+        std::to_string(rc) + "); is validate available and runnable here?");
+  return compare_top(e, count, request.repeat, report);
+}
+
+nlohmann::json compare_top(const Exploration& e, int count, int repeat,
+                           const nlohmann::json& validate_report) {
+  if (count < 1 || static_cast<size_t>(count) > e.ranking.size())
+    throw std::invalid_argument("compare_top: " + std::to_string(count) + " plans of " +
+                                std::to_string(e.ranking.size()) + " ranked");
+  nlohmann::json plans = nlohmann::json::array();
+  std::vector<double> measured, lo, hi, predicted;
+  for (int i = 0; i < count; ++i) {
+    const Candidate& c = e.result.candidates[e.ranking[i]];
+    const nlohmann::json& run = validate_report.at("runs").at(i);
+    const bool ok = !run.contains("failure");
+    const double m = ok ? run["errors"]["time_per_batch_s"]["measured"].get<double>() : NAN;
+    measured.push_back(m);
+    predicted.push_back(run["predicted"].value("time_per_batch_s", NAN));
+    const auto& spread = run.value("measured_time_per_batch_spread_s", nlohmann::json());
+    lo.push_back(spread.is_array() ? spread[0].get<double>() : m);
+    hi.push_back(spread.is_array() ? spread[1].get<double>() : m);
+    plans.push_back({{"rank", i + 1},
+                     {"label", c.label},
+                     {"explorer_predicted_time_per_batch_s", c.time_per_batch_s},
+                     {"validate_predicted_time_per_batch_s", predicted.back()},
+                     {"measured_time_per_batch_s", m},
+                     {"measured_spread_s", {lo.back(), hi.back()}}});
+  }
+  auto argmin = [](const std::vector<double>& v) {
+    size_t best = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (std::isnan(v[best]) || v[i] < v[best]) best = i;
+    return best;
+  };
+  const size_t measured_best = argmin(measured), predicted_best = argmin(predicted);
+  // "Within the spread": the two plans' measured min..max overlap.
+  auto agrees = [&](size_t p) {
+    return p == measured_best || (!std::isnan(measured[p]) && lo[p] <= hi[measured_best]);
+  };
+  const bool order_holds = std::is_sorted(measured.begin(), measured.end());
+  return {
+      {"plans", plans},
+      {"repeat", repeat},
+      {"measured_best_rank", measured_best + 1},
+      {"predicted_best_rank", predicted_best + 1},
+      {"measured_best_is_predicted_best", agrees(predicted_best)},
+      {"measured_best_is_explorers_best", agrees(0)},
+      // What following the prediction costs: the predicted best's
+      // measured time over the measured best's.
+      {"predicted_best_regret_pct", 100 * (measured[predicted_best] / measured[measured_best] - 1)},
+      {"measured_order_matches_predicted", order_holds},
+      {"summary", validate_report.at("summary")}};
+}
+
+}  // namespace splitsim

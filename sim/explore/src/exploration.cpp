@@ -1,0 +1,54 @@
+// An exploration: search, screen, simulate the survivors, front and ranking.
+#include "splitsim/explore/exploration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "splitsim/sim/metrics.h"
+#include "splitsim/sim/simulator.h"
+
+namespace splitsim {
+
+Exploration run_exploration(const Scenario& base, const ModelProfile& model,
+                            const std::map<std::string, DeviceProfile>& devices,
+                            const ExploreSpace& space, const ExploreOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Exploration e;
+  e.objective = space.objective;
+  e.result = explore(base, model, devices, space);
+  std::vector<Candidate>& candidates = e.result.candidates;
+  std::vector<size_t> to_sim;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (!candidates[i].screened_out) to_sim.push_back(i);
+  std::stable_sort(to_sim.begin(), to_sim.end(), [&](size_t x, size_t y) {
+    return candidates[x].lower_bound_s < candidates[y].lower_bound_s;
+  });
+  const size_t cap = static_cast<size_t>(std::max(0, options.max_simulations));
+  e.not_simulated_over_cap = to_sim.size() > cap ? to_sim.size() - cap : 0;
+  to_sim.resize(to_sim.size() - e.not_simulated_over_cap);
+  e.simulated = to_sim.size();
+  const int jobs = options.jobs > 0
+                       ? options.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t s = 0; s < to_sim.size(); s += kExploreSimulationBatch) {
+    std::vector<Plan> plans;
+    for (size_t k = s; k < std::min(to_sim.size(), s + kExploreSimulationBatch); ++k)
+      plans.push_back(candidates[to_sim[k]].plan);
+    const auto timelines = simulate_many(plans, SimOptions{}, jobs);
+    for (size_t k = 0; k < plans.size(); ++k)
+      candidates[to_sim[s + k]].time_per_batch_s =
+          compute_metrics(timelines[k], plans[k], plans[k].warmup).time_per_batch_s;
+    if (options.progress)
+      options.progress(
+          {candidates.size(), std::min(to_sim.size(), s + kExploreSimulationBatch), to_sim.size()});
+  }
+  e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  e.front = candidate_front(candidates);
+  e.ranking = rank(candidates, space.objective);
+  if (e.ranking.empty()) throw std::runtime_error("no candidate was simulated");
+  return e;
+}
+
+}  // namespace splitsim

@@ -1,0 +1,98 @@
+// The explorer's table, JSON and CSV.
+#include "splitsim/explore/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+
+namespace splitsim {
+namespace {
+
+std::string row(const Candidate& c) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%12.6f %14lld %16lld %6.3f %14lld  %s", c.time_per_batch_s,
+                static_cast<long long>(c.wire_bytes_per_batch),
+                static_cast<long long>(c.client_macs_per_batch), c.client_mac_share,
+                static_cast<long long>(c.client_memory_bytes), c.label.c_str());
+  return buf;
+}
+
+}  // namespace
+
+std::string progress_line(const ExploreProgress& p) {
+  return "explore: " + std::to_string(p.candidates) + " screened, " + std::to_string(p.simulated) +
+         "/" + std::to_string(p.to_simulate) + " simulated";
+}
+
+void write_explore_json(std::ostream& out, const std::string& scenario, const Exploration& e,
+                        size_t top, const nlohmann::json& validation) {
+  const ExploreResult& r = e.result;
+  nlohmann::json j = {{"schema", "splitsim.explore/1"},
+                      {"scenario", scenario},
+                      {"objective", objective_name(e.objective)},
+                      {"enumerated", r.enumerated},
+                      {"rejected_by_constraints", r.rejected_by_constraints},
+                      {"candidates", r.candidates.size()},
+                      {"screened_out", r.screened_out},
+                      {"not_simulated_over_cap", e.not_simulated_over_cap},
+                      {"simulated", e.simulated},
+                      {"wall_s", e.wall_s}};
+  j["front"] = nlohmann::json::array();
+  for (size_t i : e.front) j["front"].push_back(candidate_to_json(r.candidates[i]));
+  j["ranking"] = nlohmann::json::array();
+  const size_t shown = std::min(top, e.ranking.size());
+  for (size_t k = 0; k < shown; ++k)
+    j["ranking"].push_back(candidate_to_json(r.candidates[e.ranking[k]]));
+  if (!validation.is_null()) j["validation"] = validation;
+  out << j.dump(2) << "\n";
+}
+
+void write_explore_csv(std::ostream& out, const Exploration& e) {
+  out << "rank,on_front,time_per_batch_s,wire_bytes_per_batch,client_macs_per_batch,"
+         "client_mac_share,client_memory_bytes,label\n";
+  for (size_t k = 0; k < e.ranking.size(); ++k) {
+    const Candidate& c = e.result.candidates[e.ranking[k]];
+    const bool on = std::find(e.front.begin(), e.front.end(), e.ranking[k]) != e.front.end();
+    out << k + 1 << "," << on << "," << c.time_per_batch_s << "," << c.wire_bytes_per_batch << ","
+        << c.client_macs_per_batch << "," << c.client_mac_share << "," << c.client_memory_bytes
+        << ",\"" << c.label << "\"\n";
+  }
+}
+
+void write_explore_table(std::ostream& out, const std::string& scenario, const Exploration& e,
+                         size_t top, const nlohmann::json& validation) {
+  const ExploreResult& r = e.result;
+  const size_t shown = std::min(top, e.ranking.size());
+  const char* head =
+      "  time/batch s       wire B/batch    client MAC/batch  share   client mem B  candidate";
+  out << "== explore " << scenario << ": " << r.enumerated << " enumerated, "
+      << r.rejected_by_constraints << " broke a constraint, " << r.screened_out << " screened out, "
+      << e.simulated << " simulated";
+  if (e.not_simulated_over_cap)
+    out << " (" << e.not_simulated_over_cap << " over --max-simulations not simulated)";
+  out << ", " << e.wall_s << " s\n-- Pareto front (time, bytes, client MACs, client "
+      << "memory): " << e.front.size() << " plan(s)\n"
+      << head << "\n";
+  for (size_t i : e.front) out << row(r.candidates[i]) << "\n";
+  out << "-- ranking by " << objective_name(e.objective) << " (top " << shown << ")\n"
+      << head << "\n";
+  for (size_t k = 0; k < shown; ++k) out << row(r.candidates[e.ranking[k]]) << "\n";
+  if (validation.is_null()) return;
+  out << "-- validation of the top " << validation["plans"].size() << " (" << validation["repeat"]
+      << " repetitions each)\n";
+  for (const auto& p : validation["plans"])
+    out << "  #" << p["rank"] << " explorer " << p["explorer_predicted_time_per_batch_s"]
+        << " s, this machine " << p["validate_predicted_time_per_batch_s"] << " s, measured "
+        << p["measured_time_per_batch_s"] << " s (" << p["measured_spread_s"][0] << ".."
+        << p["measured_spread_s"][1] << ")  " << p["label"].get<std::string>() << "\n";
+  out << "measured best: #" << validation["measured_best_rank"]
+      << "; predicted best on this machine: #" << validation["predicted_best_rank"]
+      << "; measured best is the predicted best (within the measured spread): "
+      << (validation["measured_best_is_predicted_best"].get<bool>() ? "yes" : "no")
+      << "; the explorer's best: "
+      << (validation["measured_best_is_explorers_best"].get<bool>() ? "yes" : "no")
+      << "; the predicted best measured " << validation["predicted_best_regret_pct"].get<double>()
+      << "% slower than the best\n";
+}
+
+}  // namespace splitsim

@@ -1,0 +1,161 @@
+// explore --validate-top as a library: the comparison of validate's matrix
+// report with the explorer's ranking (compare_top), and the run of the
+// validate command on the top plans (validate_top, here with a stand-in
+// script for the binary, so no root and no real runs).
+#include "splitsim/validate/validate_top.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace splitsim {
+namespace {
+
+// Three ranked plans, the explorer's order 0, 1, 2.
+Exploration three_plans() {
+  Exploration e;
+  for (int i = 0; i < 3; ++i) {
+    Candidate c;
+    c.label = "plan" + std::to_string(i);
+    c.partition = {{"client", "a", "a"}, {"server", "b", "c"}};
+    c.compression.resize(1);
+    c.chunks = 1 + i;
+    c.bandwidth_bit_per_s = 1e9;
+    c.time_per_batch_s = 1.0 + i;
+    e.result.candidates.push_back(c);
+    e.ranking.push_back(i);
+  }
+  return e;
+}
+
+nlohmann::json run(double measured, double lo, double hi, double predicted) {
+  return {{"errors", {{"time_per_batch_s", {{"measured", measured}}}}},
+          {"predicted", {{"time_per_batch_s", predicted}}},
+          {"measured_time_per_batch_spread_s", {lo, hi}}};
+}
+
+TEST(ValidateTopTest, ComparesTheMeasuredBestWithBothPredictions) {
+  const Exploration e = three_plans();
+  // Measured: plan 1 fastest, apart from the others; validate predicts plan 1.
+  nlohmann::json report = {
+      {"runs", {run(3.0, 2.9, 3.1, 2.5), run(1.0, 0.9, 1.1, 0.8), run(2.0, 1.9, 2.1, 2.2)}},
+      {"summary", {{"runs", 3}}}};
+  nlohmann::json v = compare_top(e, 3, 2, report);
+  ASSERT_EQ(v.at("plans").size(), 3u);
+  EXPECT_EQ(v.at("repeat"), 2);
+  EXPECT_EQ(v.at("measured_best_rank"), 2);
+  EXPECT_EQ(v.at("predicted_best_rank"), 2);
+  EXPECT_TRUE(v.at("measured_best_is_predicted_best").get<bool>());
+  EXPECT_FALSE(v.at("measured_best_is_explorers_best").get<bool>());
+  EXPECT_DOUBLE_EQ(v.at("predicted_best_regret_pct").get<double>(), 0);
+  EXPECT_FALSE(v.at("measured_order_matches_predicted").get<bool>());
+  EXPECT_EQ(v.at("summary"), report.at("summary"));
+  const auto& p = v.at("plans")[0];
+  EXPECT_EQ(p.at("rank"), 1);
+  EXPECT_EQ(p.at("label"), "plan0");
+  EXPECT_EQ(p.at("explorer_predicted_time_per_batch_s"), 1.0);
+  EXPECT_EQ(p.at("validate_predicted_time_per_batch_s"), 2.5);
+  EXPECT_EQ(p.at("measured_time_per_batch_s"), 3.0);
+  EXPECT_EQ(p.at("measured_spread_s"), nlohmann::json({2.9, 3.1}));
+
+  // Validate predicts plan 0 (measured 50% slower than plan 1), whose
+  // spread reaches plan 1's: within the spread, it and the explorer's best agree.
+  report["runs"][0] = run(1.5, 1.05, 1.6, 0.5);
+  v = compare_top(e, 3, 2, report);
+  EXPECT_EQ(v.at("measured_best_rank"), 2);
+  EXPECT_EQ(v.at("predicted_best_rank"), 1);
+  EXPECT_TRUE(v.at("measured_best_is_predicted_best").get<bool>());
+  EXPECT_TRUE(v.at("measured_best_is_explorers_best").get<bool>());
+  EXPECT_NEAR(v.at("predicted_best_regret_pct").get<double>(), 50, 1e-9);
+
+  // A failed run has no measurement: never the measured best, and when it
+  // is the predicted best, the prediction missed.
+  report["runs"][0] = run(1.5, 1.05, 1.6, 0.9);
+  report["runs"][1] = {{"failure", "exec failed"}, {"predicted", {{"time_per_batch_s", 0.8}}}};
+  v = compare_top(e, 3, 2, report);
+  EXPECT_TRUE(std::isnan(v.at("plans")[1].at("measured_time_per_batch_s").get<double>()));
+  EXPECT_NE(v.dump().find("\"measured_time_per_batch_s\":null"), std::string::npos);
+  EXPECT_EQ(v.at("measured_best_rank"), 1);
+  EXPECT_EQ(v.at("predicted_best_rank"), 2);
+  EXPECT_FALSE(v.at("measured_best_is_predicted_best").get<bool>());
+
+  // The first two only; more plans than ranked is a programming error.
+  v = compare_top(e, 2, 2, report);
+  EXPECT_EQ(v.at("plans").size(), 2u);
+  EXPECT_THROW(compare_top(e, 4, 2, report), std::invalid_argument);
+  EXPECT_THROW(compare_top(e, 0, 2, report), std::invalid_argument);
+}
+
+// A stand-in for the splitsim binary: checks its arguments, records the
+// scenario files it was given and prints a matrix report of two runs (or,
+// `fail`, exits 1 printing nothing).
+std::string fake_validate(const std::filesystem::path& dir, bool fail) {
+  std::string text = R"(#!/bin/sh
+[ "$1 $3 $4 $5 $6" = "validate --matrix --keep-going --json --repeat" ] || exit 3
+ls "$2" > OUT/files
+echo "$2" > OUT/dir
+grep -h description "$2"/*.json > OUT/descriptions
+run='{"errors":{"time_per_batch_s":{"measured":2}},"predicted":{"time_per_batch_s":2}}'
+echo "{\"runs\":[$run,$run],\"summary\":{\"repeat\":$7}}"
+)";
+  for (size_t at = 0; (at = text.find("OUT", at)) != std::string::npos; at += dir.string().size())
+    text.replace(at, 3, dir.string());
+  if (fail) text.insert(text.find('\n') + 1, "exit 1\n");
+  const auto script = dir / (fail ? "failing_splitsim" : "fake_splitsim");
+  std::ofstream(script) << text;
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return script.string();
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(ValidateTopTest, RunsValidateOnTheTopPlansWrittenAsScenarios) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("splitsim_validate_top_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const nlohmann::json base = {{"schema", "splitsim.scenario/1"},
+                               {"name", "x"},
+                               {"network", {{"bandwidth_bit_per_s", 1e8}}}};
+  std::vector<std::string> lines;
+  ValidateTopRequest request;
+  request.top = 2;
+  request.repeat = 4;
+  request.splitsim_bin = fake_validate(dir, false);
+  const nlohmann::json v =
+      validate_top(three_plans(), base, request, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(slurp(dir / "files"), "top01.json\ntop02.json\n");
+  const std::string descriptions = slurp(dir / "descriptions");
+  EXPECT_NE(descriptions.find("plan0"), std::string::npos) << descriptions;
+  EXPECT_NE(descriptions.find("plan1"), std::string::npos) << descriptions;
+  EXPECT_EQ(descriptions.find("plan2"), std::string::npos) << descriptions;
+  // The scenario files' directory is gone.
+  std::string used = slurp(dir / "dir");
+  used.erase(used.find_last_not_of('\n') + 1);
+  ASSERT_FALSE(used.empty());
+  EXPECT_FALSE(std::filesystem::exists(used)) << used;
+  EXPECT_EQ(v.at("plans").size(), 2u);
+  EXPECT_EQ(v.at("repeat"), 4);
+  EXPECT_EQ(v.at("summary").at("repeat"), 4);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "explore: validating the top 2 (4 interleaved repetitions each)");
+
+  request.splitsim_bin = fake_validate(dir, true);
+  try {
+    validate_top(three_plans(), base, request, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--validate-top"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exit 1"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace splitsim
