@@ -35,9 +35,13 @@ TEST(ExploreCliTest, UShapeJsonFrontRankingAndEmitBestRunsWithSimulate) {
            a["client_macs_per_batch"].get<double>() <= b["client_macs_per_batch"].get<double>() &&
            a["client_memory_bytes"].get<double>() <= b["client_memory_bytes"].get<double>();
   };
-  for (const auto& a : front)
-    for (const auto& b : front)
-      if (a["label"] != b["label"] && le(a, b)) EXPECT_FALSE(le(b, a) && a != b);
+  for (const auto& a : front) {
+    for (const auto& b : front) {
+      if (a["label"] != b["label"] && le(a, b)) {
+        EXPECT_FALSE(le(b, a) && a != b);
+      }
+    }
+  }
   // The best by time is on the front, and the ranking is sorted by time.
   const auto& ranking = j.at("ranking");
   bool best_on_front = false;
