@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/exec/gloo_transport.h"
 #include "splitsim/exec/link_probe.h"
@@ -76,6 +77,7 @@ void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult&
 
 PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
                             const std::function<void(const std::string&)>& progress) {
+  hold_freed_heap_memory();  // as the profile measured (heap.h)
   torch::set_num_threads(args.threads);
   Workspace ws(args.scenario, progress);
   ws.select(args.variant);
@@ -154,6 +156,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
 }
 
 PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostream& out) {
+  hold_freed_heap_memory();  // the probe's compute loop as exec's (heap.h)
   if (args.role != "server" && args.role != "client")
     throw InputError("--role", "expected server or client, got \"" + args.role + "\"");
   const bool server = args.role == "server";

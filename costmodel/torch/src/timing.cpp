@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "splitsim/costmodel/codec_module.h"
+#include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/optimizer.h"
 
@@ -112,6 +113,7 @@ double measure_memory_bandwidth() {
 
 CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape, int64_t batch,
                        int threads, int repeats) {
+  hold_freed_heap_memory();
   torch::set_num_threads(threads);
   CodecTiming t;
   t.codec = codec_to_json(codec).dump();
@@ -143,6 +145,7 @@ CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape
 
 DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,
                                    const std::function<void(const std::string&)>& progress) {
+  hold_freed_heap_memory();
   torch::set_num_threads(opts.threads);
   SplitModel model = build_model(spec, /*seed=*/0);
   model.train(true);

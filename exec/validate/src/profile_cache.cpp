@@ -37,8 +37,8 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
   // Bump kMethod when what a profile holds or how it is fitted changes, so
   // stale caches are measured again (2: classes too small to measure keep
   // their prior efficiency; 3: measured beside a companion load,
-  // ProfileOptions::load_cpus).
-  constexpr int kMethod = 3;
+  // ProfileOptions::load_cpus; 4: freed heap memory held, heap.h).
+  constexpr int kMethod = 4;
   nlohmann::json j = {
       {"version", SPLITSIM_VERSION},
       {"method", kMethod},
