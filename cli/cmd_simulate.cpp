@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "flag_checks.h"
 #include "plan_source.h"
+#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/metrics_table.h"
@@ -29,12 +30,17 @@ struct SimulateArgs {
   bool csv = false;
   std::string trace;
   std::string server_order = "fifo";
+  std::string calibration;
   int jobs = 0;
 };
 
 int run_simulate(const SimulateArgs& args) {
   const ServerOrder order = parse_server_order(args.server_order, "--server-order");
-  const std::vector<Plan> plans = load_plans(args.file, args.variant);
+  std::vector<Plan> plans = load_plans(args.file, args.variant);
+  if (!args.calibration.empty()) {
+    const Calibration c = load_calibration_file(args.calibration);
+    for (Plan& p : plans) p = apply_calibration(p, c);
+  }
   if (!args.trace.empty() && plans.size() > 1) {
     std::string labels;
     for (const auto& p : plans) labels += (labels.empty() ? "\"" : ", \"") + p.variant + "\"";
@@ -103,6 +109,10 @@ Command add_simulate_command(CLI::App& app) {
                   "with several clients, which waiting client the server serves next: fifo or "
                   "round-robin")
       ->capture_default_str();
+  sub->add_option("--calibration", args->calibration,
+                  "apply this calibration (schema splitsim.calibration/1: per-party compute "
+                  "scale, overhead per operation and codec scale; link bandwidth factor, "
+                  "overhead per message, host work per byte) to every plan before simulating");
   sub->add_option("--jobs", args->jobs,
                   "simulations run at once, one child process each (default: the CPU count)")
       ->check(int_range(1, 1024));

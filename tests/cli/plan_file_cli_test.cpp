@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "run_cli.h"
+#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/plan.h"
 
 namespace splitsim::testing {
@@ -102,6 +103,48 @@ TEST(PlanFileCliTest, ABrokenPlanFileExitsTwoNamingThePath) {
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_NE(r.err.find("$.stages[1].fwd_s_per_microbatch[0]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+}
+
+TEST(PlanFileCliTest, CalibrationIsThePlanWithItApplied) {
+  // simulate --calibration C on plans P prints what simulating
+  // apply_calibration(P, C) prints, and something else than P alone.
+  const CliResult plan = run_cli("plan --json --variant 'compression=none' " +
+                                 source_path("scenarios/mobilenet_v2_ushape.json"));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::vector<Plan> plans = parse_plans(nlohmann::json::parse(plan.out));
+  ASSERT_GE(plans.size(), 2u);
+  Calibration c;
+  c.parties["server"] = {0.25, 2e-4, 1.0};
+  c.parties["*"] = {1.5, 1e-4, 2.0};
+  c.bandwidth_factor = 0.6;
+  c.per_message_overhead_s = 5e-4;
+  c.cpu_s_per_byte_received = 1e-9;
+  nlohmann::json calibrated = nlohmann::json::array();
+  for (const Plan& p : plans) calibrated.push_back(apply_calibration(p, c));
+  const std::string plan_file = write_text(plan.out, "calib_plans");
+  const std::string calibrated_file = write_text(calibrated.dump(), "calib_applied");
+  const std::string calibration_file = write_text(nlohmann::json(c).dump(), "calibration");
+
+  const CliResult with =
+      run_cli("simulate --json --calibration " + calibration_file + " " + plan_file);
+  const CliResult applied = run_cli("simulate --json " + calibrated_file);
+  const CliResult without = run_cli("simulate --json " + plan_file);
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_EQ(with.out, applied.out);
+  EXPECT_NE(with.out, without.out);
+
+  // A broken calibration file: exit 2, the JSON path and the file named, no output.
+  const std::string broken = write_text(
+      R"({"schema": "splitsim.calibration/1", "parties": {"server": {"compute_scale": -2}}})",
+      "calibration_broken");
+  const CliResult r = run_cli("simulate --calibration " + broken + " " + plan_file);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("$.parties.server.compute_scale"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(broken), std::string::npos) << r.err;
+  for (const auto& f : {plan_file, calibrated_file, calibration_file, broken})
+    std::filesystem::remove(f);
 }
 
 }  // namespace

@@ -1,0 +1,165 @@
+#include "splitsim/costmodel/calibration.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "json_read.h"
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/limits.h"
+
+namespace splitsim {
+
+using json_read::check_keys;
+using json_read::member_path;
+using json_read::NumberRange;
+using json_read::read_number;
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kKeys = {"schema",
+                                        "description",
+                                        "parties",
+                                        "bandwidth_factor",
+                                        "per_message_overhead_s",
+                                        "cpu_s_per_byte_sent",
+                                        "cpu_s_per_byte_received"};
+const std::vector<std::string> kPartyKeys = {"compute_scale", "op_overhead_s", "codec_scale"};
+
+// Scales: a factor of a million either way is a unit mistake, not a machine.
+const NumberRange kScale{1e-6, false, 1e6, false};
+const NumberRange kOverhead{0, false, limits::kMaxOverheadS, false};
+const NumberRange kPerByte{0, false, limits::kMaxCpuSPerByte, false};
+
+// The codec seconds the planner added to `stage`'s forward and backward of
+// micro-batch `c` (planner.cpp): the sender encodes forward and decodes
+// backward, the receiver decodes forward and encodes backward.
+struct CodecShare {
+  double fwd = 0, bwd = 0;
+};
+CodecShare codec_share(const Plan& plan, int stage, size_t c) {
+  CodecShare s;
+  for (const PlanBoundary& b : plan.boundaries) {
+    if (b.from_stage == stage) {
+      s.fwd += b.forward.encode_s.at(c);
+      s.bwd += b.backward.decode_s.at(c);
+    }
+    if (b.to_stage == stage) {
+      s.fwd += b.forward.decode_s.at(c);
+      s.bwd += b.backward.encode_s.at(c);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+PartyCalibration party_calibration(const Calibration& c, const std::string& party) {
+  if (auto it = c.parties.find(party); it != c.parties.end()) return it->second;
+  if (auto it = c.parties.find("*"); it != c.parties.end()) return it->second;
+  return {};
+}
+
+Plan apply_calibration(const Plan& plan, const Calibration& c) {
+  Plan out = plan;
+  for (size_t k = 0; k < out.stages.size(); ++k) {
+    PlanStage& st = out.stages[k];
+    const PartyCalibration p = party_calibration(c, st.party);
+    for (size_t m = 0; m < st.fwd_s.size(); ++m) {
+      const CodecShare codec = codec_share(plan, static_cast<int>(k), m);
+      st.fwd_s[m] = (plan.stages[k].fwd_s[m] - codec.fwd) * p.compute_scale + p.op_overhead_s +
+                    codec.fwd * p.codec_scale;
+      st.bwd_s[m] = (plan.stages[k].bwd_s[m] - codec.bwd) * p.compute_scale + p.op_overhead_s +
+                    codec.bwd * p.codec_scale;
+    }
+    st.update_s = plan.stages[k].update_s * p.compute_scale + p.op_overhead_s;
+  }
+  for (PlanBoundary& b : out.boundaries) {
+    const double sender = party_calibration(c, plan.stages.at(b.from_stage).party).codec_scale;
+    const double receiver = party_calibration(c, plan.stages.at(b.to_stage).party).codec_scale;
+    for (double& s : b.forward.encode_s) s *= sender;
+    for (double& s : b.forward.decode_s) s *= receiver;
+    for (double& s : b.backward.encode_s) s *= receiver;
+    for (double& s : b.backward.decode_s) s *= sender;
+  }
+  out.network.bandwidth_factor =
+      std::max(limits::kMinBandwidthFactor, plan.network.bandwidth_factor * c.bandwidth_factor);
+  out.network.per_message_overhead_s += c.per_message_overhead_s;
+  out.platform.cpu_s_per_byte_sent += c.cpu_s_per_byte_sent;
+  out.platform.cpu_s_per_byte_received += c.cpu_s_per_byte_received;
+  return out;
+}
+
+void to_json(json& j, const Calibration& c) {
+  json parties = json::object();
+  for (const auto& [name, p] : c.parties)
+    parties[name] = {{"compute_scale", p.compute_scale},
+                     {"op_overhead_s", p.op_overhead_s},
+                     {"codec_scale", p.codec_scale}};
+  j = {{"schema", kCalibrationSchema},
+       {"parties", parties},
+       {"bandwidth_factor", c.bandwidth_factor},
+       {"per_message_overhead_s", c.per_message_overhead_s},
+       {"cpu_s_per_byte_sent", c.cpu_s_per_byte_sent},
+       {"cpu_s_per_byte_received", c.cpu_s_per_byte_received}};
+  if (!c.description.empty()) j["description"] = c.description;
+}
+
+Calibration parse_calibration(const json& j, const std::string& path) {
+  json_read::require_object(j, path,
+                            "a calibration object such as {\"schema\": \"" +
+                                std::string(kCalibrationSchema) + "\", \"parties\": {...}}");
+  check_keys(j, path, kKeys);
+  json_read::require_key(j, path, "schema", std::string("\"") + kCalibrationSchema + "\"");
+  const std::string schema = json_read::read_string(j.at("schema"), member_path(path, "schema"));
+  if (schema != kCalibrationSchema)
+    throw InputError(member_path(path, "schema"), "expected \"" + std::string(kCalibrationSchema) +
+                                                      "\", got \"" + schema + "\"");
+  Calibration c;
+  if (j.contains("description"))
+    c.description = json_read::read_string(j.at("description"), member_path(path, "description"),
+                                           /*allow_empty=*/true);
+  if (j.contains("parties")) {
+    const std::string at = member_path(path, "parties");
+    json_read::require_object(j.at("parties"), at,
+                              "an object of parties such as {\"server\": {\"compute_scale\": 2}}");
+    for (const auto& [name, v] : j.at("parties").items()) {
+      const std::string pat = member_path(at, name);
+      if (name.empty()) throw InputError(pat, "a party name must not be empty");
+      json_read::require_object(v, pat, "a party calibration such as {\"compute_scale\": 2}");
+      check_keys(v, pat, kPartyKeys);
+      PartyCalibration p;
+      if (v.contains("compute_scale"))
+        p.compute_scale =
+            read_number(v.at("compute_scale"), member_path(pat, "compute_scale"), kScale);
+      if (v.contains("op_overhead_s"))
+        p.op_overhead_s =
+            read_number(v.at("op_overhead_s"), member_path(pat, "op_overhead_s"), kOverhead);
+      if (v.contains("codec_scale"))
+        p.codec_scale = read_number(v.at("codec_scale"), member_path(pat, "codec_scale"), kScale);
+      c.parties[name] = p;
+    }
+  }
+  const auto number = [&](const char* key, double* out, const NumberRange& range) {
+    if (j.contains(key)) *out = read_number(j.at(key), member_path(path, key), range);
+  };
+  number("bandwidth_factor", &c.bandwidth_factor,
+         NumberRange{limits::kMinBandwidthFactor, false, 1, false});
+  number("per_message_overhead_s", &c.per_message_overhead_s, kOverhead);
+  number("cpu_s_per_byte_sent", &c.cpu_s_per_byte_sent, kPerByte);
+  number("cpu_s_per_byte_received", &c.cpu_s_per_byte_received, kPerByte);
+  return c;
+}
+
+Calibration load_calibration_file(const std::string& file) {
+  const json j = parse_json_file(file, "calibration file");
+  try {
+    return parse_calibration(j);
+  } catch (const InputError& e) {
+    const std::string message = std::string(e.what()).substr(e.where().size() + 2);
+    throw InputError(e.where(), message + " [in " + file + "]");
+  }
+}
+
+}  // namespace splitsim

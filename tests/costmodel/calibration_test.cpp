@@ -1,0 +1,140 @@
+// Calibration (calibration.h): applying one to a Plan, and its JSON.
+#include "splitsim/costmodel/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "splitsim/costmodel/errors.h"
+
+namespace splitsim {
+namespace {
+
+// A U-shape by hand: client | server | client, two micro-batches. Stage
+// seconds are the model's plus the codec work the planner adds (the sender
+// encodes forward and decodes backward, the receiver the other two).
+Plan ushape() {
+  Plan p;
+  p.microbatch_sizes = {4, 4};
+  p.schedule = Schedule::kGpipe;
+  for (const char* party : {"client", "server", "client"}) {
+    PlanStage st;
+    st.party = party;
+    st.fwd_s = {1.0, 1.0};
+    st.bwd_s = {2.0, 2.0};
+    st.update_s = 0.5;
+    p.stages.push_back(st);
+  }
+  for (int k = 0; k < 2; ++k) {
+    PlanBoundary b;
+    b.from_stage = k;
+    b.to_stage = k + 1;
+    b.forward.encode_s = {0.1, 0.1};
+    b.forward.decode_s = {0.2, 0.2};
+    b.backward.encode_s = {0.3, 0.3};
+    b.backward.decode_s = {0.4, 0.4};
+    p.stages[k].fwd_s = {p.stages[k].fwd_s[0] + 0.1, p.stages[k].fwd_s[1] + 0.1};
+    p.stages[k].bwd_s = {p.stages[k].bwd_s[0] + 0.4, p.stages[k].bwd_s[1] + 0.4};
+    p.stages[k + 1].fwd_s = {p.stages[k + 1].fwd_s[0] + 0.2, p.stages[k + 1].fwd_s[1] + 0.2};
+    p.stages[k + 1].bwd_s = {p.stages[k + 1].bwd_s[0] + 0.3, p.stages[k + 1].bwd_s[1] + 0.3};
+    p.boundaries.push_back(b);
+  }
+  p.network.bandwidth_factor = 0.5;
+  p.network.per_message_overhead_s = 1e-4;
+  p.platform.cpu_s_per_byte_received = 1e-9;
+  return p;
+}
+
+TEST(CalibrationTest, TheIdentityLeavesThePlanAsItWas) {
+  const Plan p = ushape();
+  EXPECT_EQ(nlohmann::json(apply_calibration(p, Calibration{})), nlohmann::json(p));
+}
+
+TEST(CalibrationTest, ScalesModelAndCodecPartsApartPerParty) {
+  Calibration c;
+  c.parties["server"] = {/*compute_scale=*/3.0, /*op_overhead_s=*/0.01, /*codec_scale=*/2.0};
+  c.parties["*"] = {/*compute_scale=*/0.5, /*op_overhead_s=*/0.0, /*codec_scale=*/1.0};
+  c.bandwidth_factor = 0.5;
+  c.per_message_overhead_s = 2e-4;
+  c.cpu_s_per_byte_sent = 3e-9;
+  c.cpu_s_per_byte_received = 4e-9;
+  const Plan q = apply_calibration(ushape(), c);
+  // Server (stage 1): model 1.0 and 2.0; codec forward 0.2 (decode) + 0.1
+  // (encode), backward 0.3 (encode) + 0.4 (decode).
+  EXPECT_DOUBLE_EQ(q.stages[1].fwd_s[0], 1.0 * 3 + 0.01 + 0.3 * 2);
+  EXPECT_DOUBLE_EQ(q.stages[1].bwd_s[1], 2.0 * 3 + 0.01 + 0.7 * 2);
+  EXPECT_DOUBLE_EQ(q.stages[1].update_s, 0.5 * 3 + 0.01);
+  // Clients ("*"): stage 0 sends (codec 0.1 forward, 0.4 backward), stage 2 receives.
+  EXPECT_DOUBLE_EQ(q.stages[0].fwd_s[0], 1.0 * 0.5 + 0.1);
+  EXPECT_DOUBLE_EQ(q.stages[0].bwd_s[0], 2.0 * 0.5 + 0.4);
+  EXPECT_DOUBLE_EQ(q.stages[2].fwd_s[1], 1.0 * 0.5 + 0.2);
+  EXPECT_DOUBLE_EQ(q.stages[2].bwd_s[1], 2.0 * 0.5 + 0.3);
+  EXPECT_DOUBLE_EQ(q.stages[2].update_s, 0.25);
+  // The boundaries' codec seconds follow the party that runs them.
+  EXPECT_DOUBLE_EQ(q.boundaries[0].forward.encode_s[0], 0.1);   // client sends
+  EXPECT_DOUBLE_EQ(q.boundaries[0].forward.decode_s[0], 0.4);   // server receives
+  EXPECT_DOUBLE_EQ(q.boundaries[0].backward.encode_s[0], 0.6);  // server
+  EXPECT_DOUBLE_EQ(q.boundaries[0].backward.decode_s[0], 0.4);  // client
+  EXPECT_DOUBLE_EQ(q.boundaries[1].forward.encode_s[1], 0.2);   // server sends
+  EXPECT_DOUBLE_EQ(q.boundaries[1].backward.decode_s[1], 0.8);  // server
+  // The network and the platform.
+  EXPECT_DOUBLE_EQ(q.network.bandwidth_factor, 0.25);
+  EXPECT_DOUBLE_EQ(q.network.per_message_overhead_s, 3e-4);
+  EXPECT_DOUBLE_EQ(q.platform.cpu_s_per_byte_sent, 3e-9);
+  EXPECT_DOUBLE_EQ(q.platform.cpu_s_per_byte_received, 5e-9);
+}
+
+TEST(CalibrationTest, APartyNeitherNamedNorStarIsLeftAsPlanned) {
+  Calibration c;
+  c.parties["server"].compute_scale = 2.0;
+  const Plan p = ushape();
+  const Plan q = apply_calibration(p, c);
+  EXPECT_EQ(q.stages[0].fwd_s, p.stages[0].fwd_s);
+  EXPECT_EQ(q.stages[2].bwd_s, p.stages[2].bwd_s);
+  EXPECT_NE(q.stages[1].fwd_s, p.stages[1].fwd_s);
+}
+
+TEST(CalibrationTest, TheBandwidthFactorStopsAtItsFloor) {
+  Calibration c;
+  c.bandwidth_factor = 0.001;
+  EXPECT_DOUBLE_EQ(apply_calibration(ushape(), c).network.bandwidth_factor, 0.001);
+}
+
+TEST(CalibrationTest, JsonRoundTrips) {
+  Calibration c;
+  c.parties["client"] = {1.5, 2e-5, 0.75};
+  c.bandwidth_factor = 0.8;
+  c.per_message_overhead_s = 1e-4;
+  c.cpu_s_per_byte_received = 2e-9;
+  c.description = "testbed, 4 runs";
+  const nlohmann::json j = c;
+  EXPECT_EQ(j.at("schema"), kCalibrationSchema);
+  EXPECT_EQ(nlohmann::json(parse_calibration(j)), j);
+}
+
+TEST(CalibrationTest, BadInputNamesItsPath) {
+  const auto where = [](const std::string& text) {
+    try {
+      parse_calibration(nlohmann::json::parse(text));
+    } catch (const InputError& e) {
+      return e.where();
+    }
+    return std::string("(accepted)");
+  };
+  const std::string s = R"("schema": "splitsim.calibration/1")";
+  EXPECT_EQ(where("{" + s + R"(, "bandwidth_factor": 1.5})"), "$.bandwidth_factor");
+  EXPECT_EQ(where("{" + s + R"(, "bandwidth_factr": 0.5})"), "$.bandwidth_factr");
+  EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"compute_scale": 0}}})"),
+            "$.parties.server.compute_scale");
+  EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"op_overhead_s": -1}}})"),
+            "$.parties.server.op_overhead_s");
+  EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"scale": 2}}})"), "$.parties.server.scale");
+  EXPECT_EQ(where("{" + s + R"(, "cpu_s_per_byte_sent": "1e-9"})"), "$.cpu_s_per_byte_sent");
+  EXPECT_EQ(where(R"({"schema": "splitsim.plan/1"})"), "$.schema");
+  EXPECT_EQ(where(R"({"parties": {}})"), "$.schema");
+  EXPECT_EQ(where("[]"), "$");
+  EXPECT_EQ(where("{" + s + "}"), "(accepted)");
+}
+
+}  // namespace
+}  // namespace splitsim
