@@ -19,5 +19,6 @@ Command add_exec_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_explore_command(CLI::App& app);
 Command add_link_probe_command(CLI::App& app);
+Command add_calibrate_command(CLI::App& app);
 
 }  // namespace splitsim

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
       splitsim::add_simulate_command(app), splitsim::add_bench_command(app),
       splitsim::add_exec_command(app),     splitsim::add_validate_command(app),
       splitsim::add_explore_command(app),
-      splitsim::add_link_probe_command(app),
+      splitsim::add_link_probe_command(app), splitsim::add_calibrate_command(app),
   };
 #else
   const std::vector<splitsim::Command> commands = {splitsim::add_simulate_command(app)};

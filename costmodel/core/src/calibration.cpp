@@ -24,7 +24,8 @@ const std::vector<std::string> kKeys = {"schema",
                                         "bandwidth_factor",
                                         "per_message_overhead_s",
                                         "cpu_s_per_byte_sent",
-                                        "cpu_s_per_byte_received"};
+                                        "cpu_s_per_byte_received",
+                                        "fit"};
 const std::vector<std::string> kPartyKeys = {"compute_scale", "op_overhead_s", "codec_scale"};
 
 // Scales: a factor of a million either way is a unit mistake, not a machine.

@@ -47,7 +47,8 @@ PartyCalibration party_calibration(const Calibration& c, const std::string& part
 Plan apply_calibration(const Plan& plan, const Calibration& c);
 
 void to_json(nlohmann::json& j, const Calibration& c);
-// Strict, like the scenario parser: unknown keys, another schema, scales
+// Strict, like the scenario parser (a "fit" object, what `splitsim
+// calibrate` records of the fit, is allowed and not read): unknown keys, another schema, scales
 // that are not positive, overheads that are negative or above an hour, a
 // bandwidth factor outside [0.001, 1]: InputError naming the JSON path.
 Calibration parse_calibration(const nlohmann::json& j, const std::string& path = "$");

@@ -1,0 +1,471 @@
+// calibrate (calibrate.h): robust Levenberg-Marquardt through the simulator.
+//
+// Each parameter lives in a fitting coordinate x: scales as ln(scale) (a
+// factor of 2 either way is the same step), overheads in milliseconds,
+// host work per byte in nanoseconds; bounds are boxes on x. Residuals are
+// relative errors (predicted - measured) / measured of every measured
+// metric of every row, weighted by Huber's function (k = 1.345 times a
+// robust scale of at least 1%) so that one wild row cannot pull the fit.
+#include "splitsim/calibrate/calibrate.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/sim/metrics.h"
+#include "splitsim/sim/simulator.h"
+
+namespace splitsim {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Param {
+  std::string name;
+  bool log = false;  // x = ln(value), else x = value / unit
+  double unit = 1;
+  double lo = 0, hi = 0;  // bounds on x
+  double value(double x) const { return log ? std::exp(x) : x * unit; }
+};
+
+void set_param(Calibration* c, const Param& p, double x) {
+  const double v = p.value(x);
+  const size_t dot = p.name.rfind('.');
+  if (dot != std::string::npos) {
+    PartyCalibration& pc = c->parties[p.name.substr(0, dot)];
+    const std::string field = p.name.substr(dot + 1);
+    if (field == "compute_scale") pc.compute_scale = v;
+    if (field == "op_overhead_s") pc.op_overhead_s = v;
+    if (field == "codec_scale") pc.codec_scale = v;
+  } else if (p.name == "bandwidth_factor") {
+    c->bandwidth_factor = v;
+  } else if (p.name == "per_message_overhead_s") {
+    c->per_message_overhead_s = v;
+  } else if (p.name == "cpu_s_per_byte_sent") {
+    c->cpu_s_per_byte_sent = v;
+  } else if (p.name == "cpu_s_per_byte_received") {
+    c->cpu_s_per_byte_received = v;
+  }
+}
+
+// The candidate parameters for these plans: per party its compute scale
+// and overhead per operation, its codec scale when it runs codecs; the
+// link's factor and overhead per message; host work per byte.
+std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
+  std::vector<std::string> parties;
+  std::map<std::string, bool> codecs;
+  for (const Plan& p : plans) {
+    for (const PlanStage& st : p.stages)
+      if (std::find(parties.begin(), parties.end(), st.party) == parties.end())
+        parties.push_back(st.party);
+    for (const PlanBoundary& b : p.boundaries) {
+      const auto any = [](const std::vector<double>& v) {
+        return std::any_of(v.begin(), v.end(), [](double s) { return s > 0; });
+      };
+      const std::string& from = p.stages.at(b.from_stage).party;
+      const std::string& to = p.stages.at(b.to_stage).party;
+      codecs[from] = codecs[from] || any(b.forward.encode_s) || any(b.backward.decode_s);
+      codecs[to] = codecs[to] || any(b.forward.decode_s) || any(b.backward.encode_s);
+    }
+  }
+  const double ln_max = std::log(1e6);
+  std::vector<Param> ps;
+  for (const std::string& party : parties) {
+    ps.push_back({party + ".compute_scale", true, 1, -ln_max, ln_max});
+    ps.push_back({party + ".op_overhead_s", false, 1e-3, 0, 3.6e6});
+    if (codecs[party]) ps.push_back({party + ".codec_scale", true, 1, -ln_max, ln_max});
+  }
+  ps.push_back({"bandwidth_factor", true, 1, std::log(1e-3), 0});
+  ps.push_back({"per_message_overhead_s", false, 1e-3, 0, 3.6e6});
+  ps.push_back({"cpu_s_per_byte_sent", false, 1e-9, 0, 1000});
+  ps.push_back({"cpu_s_per_byte_received", false, 1e-9, 0, 1000});
+  return ps;
+}
+
+// Which parameter to hold first when the rows cannot tell several apart:
+// the larger, the sooner held (host work per byte, then codec scales, then
+// overheads; compute scales and the link's factor last).
+int precedence(const std::string& name) {
+  if (name.rfind("cpu_s_per_byte", 0) == 0) return 5;
+  if (name.find("codec_scale") != std::string::npos) return 4;
+  if (name == "per_message_overhead_s") return 3;
+  if (name.find("op_overhead_s") != std::string::npos) return 2;
+  if (name == "bandwidth_factor") return 1;
+  return 0;  // compute scales
+}
+
+// Step for the forward-difference Jacobian, in x.
+double fd_step(const Param& p) { return p.log ? 0.02 : 0.05; }
+
+struct Residual {
+  size_t row;
+  std::string metric;
+  double measured;
+};
+
+double metric_of(const Metrics& m, const std::string& key) {
+  if (key == "time_per_batch_s") return m.time_per_batch_s;
+  if (key == "computation_time_s") return m.computation_time_s;
+  const PartyMetrics* p = m.party(key.substr(key.find('.') + 1));
+  return p != nullptr ? p->busy_s_per_batch : kNaN;
+}
+
+class Problem {
+ public:
+  Problem(std::vector<Plan> plans, std::vector<Residual> residuals, std::vector<Param> params,
+          const CalibrateOptions& o)
+      : plans_(std::move(plans)), res_(std::move(residuals)), params_(std::move(params)), o_(o) {}
+
+  const std::vector<Param>& params() const { return params_; }
+  const std::vector<Residual>& residuals() const { return res_; }
+
+  Calibration calibration(const std::vector<int>& active, const Eigen::VectorXd& x) const {
+    Calibration c;
+    for (size_t i = 0; i < active.size(); ++i)
+      set_param(&c, params_[static_cast<size_t>(active[i])], x[static_cast<Eigen::Index>(i)]);
+    return c;
+  }
+
+  // Predicted value of every residual's metric under `c`, for the rows in `use`.
+  std::vector<double> predict(const Calibration& c, const std::vector<bool>& use) const {
+    std::vector<Plan> run;
+    std::vector<int> index(plans_.size(), -1);
+    for (const Residual& r : res_)
+      if (use[r.row] && index[r.row] < 0) {
+        index[r.row] = static_cast<int>(run.size());
+        run.push_back(apply_calibration(plans_[r.row], c));
+      }
+    const std::vector<Timeline> t = simulate_many(run, SimOptions{}, o_.jobs);
+    std::vector<Metrics> m;
+    for (size_t i = 0; i < run.size(); ++i)
+      m.push_back(compute_metrics(t[i], run[i], run[i].warmup));
+    std::vector<double> out(res_.size(), kNaN);
+    for (size_t i = 0; i < res_.size(); ++i)
+      if (use[res_[i].row])
+        out[i] = metric_of(m[static_cast<size_t>(index[res_[i].row])], res_[i].metric);
+    ++evaluations_;
+    return out;
+  }
+
+  Eigen::VectorXd relative(const std::vector<double>& pred, const std::vector<bool>& use) const {
+    std::vector<double> r;
+    for (size_t i = 0; i < res_.size(); ++i)
+      if (use[res_[i].row]) r.push_back((pred[i] - res_[i].measured) / res_[i].measured);
+    return Eigen::Map<Eigen::VectorXd>(r.data(), static_cast<Eigen::Index>(r.size()));
+  }
+
+  // Residuals and forward-difference Jacobian at x.
+  void linearise(const std::vector<int>& active, const Eigen::VectorXd& x,
+                 const std::vector<bool>& use, Eigen::VectorXd* r, Eigen::MatrixXd* J) const {
+    *r = relative(predict(calibration(active, x), use), use);
+    J->resize(r->size(), static_cast<Eigen::Index>(active.size()));
+    for (size_t j = 0; j < active.size(); ++j) {
+      const Param& p = params_[static_cast<size_t>(active[j])];
+      Eigen::VectorXd xs = x;
+      double h = fd_step(p);
+      const auto jj = static_cast<Eigen::Index>(j);
+      if (xs[jj] + h > p.hi) h = -h;  // step inside the box
+      xs[jj] += h;
+      J->col(jj) = (relative(predict(calibration(active, xs), use), use) - *r) / h;
+    }
+  }
+
+  int evaluations() const { return evaluations_; }
+
+ private:
+  std::vector<Plan> plans_;
+  std::vector<Residual> res_;
+  std::vector<Param> params_;
+  CalibrateOptions o_;
+  mutable int evaluations_ = 0;
+};
+
+// Huber weights for residuals r: 1 inside k*s, k*s/|r| outside; s the
+// normalised median absolute residual, at least 1%.
+Eigen::VectorXd huber_weights(const Eigen::VectorXd& r) {
+  std::vector<double> a(static_cast<size_t>(r.size()));
+  for (Eigen::Index i = 0; i < r.size(); ++i) a[static_cast<size_t>(i)] = std::abs(r[i]);
+  std::nth_element(a.begin(), a.begin() + static_cast<long>(a.size() / 2), a.end());
+  const double s = std::max(0.01, 1.4826 * (a.empty() ? 0 : a[a.size() / 2]));
+  const double k = 1.345 * s;
+  Eigen::VectorXd w(r.size());
+  for (Eigen::Index i = 0; i < r.size(); ++i) w[i] = std::abs(r[i]) <= k ? 1.0 : k / std::abs(r[i]);
+  return w;
+}
+
+struct FitState {
+  Eigen::VectorXd x;
+  Eigen::VectorXd r;
+  Eigen::MatrixXd J;
+  Eigen::VectorXd w;
+  int iterations = 0;
+};
+
+// Projected Levenberg-Marquardt from x0 over the rows in `use`.
+FitState levenberg_marquardt(const Problem& pb, const std::vector<int>& active, Eigen::VectorXd x0,
+                             const std::vector<bool>& use, int max_iterations,
+                             const std::function<void(const std::string&)>& progress) {
+  FitState s;
+  s.x = std::move(x0);
+  pb.linearise(active, s.x, use, &s.r, &s.J);
+  s.w = huber_weights(s.r);
+  double cost = (s.w.array() * s.r.array().square()).sum();
+  double lambda = 1e-3;
+  const auto clamp = [&](Eigen::VectorXd* x) {
+    for (size_t j = 0; j < active.size(); ++j) {
+      const Param& p = pb.params()[static_cast<size_t>(active[j])];
+      const auto jj = static_cast<Eigen::Index>(j);
+      (*x)[jj] = std::clamp((*x)[jj], p.lo, p.hi);
+    }
+  };
+  bool converged = false;
+  for (s.iterations = 0; s.iterations < max_iterations && !active.empty() && !converged;
+       ++s.iterations) {
+    const Eigen::MatrixXd JtW = s.J.transpose() * s.w.asDiagonal();
+    const Eigen::MatrixXd A = JtW * s.J;
+    const Eigen::VectorXd g = JtW * s.r;
+    bool accepted = false;
+    for (int tries = 0; tries < 12 && !accepted; ++tries) {
+      Eigen::MatrixXd D = A;
+      D.diagonal() += lambda * (A.diagonal().array() + 1e-9).matrix();
+      Eigen::VectorXd xn = s.x - D.ldlt().solve(g);
+      clamp(&xn);
+      const Eigen::VectorXd rn = pb.relative(pb.predict(pb.calibration(active, xn), use), use);
+      const double cn = (s.w.array() * rn.array().square()).sum();
+      if (std::isfinite(cn) && cn <= cost) {
+        const bool small = (xn - s.x).norm() < 1e-7 || cost - cn < 1e-14 + 1e-10 * cost;
+        s.x = xn;
+        accepted = true;
+        lambda = std::max(1e-9, lambda / 3);
+        converged = small;
+      } else {
+        lambda *= 4;
+      }
+    }
+    if (!accepted) break;
+    pb.linearise(active, s.x, use, &s.r, &s.J);
+    s.w = huber_weights(s.r);
+    cost = (s.w.array() * s.r.array().square()).sum();
+    std::ostringstream os;
+    os << "iteration " << s.iterations + 1 << ": weighted squared error " << cost;
+    progress(os.str());
+  }
+  return s;
+}
+
+size_t match_row(const std::vector<Plan>& plans, const MeasuredRow& row) {
+  std::vector<size_t> exact, part;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (plans[i].variant == row.label) exact.push_back(i);
+    if (plans[i].variant.find(row.label) != std::string::npos) part.push_back(i);
+  }
+  if (exact.size() == 1) return exact[0];
+  if (exact.empty() && part.size() == 1) return part[0];
+  std::string labels;
+  for (const Plan& p : plans) labels += (labels.empty() ? "\"" : ", \"") + p.variant + "\"";
+  throw InputError(row.source, "\"" + row.label + "\" matches " +
+                                   std::to_string(exact.empty() ? part.size() : exact.size()) +
+                                   " variants, not one; labels: " + labels);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<MeasuredRow>& rows,
+                         const CalibrateOptions& options) {
+  if (rows.empty()) throw InputError("--measured", "no measured rows");
+  // One plan per row (a row's own copy: rows may repeat a variant).
+  std::vector<Plan> row_plans;
+  std::vector<Residual> residuals;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    row_plans.push_back(plans[match_row(plans, rows[i])]);
+    for (const auto& [key, value] : rows[i].metrics) residuals.push_back({i, key, value});
+  }
+  Problem pb(row_plans, residuals, candidate_params(row_plans), options);
+  const std::vector<bool> all(rows.size(), true);
+
+  options.progress("simulating " + std::to_string(rows.size()) + " measured row(s) as planned");
+  const std::vector<double> before = pb.predict(Calibration{}, all);
+  for (size_t i = 0; i < residuals.size(); ++i)
+    if (!std::isfinite(before[i]))
+      throw InputError(rows[residuals[i].row].source, residuals[i].metric + ": the plan of \"" +
+                                                          rows[residuals[i].row].label +
+                                                          "\" has no such party");
+
+  // Which parameters the rows determine: none that no row depends on, and
+  // of a set the rows cannot tell apart, all but one.
+  CalibrationFit fit;
+  std::vector<int> active;
+  for (size_t j = 0; j < pb.params().size(); ++j) active.push_back(static_cast<int>(j));
+  Eigen::VectorXd r0;
+  Eigen::MatrixXd J0;
+  options.progress("checking which of " + std::to_string(active.size()) +
+                   " parameters the rows determine");
+  pb.linearise(active, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(active.size())), all, &r0,
+               &J0);
+  std::map<int, std::string> held;
+  for (size_t j = 0; j < active.size(); ++j)
+    if (J0.col(static_cast<Eigen::Index>(j)).norm() < 1e-6)
+      held[active[j]] = "no measured value depends on it";
+  for (;;) {
+    std::vector<int> cols;
+    for (size_t j = 0; j < active.size(); ++j)
+      if (!held.count(active[j])) cols.push_back(static_cast<int>(j));
+    if (cols.empty()) break;
+    Eigen::MatrixXd S(J0.rows(), static_cast<Eigen::Index>(cols.size()));
+    for (size_t c = 0; c < cols.size(); ++c) {
+      const Eigen::VectorXd col = J0.col(cols[c]);
+      S.col(static_cast<Eigen::Index>(c)) = col / col.norm();
+    }
+    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(S, Eigen::ComputeFullV);
+    const Eigen::VectorXd sv = svd.singularValues();
+    const bool too_many = cols.size() > static_cast<size_t>(S.rows());
+    const double smallest = too_many ? 0.0 : sv[sv.size() - 1];
+    if (!too_many && smallest > 0.02 * sv[0]) break;
+    // The weakest direction: of the parameters that make it up (at least a
+    // third of its largest component), hold the least fundamental one.
+    const Eigen::VectorXd v = svd.matrixV().col(svd.matrixV().cols() - 1).cwiseAbs();
+    Eigen::Index worst = -1, partner = -1;
+    for (Eigen::Index c = 0; c < v.size(); ++c) {
+      if (v[c] < v.maxCoeff() / 3) continue;
+      const auto rank = [&](Eigen::Index i) {
+        return precedence(
+            pb.params()[static_cast<size_t>(
+                            active[static_cast<size_t>(cols[static_cast<size_t>(i)])])]
+                .name);
+      };
+      if (worst < 0 || rank(c) > rank(worst)) worst = c;
+    }
+    double second = -1;
+    for (Eigen::Index c = 0; c < v.size(); ++c)
+      if (c != worst && v[c] > second) second = v[c], partner = c;
+    const std::string other =
+        partner >= 0
+            ? pb.params()[static_cast<size_t>(
+                              active[static_cast<size_t>(cols[static_cast<size_t>(partner)])])]
+                  .name
+            : "the others";
+    held[active[static_cast<size_t>(cols[static_cast<size_t>(worst)])]] =
+        too_many ? "more parameters than measured values; not separable from " + other
+                 : "the rows cannot tell it apart from " + other;
+  }
+  std::vector<int> fitted;
+  for (int j : active)
+    if (!held.count(j)) fitted.push_back(j);
+
+  options.progress("fitting " + std::to_string(fitted.size()) + " parameter(s) to " +
+                   std::to_string(residuals.size()) + " measured value(s)");
+  const FitState s = levenberg_marquardt(
+      pb, fitted, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(fitted.size())), all,
+      options.max_iterations, options.progress);
+  fit.iterations = s.iterations;
+  fit.calibration = pb.calibration(fitted, s.x);
+
+  // Uncertainty: s^2 (J^T W J)^-1 in x, then to the parameter's units.
+  const auto n = static_cast<double>(s.r.size());
+  const auto p = static_cast<double>(fitted.size());
+  Eigen::MatrixXd cov = Eigen::MatrixXd::Constant(static_cast<Eigen::Index>(fitted.size()),
+                                                  static_cast<Eigen::Index>(fitted.size()), kNaN);
+  if (n > p && !fitted.empty()) {
+    const double s2 = (s.w.array() * s.r.array().square()).sum() / (n - p);
+    const Eigen::MatrixXd A = s.J.transpose() * s.w.asDiagonal() * s.J;
+    cov = s2 * A.completeOrthogonalDecomposition().pseudoInverse();
+  } else if (!fitted.empty()) {
+    fit.warnings.push_back(std::to_string(static_cast<int>(n)) + " measured value(s) for " +
+                           std::to_string(fitted.size()) +
+                           " fitted parameter(s): the fit is exact and its uncertainty unknown; "
+                           "measure more variants");
+  }
+  for (size_t j = 0; j < pb.params().size(); ++j) {
+    const Param& prm = pb.params()[j];
+    FittedParameter fp;
+    fp.name = prm.name;
+    const auto it = std::find(fitted.begin(), fitted.end(), static_cast<int>(j));
+    if (it != fitted.end()) {
+      const auto k = static_cast<Eigen::Index>(it - fitted.begin());
+      fp.fitted = true;
+      fp.value = prm.value(s.x[k]);
+      const double sx = std::sqrt(cov(k, k));
+      fp.sigma = prm.log ? fp.value * sx : sx * prm.unit;
+    } else {
+      fp.value = prm.value(0);
+      fp.sigma = kNaN;
+      fp.why = held.at(static_cast<int>(j));
+    }
+    fit.parameters.push_back(fp);
+  }
+  if (!held.empty() && rows.size() < 4)
+    fit.warnings.push_back("only " + std::to_string(rows.size()) +
+                           " row(s): several parameters are held; measure variants that differ "
+                           "in codec, chunks and link rate");
+
+  const std::vector<double> after = pb.predict(fit.calibration, all);
+  for (size_t i = 0; i < residuals.size(); ++i)
+    fit.rows.push_back({rows[residuals[i].row].label, residuals[i].metric, residuals[i].measured,
+                        before[i], after[i], kNaN});
+
+  // Leave one out: refit without row i, from the full fit, and predict it.
+  std::vector<double> loo;
+  if (options.leave_one_out && rows.size() >= 2) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      options.progress("leave-one-out " + std::to_string(i + 1) + " of " +
+                       std::to_string(rows.size()) + ": \"" + rows[i].label + "\"");
+      std::vector<bool> use = all;
+      use[i] = false;
+      const FitState si = levenberg_marquardt(pb, fitted, s.x, use, options.max_iterations,
+                                              [](const std::string&) {});
+      std::vector<bool> only(rows.size(), false);
+      only[i] = true;
+      const std::vector<double> pred = pb.predict(pb.calibration(fitted, si.x), only);
+      for (size_t k = 0; k < residuals.size(); ++k) {
+        if (residuals[k].row != i) continue;
+        fit.rows[k].left_out = pred[k];
+        if (residuals[k].metric == "time_per_batch_s")
+          loo.push_back(std::abs(pred[k] - residuals[k].measured) / residuals[k].measured * 100);
+      }
+    }
+  }
+  fit.loo_median_abs_pct = median(loo);
+  fit.loo_max_abs_pct = loo.empty() ? kNaN : *std::max_element(loo.begin(), loo.end());
+  return fit;
+}
+
+nlohmann::json calibration_file_json(const CalibrationFit& fit) {
+  nlohmann::json j = fit.calibration;
+  const auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  nlohmann::json params = nlohmann::json::array(), rows = nlohmann::json::array();
+  for (const FittedParameter& p : fit.parameters) {
+    nlohmann::json e = {{"name", p.name}, {"value", p.value}, {"fitted", p.fitted}};
+    if (p.fitted)
+      e["sigma"] = num(p.sigma);
+    else
+      e["held_because"] = p.why;
+    params.push_back(e);
+  }
+  for (const RowResult& r : fit.rows)
+    rows.push_back({{"variant", r.label},
+                    {"metric", r.metric},
+                    {"measured", r.measured},
+                    {"uncalibrated", num(r.uncalibrated)},
+                    {"calibrated", num(r.calibrated)},
+                    {"left_out", num(r.left_out)}});
+  j["fit"] = {{"parameters", params},
+              {"rows", rows},
+              {"warnings", fit.warnings},
+              {"iterations", fit.iterations},
+              {"leave_one_out_median_abs_pct", num(fit.loo_median_abs_pct)},
+              {"leave_one_out_max_abs_pct", num(fit.loo_max_abs_pct)}};
+  return j;
+}
+
+}  // namespace splitsim
