@@ -72,7 +72,7 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
       codecs[to] = codecs[to] || any(b.forward.decode_s) || any(b.backward.encode_s);
     }
   }
-  const double ln_max = std::log(1e6);
+  const double ln_max = std::log(1e3);
   std::vector<Param> ps;
   for (const std::string& party : parties) {
     ps.push_back({party + ".compute_scale", true, 1, -ln_max, ln_max});
@@ -363,11 +363,33 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
   for (int j : active)
     if (!held.count(j)) fitted.push_back(j);
 
-  options.progress("fitting " + std::to_string(fitted.size()) + " parameter(s) to " +
-                   std::to_string(residuals.size()) + " measured value(s)");
-  const FitState s = levenberg_marquardt(
-      pb, fitted, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(fitted.size())), all,
-      options.max_iterations, options.progress);
+  // Fit; a parameter that runs to a bound of its box (a scale of 1000x
+  // either way, an overhead of an hour, a link at 0.1% of its rate) is one
+  // the rows push past any plausible value: hold it and fit the rest again.
+  FitState s;
+  for (;;) {
+    options.progress("fitting " + std::to_string(fitted.size()) + " parameter(s) to " +
+                     std::to_string(residuals.size()) + " measured value(s)");
+    s = levenberg_marquardt(pb, fitted,
+                            Eigen::VectorXd::Zero(static_cast<Eigen::Index>(fitted.size())), all,
+                            options.max_iterations, options.progress);
+    int at_bound = -1;
+    for (size_t k = 0; k < fitted.size() && at_bound < 0; ++k) {
+      const Param& prm = pb.params()[static_cast<size_t>(fitted[k])];
+      const double x = s.x[static_cast<Eigen::Index>(k)];
+      const double margin = 1e-6 * (prm.hi - prm.lo);
+      if ((x <= prm.lo + margin && prm.lo < 0) || (x >= prm.hi - margin && prm.hi > 0))
+        at_bound = static_cast<int>(k);
+    }
+    if (at_bound < 0) break;
+    const Param& prm = pb.params()[static_cast<size_t>(fitted[static_cast<size_t>(at_bound)])];
+    std::ostringstream why;
+    why << "ran to the bound of its range (" << prm.value(s.x[at_bound])
+        << "): the rows push it past any plausible value";
+    held[fitted[static_cast<size_t>(at_bound)]] = why.str();
+    options.progress("holding " + prm.name + ": " + why.str());
+    fitted.erase(fitted.begin() + at_bound);
+  }
   fit.iterations = s.iterations;
   fit.calibration = pb.calibration(fitted, s.x);
 
