@@ -137,7 +137,7 @@ TEST_F(HardeningCliTest, SimulatorEdgeValuesAreExit2) {
 }
 
 TEST_F(HardeningCliTest, UnknownSubcommandNamesItselfAndTheValidOnes) {
-  for (const char* args : {"calibrate", "calibrate --help", "simulat x.json"}) {
+  for (const char* args : {"train", "train --help", "simulat x.json"}) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find("unknown subcommand"), std::string::npos) << r.err;
@@ -145,6 +145,10 @@ TEST_F(HardeningCliTest, UnknownSubcommandNamesItselfAndTheValidOnes) {
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
   EXPECT_EQ(run_cli("--help").exit_code, 0);
+  // A command that exists prints its own help.
+  const CliResult help = run_cli("calibrate --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--measured"), std::string::npos) << help.out;
 }
 
 TEST_F(HardeningCliTest, NumericFlagsHaveShortRanges) {
