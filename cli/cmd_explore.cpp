@@ -76,6 +76,8 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("scenario", a->scenario, "base scenario JSON (model, batch, devices, network)")
       ->required();
   sub->add_option("--space", s.space_file, "explore space JSON (schema splitsim.explore/1)");
+  sub->add_option("--calibration", s.calibration,
+                  "apply this calibration (splitsim.calibration/1) to every candidate's plan");
   sub->add_option("--objective", s.objective, "ranking: time | bytes | client_macs");
   sub->add_option("--kinds", s.kinds, "cut kinds: single,ushape,kstage (default single,ushape)");
   sub->add_option("--stages", s.stages, "kstage: K, over the scenario's first K parties")

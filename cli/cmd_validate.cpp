@@ -72,6 +72,9 @@ Command add_validate_command(CLI::App& app) {
                 "JSON report on stdout (splitsim.validation/1, or splitsim.validation_matrix/1 "
                 "with --matrix)");
   sub->add_option("--report", args->report, "also write the JSON report to this file");
+  sub->add_option("--calibration", args->calibration,
+                  "apply this calibration (splitsim.calibration/1, `splitsim calibrate`) to every "
+                  "prediction");
   sub->add_flag("--matrix", args->matrix,
                 "validate every (selected) variant; print a table and the median and p90 "
                 "|error| of time per batch, over all and per model");

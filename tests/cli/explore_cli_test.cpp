@@ -61,6 +61,31 @@ TEST(ExploreCliTest, UShapeJsonFrontRankingAndEmitBestRunsWithSimulate) {
   std::filesystem::remove(best);
 }
 
+TEST(ExploreCliTest, CalibrationChangesWhatIsPredicted) {
+  // A server 20x slower than its profile: every candidate predicts slower,
+  // and the best moves work to the client (a larger client MAC share).
+  const std::string cal = (std::filesystem::temp_directory_path() /
+                           ("splitsim_explore_cal_" + std::to_string(::getpid()) + ".json"))
+                              .string();
+  std::ofstream(cal) << R"({"schema": "splitsim.calibration/1",
+                            "parties": {"server": {"compute_scale": 20}}})";
+  const std::string base = "explore " + source_path("scenarios/mobilenet_v2_ushape.json") +
+                           " --kinds ushape --chunks 1 --max-simulations 40 --top 3 --json";
+  const CliResult plain = run_cli(base);
+  const CliResult slow = run_cli(base + " --calibration " + cal);
+  std::filesystem::remove(cal);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(slow.exit_code, 0) << slow.err;
+  const auto a = nlohmann::json::parse(plain.out).at("ranking")[0];
+  const auto b = nlohmann::json::parse(slow.out).at("ranking")[0];
+  EXPECT_GT(b["time_per_batch_s"].get<double>(), a["time_per_batch_s"].get<double>());
+  EXPECT_GT(b["client_macs_per_batch"].get<double>(), a["client_macs_per_batch"].get<double>())
+      << a["label"] << " vs " << b["label"];
+  const CliResult bad = run_cli(base + " --calibration /nonexistent/c.json");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("/nonexistent/c.json"), std::string::npos) << bad.err;
+}
+
 TEST(ExploreCliTest, BadObjectiveAndConstraintsExitTwoNamingTheFlag) {
   const std::string sc = source_path("scenarios/mobilenet_v2_ushape.json");
   CliResult r = run_cli("explore " + sc + " --objective speed");

@@ -194,6 +194,31 @@ TEST(ValidateCliTest, LetCoresIdleRunsWithoutPollers) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ValidateCliTest, CalibrationAppliesToThePrediction) {
+  const auto dir = temp_dir("calibrated");
+  const std::string cal = (dir / "cal.json").string();
+  std::ofstream(cal) << R"({"schema": "splitsim.calibration/1",
+                            "parties": {"*": {"compute_scale": 3}}})";
+  const std::string base = "validate " + matrix_file() + " --variant '" + kVariant +
+                           "' --repeat 1 --iterations 5 --timeout-s 120 --json --exec-bin " +
+                           write_standin(dir);
+  const CliResult plain = run_cli(base);
+  const CliResult scaled = run_cli(base + " --calibration " + cal);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(scaled.exit_code, 0) << scaled.err;
+  const auto p = nlohmann::json::parse(plain.out)["predicted"];
+  const auto q = nlohmann::json::parse(scaled.out)["predicted"];
+  // Three times the compute: each party's busy time per batch about 3x
+  // (codec work is not scaled; the profile is the same cached one).
+  for (const char* party : {"client", "server"}) {
+    const double a = p["parties"][party]["busy_s_per_batch"].get<double>();
+    const double b = q["parties"][party]["busy_s_per_batch"].get<double>();
+    EXPECT_GT(b, 2.0 * a) << party;
+    EXPECT_LT(b, 3.01 * a) << party;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ValidateCliTest, AFailedRealRunExitsOneAndWritesNoReport) {
   const auto dir = temp_dir("failing");
   const std::string report = (dir / "report.json").string();

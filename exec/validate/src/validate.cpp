@@ -94,6 +94,7 @@ bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Lo
   o.exec_bin = exec_binary(o.exec_bin);
   if (o.profile_cache.empty()) o.profile_cache = default_profile_cache_dir();
   o.platform_model = !args.no_platform_model;
+  if (!args.calibration.empty()) o.calibration = load_calibration_file(args.calibration);
 
   const std::vector<std::string> files = scenario_files(args.scenarios);
   std::vector<std::unique_ptr<Workspace>> workspaces;

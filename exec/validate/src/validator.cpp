@@ -255,7 +255,8 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   for (const auto& [party, name] : s.devices) devices.emplace(party, device);
   add_codec_timings(make_plan(s, item.workspace->model(v), devices, v.label), &device);
   for (auto& [party, d] : devices) d = device;
-  p->plan = make_plan(s, item.workspace->model(v), devices, v.label);
+  p->plan = apply_calibration(make_plan(s, item.workspace->model(v), devices, v.label),
+                              options_.calibration);
   log_("simulating \"" + v.label + "\" at " + format_link_rate(p->rate));
   r.predicted = compute_metrics(simulate(p->plan), p->plan, p->plan.warmup);
   Plan plain = p->plan;

@@ -311,7 +311,7 @@ ExploreResult explore(const Scenario& base, const ModelProfile& model,
     c.label = std::string(cut_kind_name(l.kind)) + " " + cut_names + " " + c.codec_label +
               " chunks=" + std::to_string(m) + " " + schedule_name(s) + " " +
               short_number(c.bandwidth_bit_per_s) + "bit/s";
-    c.plan = make_plan(sc, model, devices, c.label);
+    c.plan = apply_calibration(make_plan(sc, model, devices, c.label), space.calibration);
     const std::string& client = c.plan.stages.front().party;
     int64_t total_macs = 0;
     for (const auto& st : c.plan.stages) {

@@ -60,6 +60,7 @@ ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
     }
   }
   if (!a.objective.empty()) space.objective = parse_objective(a.objective, "--objective");
+  if (!a.calibration.empty()) space.calibration = load_calibration_file(a.calibration);
   if (!a.kinds.empty()) {
     space.kinds.clear();
     for (const auto& k : split(a.kinds)) space.kinds.push_back(parse_cut_kind(k, "--kinds"));

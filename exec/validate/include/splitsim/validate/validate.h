@@ -16,6 +16,7 @@ struct ValidateRequest {
   std::string variant;                 // the variant whose label contains it (--matrix: a filter)
   std::string link_rate;               // "200mbit", ...; "": each variant's own rate
   std::string report;                  // also write the JSON report to this file
+  std::string calibration;             // --calibration FILE: applied to the predictions
   bool json = false, matrix = false, quick = false, no_platform_model = false;
   // exec_bin "": $SPLITSIM_EXEC_BIN, else this binary; profile_cache "": the
   // default (default_profile_cache_dir). link_rate_bit_per_s and

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/validate/exec_pair.h"
 #include "splitsim/validate/netns_link.h"
@@ -38,6 +39,7 @@ struct ValidatorOptions {
   bool keep_going = false;         // a failed run is recorded, the others go on
   bool platform_model = true;      // probe and co-compute slowdown; false: none
   double link_rate_bit_per_s = 0;  // > 0: every variant at this rate, else its own
+  Calibration calibration;         // applied to every prediction (identity: none)
 };
 
 // One variant to validate: where it comes from.

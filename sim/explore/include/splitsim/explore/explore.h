@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
@@ -64,6 +65,10 @@ struct ExploreSpace {
   double max_client_mac_share = 1.0;  // in (0, 1]
   Objective objective = Objective::kTime;
   bool prune = true;  // kstage DP: drop dominated partial plans
+  // Applied to every candidate's plan (apply_calibration), so that screening
+  // and ranking use the calibrated costs. Not in the space file: the
+  // command's --calibration.
+  Calibration calibration;
 };
 
 // Parses a space file (schema "splitsim.explore/1"; sim/explore/README.md). Throws

@@ -20,6 +20,7 @@ struct SpaceFlags {
   int stages = 0;                    // --stages K: the scenario's first K parties
   int64_t client_memory_bytes = -1;  // --client-memory-bytes
   double max_client_mac_share = -1;  // --max-client-mac-share
+  std::string calibration;           // --calibration FILE (splitsim.calibration/1)
 };
 
 // The space of `flags.space_file` (or the default one) with the flags
