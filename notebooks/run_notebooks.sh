@@ -35,7 +35,7 @@ expected_figures() {
         report_computation_time.png report_timeline_chunks1_vs_8.png ;;
     validation)
       echo validation_time_per_batch.png validation_times.png validation_bandwidths.png \
-        validation_bytes.png ;;
+        validation_bytes.png validation_calibration.png ;;
     explore) echo explore_pareto_front.png ;;
     *) echo "$0: unknown notebook '$1' (report_figures, validation or explore)" >&2; return 2 ;;
   esac
@@ -62,7 +62,12 @@ generate_inputs() {
         echo "warning: some validate runs failed; see the report's runs[].failure" >&2
       elif ((rc != 0)); then
         return "$rc"
-      fi ;;
+      fi
+      # Calibration: the same runs planned with a wrong profile (a 40-core
+      # Xeon's spec sheet), 2 of them fitted, all predicted before and after.
+      /usr/bin/python3 scenarios/validation/calibrate_holdout.py "$bin" \
+        "$out/validation_matrix.json" --scenarios tests/notebooks --fit 2 \
+        --keep "$out/calibration" --json "$out/calibration.json" >"$out/calibration.log" ;;
     explore)
       "$bin" explore "$ushape" --kinds single --chunks 1,4 --csv >"$out/explore.csv" ;;
   esac

@@ -11,7 +11,11 @@ with and without the calibration. Prints, per family, the median and max
 |error| of time per batch over the held-out variants, before and after.
 
 Usage: calibrate_holdout.py BIN REPORT [--device NAME] [--fit N] [--keep DIR]
-(BIN: path to splitsim; REPORT: a validation_matrix report).
+                            [--scenarios DIR] [--json OUT]
+(BIN: path to splitsim; REPORT: a validation_matrix report; --scenarios: the
+folder of the report's scenario files, default this one; --json: every
+variant's measured, uncalibrated and calibrated time per batch, for the
+validation notebook).
 """
 import argparse
 import json
@@ -38,6 +42,8 @@ def main():
     ap.add_argument("--device", default="xeon_40core")
     ap.add_argument("--fit", type=int, default=4)
     ap.add_argument("--keep", help="write the files here instead of a temporary folder")
+    ap.add_argument("--scenarios", default=HERE, help="folder of the report's scenario files")
+    ap.add_argument("--json", help="write every variant's times here")
     a = ap.parse_args()
     report = json.load(open(a.report))
     out = a.keep or tempfile.mkdtemp(prefix="splitsim_calib_")
@@ -46,12 +52,16 @@ def main():
     # Measured runs by (scenario name, variant label); scenario files by name.
     measured = {}
     for r in report["runs"]:
+        if r.get("failure") or "measured" not in r:
+            continue
         m = r["measured"]
         measured[(m["scenario"], m["variant"])] = m
     files = {}
-    for f in sorted(os.listdir(HERE)):
+    for f in sorted(os.listdir(a.scenarios)):
         if f.endswith(".json"):
-            s = json.load(open(os.path.join(HERE, f)))
+            s = json.load(open(os.path.join(a.scenarios, f)))
+            if s.get("schema") != "splitsim.scenario/1":
+                continue
             files[s["name"]] = (f, s)
     families = {}
     for name, (f, s) in files.items():
@@ -59,7 +69,7 @@ def main():
             families.setdefault(s["model"]["name"], []).append(name)
 
     print(f"device profile for both parties: {a.device}; fit on {a.fit} variants per family")
-    summary = []
+    summary, points = [], []
     for model, names in sorted(families.items()):
         plans, rows = [], []
         for name in names:
@@ -91,17 +101,26 @@ def main():
             run([a.bin, "simulate", "--json", "--calibration", cal, plan_file]))}
         err_b, err_a = [], []
         for r in rows:
+            points.append({"model": model, "variant": r["variant"],
+                           "fitted": r["variant"] in fit_labels,
+                           "measured": r["time_per_batch_s"],
+                           "uncalibrated": before[r["variant"]]["time_per_batch_s"],
+                           "calibrated": after[r["variant"]]["time_per_batch_s"]})
             if r["variant"] in fit_labels:
                 continue
             t = r["time_per_batch_s"]
             err_b.append(abs(before[r["variant"]]["time_per_batch_s"] - t) / t * 100)
             err_a.append(abs(after[r["variant"]]["time_per_batch_s"] - t) / t * 100)
+        if not err_a:
+            continue
         line = (f"{model}: {len(err_a)} held-out variants, |error| of time per batch: "
                 f"uncalibrated median {statistics.median(err_b):.1f}% (max {max(err_b):.1f}%), "
                 f"calibrated median {statistics.median(err_a):.1f}% (max {max(err_a):.1f}%)")
         print(line)
         summary.append(line)
     print("\n" + "\n".join(summary))
+    if a.json:
+        json.dump({"device": a.device, "points": points}, open(a.json, "w"), indent=1)
     print(f"files in {out}")
 
 
