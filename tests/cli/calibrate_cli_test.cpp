@@ -32,9 +32,8 @@ TEST(CalibrateCliTest, FitsMeasuredRowsAndSimulateUsesTheResult) {
                                  source_path("scenarios/mobilenet_v2_ushape.json"));
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   const std::string plans = write_text("plans.json", plan.out);
-  const std::string hidden = write_text(
-      "hidden.json",
-      R"({"schema": "splitsim.calibration/1",
+  const std::string hidden = write_text("hidden.json",
+                                        R"({"schema": "splitsim.calibration/1",
           "parties": {"server": {"compute_scale": 3}, "client": {"compute_scale": 1.5}},
           "bandwidth_factor": 0.5})");
   const CliResult truth = run_cli("simulate --json --calibration " + hidden + " " + plans);
@@ -71,10 +70,43 @@ TEST(CalibrateCliTest, FitsMeasuredRowsAndSimulateUsesTheResult) {
   for (const nlohmann::json& m : nlohmann::json::parse(again.out)) {
     const auto it = measured.find(m["variant"]);
     if (it == measured.end()) continue;
-    EXPECT_NEAR(m["time_per_batch_s"].get<double>(), it->second, 0.01 * it->second)
-        << it->first;
+    EXPECT_NEAR(m["time_per_batch_s"].get<double>(), it->second, 0.01 * it->second) << it->first;
   }
   for (const auto& f : {plans, hidden, rows, out}) std::filesystem::remove(f);
+}
+
+TEST(CalibrateCliTest, AScenarioNamesItsCalibrationRelativeToItself) {
+  // The shipped scenario copied into a folder with a calibration beside it:
+  // simulating the copy is simulating the original with --calibration.
+  const std::filesystem::path dir = temp_path("scenario_dir");
+  std::filesystem::create_directories(dir);
+  const std::string cal = (dir / "cal.json").string();
+  std::ofstream(cal) << R"({"schema": "splitsim.calibration/1",
+                            "parties": {"server": {"compute_scale": 2, "op_overhead_s": 1e-3}},
+                            "bandwidth_factor": 0.8})";
+  const std::string original = source_path("scenarios/mobilenet_v2_ushape.json");
+  nlohmann::json s = nlohmann::json::parse(std::ifstream(original));
+  s["calibration"] = "cal.json";
+  const std::string copy = (dir / "scenario.json").string();
+  std::ofstream(copy) << s.dump(1);
+
+  const CliResult named = run_cli("simulate --json --variant chunks=4 " + copy);
+  const CliResult flag =
+      run_cli("simulate --json --variant chunks=4 --calibration " + cal + " " + original);
+  const CliResult plain = run_cli("simulate --json --variant chunks=4 " + original);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(named.out, flag.out);
+  EXPECT_NE(named.out, plain.out);
+
+  // A calibration file that is not there: exit 2 naming the key and the file.
+  s["calibration"] = "missing.json";
+  std::ofstream(copy) << s.dump(1);
+  const CliResult missing = run_cli("simulate " + copy);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("$.calibration"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("missing.json"), std::string::npos) << missing.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CalibrateCliTest, BadInputExitsTwoAndWritesNothing) {

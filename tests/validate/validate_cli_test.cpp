@@ -3,8 +3,8 @@
 // stand-in `exec` written by the test; and the real thing when
 // `splitsim exec` exists.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>

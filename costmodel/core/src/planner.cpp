@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/unit_graph.h"
@@ -277,6 +278,13 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     st.peak_memory_bytes = st.param_bytes * (1 + st.weight_versions) + st.optimizer_state_bytes +
                            st.stash_bytes_per_microbatch * st.stashed_microbatches +
                            st.replay_bytes;
+  }
+  if (!sc.calibration_file.empty()) {
+    if (!sc.calibration)
+      throw InputError("$.calibration", "\"" + sc.calibration_file +
+                                            "\" was not loaded (read the scenario with "
+                                            "load_scenario_file or expand_scenario)");
+    return apply_calibration(plan, *sc.calibration);
   }
   return plan;
 }

@@ -277,7 +277,7 @@ const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> kKeys = {
       "schema",      "name",   "description", "model",     "batch_size", "precision", "partition",
       "compression", "chunks", "schedule",    "optimizer", "devices",    "network",   "platform",
-      "iterations",  "warmup", "clients",     "dataset",   "seed"};
+      "iterations",  "warmup", "clients",     "dataset",   "seed",       "calibration"};
   return kKeys;
 }
 
@@ -339,6 +339,8 @@ Scenario parse_scenario(const json& j) {
     schedule_from_name(name, &s.schedule);  // read_choice refused any other name
   }
   if (j.contains("optimizer")) s.optimizer = parse_optimizer(j.at("optimizer"), "$.optimizer");
+  if (j.contains("calibration"))
+    s.calibration_file = jr::read_string(j.at("calibration"), "$.calibration");
   if (j.contains("network")) s.network = scenario_internal::parse_network(j.at("network"), "$.network");
   if (j.contains("platform")) s.platform = scenario_internal::parse_platform(j.at("platform"), "$.platform");
   if (j.contains("iterations")) {

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -15,6 +17,7 @@
 
 #include "json_read.h"
 #include "scenario_internal.h"
+#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/scenario.h"
@@ -292,6 +295,31 @@ json parse_text(const std::string& text, const std::string& file) {
 
 }  // namespace
 
+// Loads every variant's "calibration" file (relative to `dir`), each file
+// once.
+static void load_calibrations(std::vector<ScenarioVariant>* variants,
+                              const std::filesystem::path& dir) {
+  std::map<std::string, std::shared_ptr<const Calibration>> loaded;
+  for (ScenarioVariant& v : *variants) {
+    const std::string& name = v.scenario.calibration_file;
+    if (name.empty()) continue;
+    const std::filesystem::path p = dir / name;  // an absolute name replaces dir
+    auto it = loaded.find(p.string());
+    if (it == loaded.end()) {
+      try {
+        it = loaded
+                 .emplace(p.string(),
+                          std::make_shared<const Calibration>(load_calibration_file(p.string())))
+                 .first;
+      } catch (const InputError& e) {
+        throw InputError("$.calibration",
+                         e.where() + ": " + std::string(e.what()).substr(e.where().size() + 2));
+      }
+    }
+    v.scenario.calibration = it->second;
+  }
+}
+
 std::vector<ScenarioVariant> expand_scenario(const json& j) {
   // nlohmann::json keeps object keys sorted: without the file's own order
   // (load_scenario_file), the axes come in alphabetical order.
@@ -299,7 +327,9 @@ std::vector<ScenarioVariant> expand_scenario(const json& j) {
   if (j.is_object() && j.contains("sweep") && j.at("sweep").is_object()) {
     for (const auto& item : j.at("sweep").items()) order.push_back(item.key());
   }
-  return expand_in_order(j, order);
+  std::vector<ScenarioVariant> variants = expand_in_order(j, order);
+  load_calibrations(&variants, ".");
+  return variants;
 }
 
 std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
@@ -312,7 +342,9 @@ std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
     for (const auto& item : ordered.at("sweep").items()) order.push_back(item.key());
   }
   try {
-    return expand_in_order(j, order);
+    std::vector<ScenarioVariant> variants = expand_in_order(j, order);
+    load_calibrations(&variants, std::filesystem::path(file).parent_path());
+    return variants;
   } catch (const InputError& e) {
     const std::string message = std::string(e.what()).substr(e.where().size() + 2);
     throw InputError(e.where(), message + " [in " + file + "]");

@@ -6,6 +6,7 @@
 // model's units (cut names, codec applicability) happen in make_plan().
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "splitsim/costmodel/schedule.h"
 
 namespace splitsim {
+
+struct Calibration;  // calibration.h
 
 struct ModelSpec {
   // mobilenet_v2 | mobilenet_v2_cifar | resnet20 | roberta_base | bert_small | torchscript
@@ -102,6 +105,12 @@ struct Scenario {
   int64_t clients = 1;
   std::string dataset = "synthetic";  // synthetic | fashion_mnist | cifar10
   uint64_t seed = 0;
+  // "calibration": a splitsim.calibration/1 file, relative to the scenario
+  // file (to the working directory for expand_scenario), that make_plan
+  // applies to every plan. Loaded with the scenario (load_scenario_file,
+  // expand_scenario); parse_scenario only reads the name.
+  std::string calibration_file;
+  std::shared_ptr<const Calibration> calibration;
 };
 
 // One point of a scenario's sweep. `label` is "base" without a sweep, else

@@ -81,7 +81,7 @@ class Validator {
   ExecEndpoints endpoints_;
   // (model options, micro-batch, in flight, loaded) -> profile
   std::map<std::tuple<std::string, int64_t, int64_t, bool>, CachedProfile> profiles_;
-  std::map<double, PlatformSpec> probes_;  // by rate
+  std::map<double, PlatformSpec> probes_;    // by rate
   std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
   // (codec JSON, per-sample shape, micro-batch) -> measured encode/decode
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, CodecTiming> codecs_;
