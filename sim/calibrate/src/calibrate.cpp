@@ -1,8 +1,7 @@
 // calibrate (calibrate.h): robust Levenberg-Marquardt through the simulator.
 //
-// Each parameter lives in a fitting coordinate x: scales as ln(scale) (a
-// factor of 2 either way is the same step), overheads in milliseconds,
-// host work per byte in nanoseconds; bounds are boxes on x. Residuals are
+// Each parameter lives in a fitting coordinate x with a box on it
+// (parameters.h). Residuals are
 // relative errors (predicted - measured) / measured of every measured
 // metric of every row, weighted by Huber's function (k = 1.345 times a
 // robust scale of at least 1%) so that one wild row cannot pull the fit.
@@ -12,9 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 
+#include "parameters.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
@@ -22,84 +22,13 @@
 namespace splitsim {
 namespace {
 
+using calibrate_internal::candidate_params;
+using calibrate_internal::fd_step;
+using calibrate_internal::Param;
+using calibrate_internal::precedence;
+using calibrate_internal::set_param;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-struct Param {
-  std::string name;
-  bool log = false;  // x = ln(value), else x = value / unit
-  double unit = 1;
-  double lo = 0, hi = 0;  // bounds on x
-  double value(double x) const { return log ? std::exp(x) : x * unit; }
-};
-
-void set_param(Calibration* c, const Param& p, double x) {
-  const double v = p.value(x);
-  const size_t dot = p.name.rfind('.');
-  if (dot != std::string::npos) {
-    PartyCalibration& pc = c->parties[p.name.substr(0, dot)];
-    const std::string field = p.name.substr(dot + 1);
-    if (field == "compute_scale") pc.compute_scale = v;
-    if (field == "op_overhead_s") pc.op_overhead_s = v;
-    if (field == "codec_scale") pc.codec_scale = v;
-  } else if (p.name == "bandwidth_factor") {
-    c->bandwidth_factor = v;
-  } else if (p.name == "per_message_overhead_s") {
-    c->per_message_overhead_s = v;
-  } else if (p.name == "cpu_s_per_byte_sent") {
-    c->cpu_s_per_byte_sent = v;
-  } else if (p.name == "cpu_s_per_byte_received") {
-    c->cpu_s_per_byte_received = v;
-  }
-}
-
-// The candidate parameters for these plans: per party its compute scale
-// and overhead per operation, its codec scale when it runs codecs; the
-// link's factor and overhead per message; host work per byte.
-std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
-  std::vector<std::string> parties;
-  std::map<std::string, bool> codecs;
-  for (const Plan& p : plans) {
-    for (const PlanStage& st : p.stages)
-      if (std::find(parties.begin(), parties.end(), st.party) == parties.end())
-        parties.push_back(st.party);
-    for (const PlanBoundary& b : p.boundaries) {
-      const auto any = [](const std::vector<double>& v) {
-        return std::any_of(v.begin(), v.end(), [](double s) { return s > 0; });
-      };
-      const std::string& from = p.stages.at(b.from_stage).party;
-      const std::string& to = p.stages.at(b.to_stage).party;
-      codecs[from] = codecs[from] || any(b.forward.encode_s) || any(b.backward.decode_s);
-      codecs[to] = codecs[to] || any(b.forward.decode_s) || any(b.backward.encode_s);
-    }
-  }
-  const double ln_max = std::log(1e3);
-  std::vector<Param> ps;
-  for (const std::string& party : parties) {
-    ps.push_back({party + ".compute_scale", true, 1, -ln_max, ln_max});
-    ps.push_back({party + ".op_overhead_s", false, 1e-3, 0, 3.6e6});
-    if (codecs[party]) ps.push_back({party + ".codec_scale", true, 1, -ln_max, ln_max});
-  }
-  ps.push_back({"bandwidth_factor", true, 1, std::log(1e-3), 0});
-  ps.push_back({"per_message_overhead_s", false, 1e-3, 0, 3.6e6});
-  ps.push_back({"cpu_s_per_byte_sent", false, 1e-9, 0, 1000});
-  ps.push_back({"cpu_s_per_byte_received", false, 1e-9, 0, 1000});
-  return ps;
-}
-
-// Which parameter to hold first when the rows cannot tell several apart:
-// the larger, the sooner held (host work per byte, then codec scales, then
-// overheads; compute scales and the link's factor last).
-int precedence(const std::string& name) {
-  if (name.rfind("cpu_s_per_byte", 0) == 0) return 5;
-  if (name.find("codec_scale") != std::string::npos) return 4;
-  if (name == "per_message_overhead_s") return 3;
-  if (name.find("op_overhead_s") != std::string::npos) return 2;
-  if (name == "bandwidth_factor") return 1;
-  return 0;  // compute scales
-}
-
-// Step for the forward-difference Jacobian, in x.
-double fd_step(const Param& p) { return p.log ? 0.02 : 0.05; }
 
 struct Residual {
   size_t row;
@@ -460,34 +389,6 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
   fit.loo_median_abs_pct = median(loo);
   fit.loo_max_abs_pct = loo.empty() ? kNaN : *std::max_element(loo.begin(), loo.end());
   return fit;
-}
-
-nlohmann::json calibration_file_json(const CalibrationFit& fit) {
-  nlohmann::json j = fit.calibration;
-  const auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
-  nlohmann::json params = nlohmann::json::array(), rows = nlohmann::json::array();
-  for (const FittedParameter& p : fit.parameters) {
-    nlohmann::json e = {{"name", p.name}, {"value", p.value}, {"fitted", p.fitted}};
-    if (p.fitted)
-      e["sigma"] = num(p.sigma);
-    else
-      e["held_because"] = p.why;
-    params.push_back(e);
-  }
-  for (const RowResult& r : fit.rows)
-    rows.push_back({{"variant", r.label},
-                    {"metric", r.metric},
-                    {"measured", r.measured},
-                    {"uncalibrated", num(r.uncalibrated)},
-                    {"calibrated", num(r.calibrated)},
-                    {"left_out", num(r.left_out)}});
-  j["fit"] = {{"parameters", params},
-              {"rows", rows},
-              {"warnings", fit.warnings},
-              {"iterations", fit.iterations},
-              {"leave_one_out_median_abs_pct", num(fit.loo_median_abs_pct)},
-              {"leave_one_out_max_abs_pct", num(fit.loo_max_abs_pct)}};
-  return j;
 }
 
 }  // namespace splitsim

@@ -1,0 +1,39 @@
+#pragma once
+// The calibration's parameters as the fit sees them (internal to
+// splitsim_calibrate): each in a fitting coordinate x, with a box on x.
+// Scales as ln(scale) (a factor of 2 either way is the same step),
+// overheads in milliseconds, host work per byte in nanoseconds.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/calibration.h"
+#include "splitsim/costmodel/plan.h"
+
+namespace splitsim::calibrate_internal {
+
+struct Param {
+  std::string name;  // "server.compute_scale", "bandwidth_factor", ...
+  bool log = false;  // x = ln(value), else x = value / unit
+  double unit = 1;
+  double lo = 0, hi = 0;  // bounds on x
+  double value(double x) const { return log ? std::exp(x) : x * unit; }
+};
+
+// Sets parameter `p` of `c` to the value of coordinate x.
+void set_param(Calibration* c, const Param& p, double x);
+
+// The candidate parameters for these plans: per party its compute scale
+// and overhead per operation, its codec scale when it runs codecs; the
+// link's factor and overhead per message; host work per byte.
+std::vector<Param> candidate_params(const std::vector<Plan>& plans);
+
+// Which parameter to hold first when the rows cannot tell several apart:
+// the larger, the sooner held (host work per byte, then codec scales, then
+// overheads; compute scales and the link's factor last).
+int precedence(const std::string& name);
+
+// Step for the forward-difference Jacobian, in x.
+inline double fd_step(const Param& p) { return p.log ? 0.02 : 0.05; }
+
+}  // namespace splitsim::calibrate_internal
