@@ -33,12 +33,8 @@ const NumberRange kScale{1e-6, false, 1e6, false};
 const NumberRange kOverhead{0, false, limits::kMaxOverheadS, false};
 const NumberRange kPerByte{0, false, limits::kMaxCpuSPerByte, false};
 
-// The codec seconds the planner added to `stage`'s forward and backward of
-// micro-batch `c` (planner.cpp): the sender encodes forward and decodes
-// backward, the receiver decodes forward and encodes backward.
-struct CodecShare {
-  double fwd = 0, bwd = 0;
-};
+}  // namespace
+
 CodecShare codec_share(const Plan& plan, int stage, size_t c) {
   CodecShare s;
   for (const PlanBoundary& b : plan.boundaries) {
@@ -53,8 +49,6 @@ CodecShare codec_share(const Plan& plan, int stage, size_t c) {
   }
   return s;
 }
-
-}  // namespace
 
 PartyCalibration party_calibration(const Calibration& c, const std::string& party) {
   if (auto it = c.parties.find(party); it != c.parties.end()) return it->second;

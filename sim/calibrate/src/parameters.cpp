@@ -29,17 +29,14 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
   std::vector<std::string> parties;
   std::map<std::string, bool> codecs;
   for (const Plan& p : plans) {
-    for (const PlanStage& st : p.stages)
-      if (std::find(parties.begin(), parties.end(), st.party) == parties.end())
-        parties.push_back(st.party);
-    for (const PlanBoundary& b : p.boundaries) {
-      const auto any = [](const std::vector<double>& v) {
-        return std::any_of(v.begin(), v.end(), [](double s) { return s > 0; });
-      };
-      const std::string& from = p.stages.at(b.from_stage).party;
-      const std::string& to = p.stages.at(b.to_stage).party;
-      codecs[from] = codecs[from] || any(b.forward.encode_s) || any(b.backward.decode_s);
-      codecs[to] = codecs[to] || any(b.forward.decode_s) || any(b.backward.encode_s);
+    for (size_t k = 0; k < p.stages.size(); ++k) {
+      const std::string& party = p.stages[k].party;
+      if (std::find(parties.begin(), parties.end(), party) == parties.end())
+        parties.push_back(party);
+      for (size_t m = 0; m < p.microbatch_sizes.size(); ++m) {
+        const CodecShare s = codec_share(p, static_cast<int>(k), m);
+        codecs[party] = codecs[party] || s.fwd > 0 || s.bwd > 0;
+      }
     }
   }
   const double ln_max = std::log(1e3);

@@ -3,9 +3,9 @@
 // was measured on a real deployment, where spec-sheet device profiles and a
 // nominal link rate miss costs (framework overhead per operation, a link
 // below its peak, host work per byte). JSON schema "splitsim.calibration/1"
-// (scenarios/FORMAT.md "Calibration"); `simulate --calibration FILE`
-// applies one to every plan it simulates. A plain value type: applying it is
-// a pure function of the Plan.
+// (scenarios/FORMAT.md "Calibration files"); a scenario's "calibration" key
+// (make_plan) and `simulate`/`explore`/`validate --calibration FILE` apply
+// one. A plain value type: applying it is a pure function of the Plan.
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -32,6 +32,14 @@ struct Calibration {
 };
 
 inline constexpr const char* kCalibrationSchema = "splitsim.calibration/1";
+
+// The codec seconds the planner put on `stage`'s forward and backward of
+// micro-batch `m` (the sender encodes forward and decodes backward, the
+// receiver decodes forward and encodes backward).
+struct CodecShare {
+  double fwd = 0, bwd = 0;
+};
+CodecShare codec_share(const Plan& plan, int stage, size_t m);
 
 // The calibration of `party`: its own entry, else "*", else identity.
 PartyCalibration party_calibration(const Calibration& c, const std::string& party);
