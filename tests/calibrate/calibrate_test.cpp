@@ -171,6 +171,66 @@ TEST(CalibrateTest, ParametersNoRowDeterminesAreHeldWithAReason) {
   EXPECT_NEAR(f.rows[0].calibrated, 0.1, 1e-4);  // one value, one parameter: exact
 }
 
+// U-shapes whose stages split into convolution work, which grows with the
+// micro-batch, and a fixed cost per ATen op, which does not; chunks 1 to 8,
+// two link rates. The shares are the plan's, as make_plan writes them.
+std::vector<Plan> per_op_plans() {
+  std::vector<Plan> plans;
+  for (int64_t m : {1, 2, 4, 8}) {
+    for (double rate : {1e8, 1e9}) {
+      const double f = 1.0 / static_cast<double>(m);
+      // MAC seconds per batch and per-op seconds per micro-batch.
+      const double client_mac = 0.02, client_op = 0.002, server_mac = 0.06, server_op = 0.001;
+      Plan p = ushape(client_mac * f + client_op, 2 * (client_mac * f + client_op),
+                      server_mac * f + server_op, 2 * (server_mac * f + server_op),
+                      Schedule::kGpipe, m);
+      p.network.bandwidth_bit_per_s = rate;
+      set_wire_bytes(&p, 0, 100000 / m, 100000 / m);
+      set_wire_bytes(&p, 1, 10000 / m, 10000 / m);
+      for (PlanStage& st : p.stages) {
+        const bool server = st.party == "server";
+        const double mac = (server ? server_mac : client_mac) * f;
+        const double op = server ? server_op : client_op;
+        OpClassParts share;
+        share.conv = mac / (mac + op);
+        share.per_op = op / (mac + op);
+        st.fwd_op_class_shares.assign(static_cast<size_t>(m), share);
+        st.bwd_op_class_shares.assign(static_cast<size_t>(m), share);
+      }
+      p.variant = "chunks=" + std::to_string(m) + " rate=" + std::to_string(rate);
+      plans.push_back(p);
+    }
+  }
+  return plans;
+}
+
+TEST(CalibrateTest, RecoversAPerOpScaleApartFromTheComputeScale) {
+  // A spec sheet of a fast many-core CPU on a one-thread machine: MACs 20x
+  // slower than it says, the fixed cost per op only 2x. One scale cannot fit
+  // chunks 1 and 8 both; compute_scale (convolutions, the larger class)
+  // and op_class_scale.per_op can.
+  const std::vector<Plan> plans = per_op_plans();
+  Calibration truth;
+  truth.parties["client"].compute_scale = 20;
+  truth.parties["client"].op_class_scale.per_op = 0.1;
+  truth.parties["server"].compute_scale = 15;
+  truth.parties["server"].op_class_scale.per_op = 0.3;
+  const CalibrationFit f = calibrate(plans, measured_under(plans, truth, 0.0), quiet());
+  const auto near = [](double got, double want) { return std::abs(got - want) <= 0.02 * want; };
+  for (const auto& [name, want] : std::vector<std::pair<std::string, double>>{
+           {"client.compute_scale", 20},
+           {"client.op_class_scale.per_op", 0.1},
+           {"server.compute_scale", 15},
+           {"server.op_class_scale.per_op", 0.3}}) {
+    EXPECT_TRUE(param(f, name).fitted) << name << ": " << param(f, name).why;
+    EXPECT_TRUE(near(param(f, name).value, want)) << name << " " << param(f, name).value;
+  }
+  // Convolutions are the reference class: no scale of their own.
+  for (const auto& p : f.parameters) EXPECT_EQ(p.name.find("op_class_scale.conv"), std::string::npos);
+  for (const RowResult& r : f.rows)
+    EXPECT_NEAR(r.calibrated, r.measured, 1e-3 * r.measured) << r.label << " " << r.metric;
+}
+
 TEST(CalibrateTest, ARowMustMatchOneVariant) {
   const std::vector<Plan> plans = testbed_plans();
   MeasuredRow r;

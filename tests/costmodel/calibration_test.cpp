@@ -84,6 +84,47 @@ TEST(CalibrationTest, ScalesModelAndCodecPartsApartPerParty) {
   EXPECT_DOUBLE_EQ(q.platform.cpu_s_per_byte_received, 5e-9);
 }
 
+TEST(CalibrationTest, OpClassScalesActOnTheirSharesOfTheModelPart) {
+  Plan p = ushape();
+  OpClassParts fwd, bwd;
+  fwd.conv = 0.6;
+  fwd.per_op = 0.4;
+  bwd.conv = 1.0;
+  for (PlanStage& st : p.stages) {
+    st.fwd_op_class_shares = {fwd, fwd};
+    st.bwd_op_class_shares = {bwd, bwd};
+  }
+  Calibration c;
+  c.parties["server"].compute_scale = 3.0;
+  c.parties["server"].op_class_scale.conv = 2.0;
+  c.parties["server"].op_class_scale.per_op = 0.5;
+  c.parties["server"].op_class_scale.elementwise = 4.0;
+  const Plan q = apply_calibration(p, c);
+  // Model 1.0 forward: 3 × (0.6 × 2 + 0.4 × 0.5); the codec part (0.3) as it was.
+  EXPECT_DOUBLE_EQ(q.stages[1].fwd_s[0], 1.0 * 3 * (0.6 * 2 + 0.4 * 0.5) + 0.3);
+  EXPECT_DOUBLE_EQ(q.stages[1].bwd_s[1], 2.0 * 3 * 2 + 0.7);
+  // The update step is element-wise work.
+  EXPECT_DOUBLE_EQ(q.stages[1].update_s, 0.5 * 3 * 4);
+  // The clients are not named: as planned.
+  EXPECT_DOUBLE_EQ(q.stages[0].fwd_s[0], p.stages[0].fwd_s[0]);
+}
+
+TEST(CalibrationTest, OpClassScalesNeedThePlansShares) {
+  Calibration c;
+  c.parties["server"].op_class_scale.depthwise = 2.0;
+  try {
+    apply_calibration(ushape(), c);  // a plan without shares
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.stages[1]");
+    EXPECT_NE(std::string(e.what()).find("fwd_op_class_shares_per_microbatch"), std::string::npos)
+        << e.what();
+  }
+  // Scales of 1 need nothing.
+  c.parties["server"].op_class_scale.depthwise = 1.0;
+  EXPECT_NO_THROW(apply_calibration(ushape(), c));
+}
+
 TEST(CalibrationTest, APartyNeitherNamedNorStarIsLeftAsPlanned) {
   Calibration c;
   c.parties["server"].compute_scale = 2.0;
@@ -103,6 +144,7 @@ TEST(CalibrationTest, TheBandwidthFactorStopsAtItsFloor) {
 TEST(CalibrationTest, JsonRoundTrips) {
   Calibration c;
   c.parties["client"] = {1.5, 2e-5, 0.75};
+  c.parties["server"].op_class_scale.per_op = 0.25;  // only the classes that are not 1 written
   c.bandwidth_factor = 0.8;
   c.per_message_overhead_s = 1e-4;
   c.cpu_s_per_byte_received = 2e-9;
@@ -110,6 +152,8 @@ TEST(CalibrationTest, JsonRoundTrips) {
   const nlohmann::json j = c;
   EXPECT_EQ(j.at("schema"), kCalibrationSchema);
   EXPECT_EQ(nlohmann::json(parse_calibration(j)), j);
+  EXPECT_EQ(j.at("parties").at("server").at("op_class_scale"), nlohmann::json({{"per_op", 0.25}}));
+  EXPECT_FALSE(j.at("parties").at("client").contains("op_class_scale"));
 }
 
 TEST(CalibrationTest, BadInputNamesItsPath) {
@@ -130,6 +174,12 @@ TEST(CalibrationTest, BadInputNamesItsPath) {
             "$.parties.server.op_overhead_s");
   EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"scale": 2}}})"), "$.parties.server.scale");
   EXPECT_EQ(where("{" + s + R"(, "cpu_s_per_byte_sent": "1e-9"})"), "$.cpu_s_per_byte_sent");
+  EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"op_class_scale": {"gemm": 2}}}})"),
+            "$.parties.server.op_class_scale.gemm");
+  EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"op_class_scale": {"conv": -1}}}})"),
+            "$.parties.server.op_class_scale.conv");
+  EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"op_class_scale": 2}}})"),
+            "$.parties.server.op_class_scale");
   EXPECT_EQ(where(R"({"schema": "splitsim.plan/1"})"), "$.schema");
   EXPECT_EQ(where(R"({"parties": {}})"), "$.schema");
   EXPECT_EQ(where("[]"), "$");

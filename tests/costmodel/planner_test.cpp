@@ -67,6 +67,27 @@ TEST(PlannerTest, StagesCarryUnitsMacsAndSeconds) {
   EXPECT_DOUBLE_EQ(plan.stages[1].bwd_s[1], 2 * 2000 * 4 / 1e7);
 }
 
+TEST(PlannerTest, OpClassSharesAreTheFormulasTermsPerMicroBatch) {
+  // u0 carries per-op cost as well: 10 ops of 1 ms per micro-batch beside its
+  // matmuls (4 ms per micro-batch on the client), so the shares move with
+  // the micro-batch size.
+  ModelProfile m = toy_model();
+  m.units[0].fwd.ops = 10;
+  auto devs = devices();
+  devs["client"].efficiency.per_op_s = 1e-3;
+  Scenario s = ushape();
+  s.chunks = 4;  // micro-batches of 2: 2 ms of matmuls, 10 ms of ops
+  const Plan plan = make_plan(s, m, devs);
+  ASSERT_EQ(plan.stages[0].fwd_op_class_shares.size(), 4u);
+  const OpClassParts& f = plan.stages[0].fwd_op_class_shares[0];
+  EXPECT_DOUBLE_EQ(f.matmul, 2e-3 / 12e-3);
+  EXPECT_DOUBLE_EQ(f.per_op, 10e-3 / 12e-3);
+  EXPECT_DOUBLE_EQ(f.conv + f.depthwise + f.elementwise, 0);
+  EXPECT_DOUBLE_EQ(plan.stages[0].fwd_s[0], 12e-3);
+  const OpClassParts& b = plan.stages[1].bwd_op_class_shares[3];
+  EXPECT_DOUBLE_EQ(b.matmul, 1.0);
+}
+
 TEST(PlannerTest, BoundaryBytesFollowTheCodec) {
   Scenario s = ushape();
   s.compression[0].forward.method = CodecMethod::kFp16;

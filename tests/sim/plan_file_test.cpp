@@ -69,6 +69,14 @@ std::vector<Plan> sample_plans() {
   u.stages[0].param_bytes = 4000;
   u.stages[0].peak_memory_bytes = 99999;
   u.stages[0].timed_from_measurement = true;
+  for (size_t i = 0; i < 3; ++i) {
+    OpClassParts share;
+    share.conv = 0.5;
+    share.elementwise = 0.25;
+    share.per_op = 0.25;
+    u.stages[0].fwd_op_class_shares.push_back(share);
+    u.stages[0].bwd_op_class_shares.push_back(OpClassParts{});  // no model work: all 0
+  }
   u.network.up_bandwidth_bit_per_s = 1e8;
   u.network.down_bandwidth_bit_per_s = 4e8;
   u.network.latency_s = 2e-4;
@@ -205,6 +213,15 @@ TEST(PlanFileTest, BrokenPlansAreRefusedAtTheirPath) {
       {"stage not an object", [](json& j) { j["stages"][1] = 7; }, "$.stages[1]", "stage object"},
       {"timed_from", [](json& j) { j["stages"][0]["timed_from"] = "guessed"; },
        "$.stages[0].timed_from", "measured"},
+      {"shares not summing to 1",
+       [](json& j) { j["stages"][0]["fwd_op_class_shares_per_microbatch"][1]["conv"] = 0.1; },
+       "$.stages[0].fwd_op_class_shares_per_microbatch[1]", "sum to"},
+      {"share missing a class",
+       [](json& j) { j["stages"][0]["bwd_op_class_shares_per_microbatch"][0].erase("per_op"); },
+       "$.stages[0].bwd_op_class_shares_per_microbatch[0].per_op", "missing required key"},
+      {"shares per micro-batch",
+       [](json& j) { j["stages"][0]["fwd_op_class_shares_per_microbatch"].erase(0); },
+       "$.stages[0].fwd_op_class_shares_per_microbatch", "one per micro-batch"},
   };
   const json good = to_j(sample_plans()[6]);  // the U-shape: 3 stages, 3 micro-batches
   ASSERT_NO_THROW(parse_plan(good));

@@ -26,7 +26,8 @@ const std::vector<std::string> kKeys = {"schema",
                                         "cpu_s_per_byte_sent",
                                         "cpu_s_per_byte_received",
                                         "fit"};
-const std::vector<std::string> kPartyKeys = {"compute_scale", "op_overhead_s", "codec_scale"};
+const std::vector<std::string> kPartyKeys = {"compute_scale", "op_overhead_s", "codec_scale",
+                                             "op_class_scale"};
 
 // Scales: a factor of a million either way is a unit mistake, not a machine.
 const NumberRange kScale{1e-6, false, 1e6, false};
@@ -56,19 +57,43 @@ PartyCalibration party_calibration(const Calibration& c, const std::string& part
   return {};
 }
 
+namespace {
+
+bool identity(const OpClassParts& scale) { return scale == OpClassParts{1, 1, 1, 1, 1}; }
+
+// Σ_class share × scale for one micro-batch of stage `k`.
+double class_factor(const std::vector<OpClassParts>& shares, size_t m, const OpClassParts& scale,
+                    size_t k, const char* key) {
+  if (identity(scale)) return 1.0;
+  if (m >= shares.size())
+    throw InputError("$.stages[" + std::to_string(k) + "]",
+                     std::string("has no ") + key +
+                         "; the calibration's op_class_scale needs them (plan it again)");
+  const OpClassParts& s = shares[m];
+  if (s.total() == 0) return 1.0;  // no model work: nothing to scale
+  double f = 0;
+  for (size_t i = 0; i < 5; ++i) f += op_class_part(s, i) * op_class_part(scale, i);
+  return f;
+}
+
+}  // namespace
+
 Plan apply_calibration(const Plan& plan, const Calibration& c) {
   Plan out = plan;
   for (size_t k = 0; k < out.stages.size(); ++k) {
+    const PlanStage& in = plan.stages[k];
     PlanStage& st = out.stages[k];
     const PartyCalibration p = party_calibration(c, st.party);
     for (size_t m = 0; m < st.fwd_s.size(); ++m) {
       const CodecShare codec = codec_share(plan, static_cast<int>(k), m);
-      st.fwd_s[m] = (plan.stages[k].fwd_s[m] - codec.fwd) * p.compute_scale + p.op_overhead_s +
-                    codec.fwd * p.codec_scale;
-      st.bwd_s[m] = (plan.stages[k].bwd_s[m] - codec.bwd) * p.compute_scale + p.op_overhead_s +
-                    codec.bwd * p.codec_scale;
+      const double fwd = p.compute_scale * class_factor(in.fwd_op_class_shares, m, p.op_class_scale,
+                                                        k, "fwd_op_class_shares_per_microbatch");
+      const double bwd = p.compute_scale * class_factor(in.bwd_op_class_shares, m, p.op_class_scale,
+                                                        k, "bwd_op_class_shares_per_microbatch");
+      st.fwd_s[m] = (in.fwd_s[m] - codec.fwd) * fwd + p.op_overhead_s + codec.fwd * p.codec_scale;
+      st.bwd_s[m] = (in.bwd_s[m] - codec.bwd) * bwd + p.op_overhead_s + codec.bwd * p.codec_scale;
     }
-    st.update_s = plan.stages[k].update_s * p.compute_scale + p.op_overhead_s;
+    st.update_s = in.update_s * p.compute_scale * p.op_class_scale.elementwise + p.op_overhead_s;
   }
   for (PlanBoundary& b : out.boundaries) {
     const double sender = party_calibration(c, plan.stages.at(b.from_stage).party).codec_scale;
@@ -89,9 +114,18 @@ Plan apply_calibration(const Plan& plan, const Calibration& c) {
 void to_json(json& j, const Calibration& c) {
   json parties = json::object();
   for (const auto& [name, p] : c.parties)
+  {
     parties[name] = {{"compute_scale", p.compute_scale},
                      {"op_overhead_s", p.op_overhead_s},
                      {"codec_scale", p.codec_scale}};
+    if (!identity(p.op_class_scale)) {
+      json scales = json::object();
+      for (size_t i = 0; i < 5; ++i)
+        if (op_class_part(p.op_class_scale, i) != 1)
+          scales[kOpClassNames[i]] = op_class_part(p.op_class_scale, i);
+      parties[name]["op_class_scale"] = scales;
+    }
+  }
   j = {{"schema", kCalibrationSchema},
        {"parties", parties},
        {"bandwidth_factor", c.bandwidth_factor},
@@ -133,6 +167,17 @@ Calibration parse_calibration(const json& j, const std::string& path) {
             read_number(v.at("op_overhead_s"), member_path(pat, "op_overhead_s"), kOverhead);
       if (v.contains("codec_scale"))
         p.codec_scale = read_number(v.at("codec_scale"), member_path(pat, "codec_scale"), kScale);
+      if (v.contains("op_class_scale")) {
+        const std::string cat = member_path(pat, "op_class_scale");
+        json_read::require_object(v.at("op_class_scale"), cat,
+                                  "scales by op class such as {\"conv\": 1.3, \"per_op\": 0.2}");
+        check_keys(v.at("op_class_scale"), cat, {std::begin(kOpClassNames), std::end(kOpClassNames)});
+        for (size_t i = 0; i < 5; ++i)
+          if (v.at("op_class_scale").contains(kOpClassNames[i]))
+            op_class_part(p.op_class_scale, i) =
+                read_number(v.at("op_class_scale").at(kOpClassNames[i]),
+                            member_path(cat, kOpClassNames[i]), kScale);
+      }
       c.parties[name] = p;
     }
   }

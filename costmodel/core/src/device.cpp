@@ -20,16 +20,41 @@ const UnitTiming* DeviceProfile::timing_for(const std::string& model,
   return nullptr;
 }
 
-double formula_seconds(const DeviceProfile& d, const OpCounts& w) {
+OpClassParts OpClassParts::normalized() const {
+  const double t = total();
+  if (!(t > 0)) return {};
+  return {conv / t, depthwise / t, matmul / t, elementwise / t, per_op / t};
+}
+
+bool OpClassParts::operator==(const OpClassParts& o) const {
+  return conv == o.conv && depthwise == o.depthwise && matmul == o.matmul &&
+         elementwise == o.elementwise && per_op == o.per_op;
+}
+
+double& op_class_part(OpClassParts& p, size_t i) {
+  double* f[] = {&p.conv, &p.depthwise, &p.matmul, &p.elementwise, &p.per_op};
+  return *f[i];
+}
+
+double op_class_part(const OpClassParts& p, size_t i) {
+  const double f[] = {p.conv, p.depthwise, p.matmul, p.elementwise, p.per_op};
+  return f[i];
+}
+
+OpClassParts formula_parts(const DeviceProfile& d, const OpCounts& w) {
   const double macs_per_s = d.peak_macs_per_s();
   const Efficiency& e = d.efficiency;
-  double s = 0;
-  s += w.conv_macs / (macs_per_s * e.conv);
-  s += w.depthwise_macs / (macs_per_s * e.depthwise);
-  s += w.matmul_macs / (macs_per_s * e.matmul);
-  s += 8.0 * w.elementwise_elems / (d.memory_bandwidth_Bps * e.elementwise);
-  s += w.ops * e.per_op_s;
+  OpClassParts s;
+  s.conv = w.conv_macs / (macs_per_s * e.conv);
+  s.depthwise = w.depthwise_macs / (macs_per_s * e.depthwise);
+  s.matmul = w.matmul_macs / (macs_per_s * e.matmul);
+  s.elementwise = 8.0 * w.elementwise_elems / (d.memory_bandwidth_Bps * e.elementwise);
+  s.per_op = w.ops * e.per_op_s;
   return s;
+}
+
+double formula_seconds(const DeviceProfile& d, const OpCounts& w) {
+  return formula_parts(d, w).total();
 }
 
 double update_formula_seconds(const DeviceProfile& d, int64_t param_count, int64_t state_copies) {

@@ -123,6 +123,19 @@ void to_json(nlohmann::json& j, const Plan& p) {
                       {"bwd_s_per_batch", sum(s.bwd_s)},
                       {"update_s_per_batch", s.update_s},
                       {"timed_from", s.timed_from_measurement ? "measured" : "formula"}});
+    const auto shares = [](const std::vector<OpClassParts>& per_microbatch) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const OpClassParts& p : per_microbatch) {
+        nlohmann::json o = nlohmann::json::object();
+        for (size_t i = 0; i < 5; ++i) o[kOpClassNames[i]] = op_class_part(p, i);
+        list.push_back(o);
+      }
+      return list;
+    };
+    if (!s.fwd_op_class_shares.empty())
+      stages.back()["fwd_op_class_shares_per_microbatch"] = shares(s.fwd_op_class_shares);
+    if (!s.bwd_op_class_shares.empty())
+      stages.back()["bwd_op_class_shares_per_microbatch"] = shares(s.bwd_op_class_shares);
   }
   nlohmann::json boundaries = nlohmann::json::array();
   for (const auto& b : p.boundaries) {

@@ -47,7 +47,9 @@ const std::vector<std::string> kStageKeys = {"name",
                                              "fwd_s_per_batch",
                                              "bwd_s_per_batch",
                                              "update_s_per_batch",
-                                             "timed_from"};
+                                             "timed_from",
+                                             "fwd_op_class_shares_per_microbatch",
+                                             "bwd_op_class_shares_per_microbatch"};
 const std::vector<std::string> kBoundaryKeys = {"from_stage", "to_stage", "activation_shape",
                                                 "forward", "backward"};
 const std::vector<std::string> kTransferKeys = {"method",
@@ -79,6 +81,24 @@ double read_seconds(const json& v, const std::string& path) {
   const double s = jr::read_number(v, path, {0, false, limits::kMaxTaskS, false});
   if (!std::isfinite(s)) throw InputError(path, "expected a finite number, got " + jr::show(v));
   return s;
+}
+
+// One micro-batch's op-class shares: every class, each in [0, 1], summing to 1
+// (or all 0: a stage with no model work).
+OpClassParts read_op_class_shares(const json& v, const std::string& path) {
+  jr::require_object(v, path,
+                     "op-class shares such as {\"conv\": 0.8, \"depthwise\": 0, \"matmul\": 0, "
+                     "\"elementwise\": 0.15, \"per_op\": 0.05}");
+  jr::check_keys(v, path, {std::begin(kOpClassNames), std::end(kOpClassNames)});
+  OpClassParts p;
+  for (size_t i = 0; i < 5; ++i) {
+    jr::require_key(v, path, kOpClassNames[i], "a share in [0, 1]");
+    op_class_part(p, i) = jr::read_number(v.at(kOpClassNames[i]),
+                                          jr::member_path(path, kOpClassNames[i]), {0, false, 1, false});
+  }
+  if (p.total() != 0 && std::fabs(p.total() - 1) > 1e-6)
+    throw InputError(path, "the shares sum to " + jr::show(p.total()) + "; expected 1 (or all 0)");
+  return p;
 }
 
 template <typename T, typename Read>
@@ -189,6 +209,13 @@ PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m)
   check_seconds_total(j, path, "fwd_s_per_batch", s.fwd_s);
   check_seconds_total(j, path, "bwd_s_per_batch", s.bwd_s);
   s.update_s = read_seconds(j.at("update_s_per_batch"), path + ".update_s_per_batch");
+  for (const bool backward : {false, true}) {
+    const char* key =
+        backward ? "bwd_op_class_shares_per_microbatch" : "fwd_op_class_shares_per_microbatch";
+    if (j.contains(key))
+      (backward ? s.bwd_op_class_shares : s.fwd_op_class_shares) =
+          per_microbatch<OpClassParts>(j, path, key, m, read_op_class_shares);
+  }
   if (j.contains("timed_from"))
     s.timed_from_measurement =
         jr::read_choice(j.at("timed_from"), path + ".timed_from", "timing source",

@@ -23,14 +23,21 @@ struct Param {
 // Sets parameter `p` of `c` to the value of coordinate x.
 void set_param(Calibration* c, const Param& p, double x);
 
+// A class takes part in the fit where its share of some stage's model
+// seconds is at least this (as fit_efficiency's 5%).
+inline constexpr double kMinClassShare = 0.05;
+
 // The candidate parameters for these plans: per party its compute scale
-// and overhead per operation, its codec scale when it runs codecs; the
-// link's factor and overhead per message; host work per byte.
+// and overhead per operation, its codec scale when it runs codecs, a scale
+// per op class that takes at least kMinClassShare of a stage but for the
+// party's largest class (compute_scale's reference); the link's factor and
+// overhead per message; host work per byte.
 std::vector<Param> candidate_params(const std::vector<Plan>& plans);
 
 // Which parameter to hold first when the rows cannot tell several apart:
 // the larger, the sooner held (host work per byte, then codec scales, then
-// overheads; compute scales and the link's factor last).
+// overheads, then op-class scales; compute scales and the link's factor
+// last).
 int precedence(const std::string& name);
 
 // Step for the forward-difference Jacobian, in x.

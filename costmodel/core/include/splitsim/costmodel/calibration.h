@@ -18,6 +18,11 @@ struct PartyCalibration {
   double compute_scale = 1.0;  // the model's forward, backward and update seconds × this
   double op_overhead_s = 0.0;  // added to every forward, backward (per micro-batch) and update
   double codec_scale = 1.0;    // encode and decode seconds × this
+  // Per op class, × its share of the model's seconds (PlanStage's
+  // *_op_class_shares), on top of compute_scale: a device whose convolutions
+  // or fixed cost per ATen op (per_op) are off by another factor than the rest.
+  // The update step is element-wise work.
+  OpClassParts op_class_scale{1, 1, 1, 1, 1};
 };
 
 struct Calibration {
@@ -46,12 +51,15 @@ PartyCalibration party_calibration(const Calibration& c, const std::string& part
 
 // `plan` with `c` applied. Per stage and micro-batch: the model part of the
 // forward and backward seconds (the stage's seconds less the codec work the
-// planner put on it, PlanTransfer::encode_s / decode_s) × compute_scale +
-// op_overhead_s, the codec part × codec_scale; update_s × compute_scale +
+// planner put on it, PlanTransfer::encode_s / decode_s) × compute_scale ×
+// Σ_class share × op_class_scale + op_overhead_s, the codec part ×
+// codec_scale; update_s × compute_scale × op_class_scale.elementwise +
 // op_overhead_s; the boundaries' encode_s / decode_s × the codec_scale of the
 // party that runs them. The network's bandwidth_factor × bandwidth_factor
 // (at least 0.001), per_message_overhead_s and the platform's host work per
 // byte added. The identity calibration returns `plan` unchanged.
+// Throws InputError when a per-class scale other than 1 meets a stage without
+// op-class shares (a plan file written before them: plan it again).
 Plan apply_calibration(const Plan& plan, const Calibration& c);
 
 void to_json(nlohmann::json& j, const Calibration& c);

@@ -70,8 +70,29 @@ struct DeviceProfile {
                                const std::string& unit) const;
 };
 
-// Seconds to run `work` on `device` by the spec-sheet formula:
-//   sum_class macs / (peak_macs * eff_class) + 8 B * elems / (mem_bw * eff_elem) + ops * per_op_s.
+// Seconds of work split by op class: the terms of the formula below. Used
+// as seconds, and (normalized) as the share of a stage's time each class
+// takes, which a calibration's per-class scales act on.
+struct OpClassParts {
+  double conv = 0, depthwise = 0, matmul = 0, elementwise = 0, per_op = 0;
+
+  double total() const { return conv + depthwise + matmul + elementwise + per_op; }
+  // Each part ÷ total(); all zero when the total is not positive.
+  OpClassParts normalized() const;
+  bool operator==(const OpClassParts& o) const;
+};
+// The class names, in the order of OpClassParts' fields (JSON keys).
+inline constexpr const char* kOpClassNames[5] = {"conv", "depthwise", "matmul", "elementwise",
+                                                 "per_op"};
+// The field of `p` named kOpClassNames[i].
+double& op_class_part(OpClassParts& p, size_t i);
+double op_class_part(const OpClassParts& p, size_t i);
+
+// Seconds to run `work` on `device` by the spec-sheet formula, per class:
+//   macs / (peak_macs * eff_class) per MAC class, 8 B * elems / (mem_bw * eff_elem),
+//   ops * per_op_s.
+OpClassParts formula_parts(const DeviceProfile& device, const OpCounts& work);
+// formula_parts(device, work).total().
 double formula_seconds(const DeviceProfile& device, const OpCounts& work);
 // Seconds for an optimizer step over `param_count` parameters keeping
 // `state_copies` state tensors: (3 + 2*state_copies) * 4 B per parameter moved.

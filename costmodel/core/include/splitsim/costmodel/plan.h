@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
 #include "splitsim/costmodel/scenario.h"
 
@@ -35,6 +36,12 @@ struct PlanStage {
   std::vector<double> bwd_s;               // per micro-batch, incl. codec work on this stage
   double update_s = 0;                     // optimizer step, once per batch
   bool timed_from_measurement = false;     // true: unit timings from a profile
+  // Per micro-batch: the share of each op class in the model part of fwd_s /
+  // bwd_s (codec work excluded), fractions summing to 1, by the device's
+  // formula with its efficiencies (fitted ones for a measured profile).
+  // Empty in plan files written without them; a calibration's per-class
+  // scales need them.
+  std::vector<OpClassParts> fwd_op_class_shares, bwd_op_class_shares;
 };
 
 struct PlanTransfer {
