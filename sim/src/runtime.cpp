@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <initializer_list>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -74,22 +75,34 @@ void PairSender::run() {
   sg4::Host* to = ctx_->hosts[to_];
   const double rate =
       ctx_->deployment->parties[from_].client_role ? up_bytes_per_s(net) : down_bytes_per_s(net);
+  // A token-bucket shaper (network.burst_bytes): the bucket refills at the
+  // rate while this direction idles, up to the burst; the bytes it holds
+  // pass at once, the rest at the rate. Messages of a direction go one after
+  // the other, so one bucket per sender.
+  const double burst = static_cast<double>(net.burst_bytes);
+  double tokens = burst;
+  double idle_since = 0;
   for (;;) {
     pending_->acquire();
     Outgoing o = std::move(queue_.front());
     queue_.pop_front();
     const double start = sg4::Engine::get_clock();
     if (net.per_message_overhead_s > 0) sg4::this_actor::sleep_for(net.per_message_overhead_s);
+    const double bytes = static_cast<double>(o.bytes);
+    tokens = std::min(burst, tokens + (sg4::Engine::get_clock() - idle_since) * rate);
+    const double at_once = std::min(tokens, bytes);
+    const double paced = bytes - at_once;
+    tokens = paced > 0 ? 0 : tokens - at_once;  // the paced part spends every token as it comes
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
-    const double bytes = static_cast<double>(o.bytes);
-    const double over_s = bytes / rate;
+    const double over_s = paced / rate;
     sg4::ExecPtr send_work = start_host_work(from, pf.cpu_s_per_byte_sent * bytes, over_s);
     sg4::ExecPtr recv_work = start_host_work(to, pf.cpu_s_per_byte_received * bytes, over_s);
-    sg4::Comm::sendto(from, to, static_cast<uint64_t>(o.bytes));
+    if (paced > 0 || burst == 0) sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
     if (send_work) send_work->wait();
     if (recv_work) recv_work->wait();
     const double sent = sg4::Engine::get_clock();
+    idle_since = sent;
     complete_transfer(ctx_, &o, start, sent + net.latency_s);
   }
 }

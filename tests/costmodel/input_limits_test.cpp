@@ -184,6 +184,8 @@ TEST_F(InputLimitsTest, NetworkEdgeValuesAreRefused) {
       {"bandwidth_bit_per_s", 1e-300, "[1000, 1e+15]"},
       {"up_bandwidth_bit_per_s", 1e300, "[1000, 1e+15]"},
       {"bandwidth_factor", 1e-9, "[0.001, 1]"},
+      {"burst_bytes", -1, "integer from 0"},
+      {"burst_bytes", 1.5, "got 1.5"},
   };
   for (const Case& c : cases) {
     json j = base();

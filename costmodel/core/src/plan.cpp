@@ -59,6 +59,7 @@ nlohmann::json network_json(const NetworkSpec& n) {
   if (n.up_bandwidth_bit_per_s > 0) j["up_bandwidth_bit_per_s"] = n.up_bandwidth_bit_per_s;
   if (n.down_bandwidth_bit_per_s > 0) j["down_bandwidth_bit_per_s"] = n.down_bandwidth_bit_per_s;
   if (!n.bandwidth_trace.empty()) j["bandwidth_trace"] = n.bandwidth_trace;
+  if (n.burst_bytes > 0) j["burst_bytes"] = n.burst_bytes;
   return j;
 }
 

@@ -24,7 +24,7 @@ const std::vector<std::string> kModelKeys = {
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay"};
 const std::vector<std::string> kNetworkKeys = {
     "bandwidth_bit_per_s", "up_bandwidth_bit_per_s", "down_bandwidth_bit_per_s", "latency_s",
-    "bandwidth_trace",     "per_message_overhead_s", "bandwidth_factor"};
+    "bandwidth_trace",     "per_message_overhead_s", "bandwidth_factor",  "burst_bytes"};
 const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent", "cpu_s_per_byte_received",
                                                 "shared_machine", "co_compute_slowdown"};
 const std::vector<std::string> kPartKeys = {"party", "from", "to"};
@@ -238,6 +238,8 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
   if (j.contains("bandwidth_trace")) {
     n.bandwidth_trace = jr::read_string(j.at("bandwidth_trace"), path + ".bandwidth_trace");
   }
+  if (j.contains("burst_bytes"))
+    n.burst_bytes = jr::read_int(j.at("burst_bytes"), path + ".burst_bytes", 0, limits::kMaxPlanBytes);
   return n;
 }
 

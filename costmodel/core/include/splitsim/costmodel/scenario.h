@@ -64,6 +64,10 @@ struct NetworkSpec {
   std::string bandwidth_trace;          // optional SimGrid profile file
   double per_message_overhead_s = 0.0;  // calibration knob (simulator)
   double bandwidth_factor = 1.0;        // calibration knob (simulator)
+  // A token-bucket shaper's bucket (tc tbf's burst), per direction: after
+  // the link has idled, up to this many bytes pass at once, the rest at the
+  // rate. 0: a plain link, every byte at the rate.
+  int64_t burst_bytes = 0;
 };
 
 // What the machines running the parties add to the model's compute and the
