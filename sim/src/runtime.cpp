@@ -73,6 +73,9 @@ void PairSender::run() {
   const PlatformSpec& pf = ctx_->plan->platform;
   sg4::Host* from = ctx_->hosts[from_];
   sg4::Host* to = ctx_->hosts[to_];
+  // Host work by the Plan's party names (a client replica is its party's).
+  const std::string& from_party = ctx_->deployment->parties[from_].plan_party;
+  const std::string& to_party = ctx_->deployment->parties[to_].plan_party;
   const double rate =
       ctx_->deployment->parties[from_].client_role ? up_bytes_per_s(net) : down_bytes_per_s(net);
   // A token-bucket shaper (network.burst_bytes): the bucket refills at the
@@ -96,8 +99,8 @@ void PairSender::run() {
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
     const double over_s = paced / rate;
-    sg4::ExecPtr send_work = start_host_work(from, pf.cpu_s_per_byte_sent * bytes, over_s);
-    sg4::ExecPtr recv_work = start_host_work(to, pf.cpu_s_per_byte_received * bytes, over_s);
+    sg4::ExecPtr send_work = start_host_work(from, pf.sent_s_per_byte(from_party) * bytes, over_s);
+    sg4::ExecPtr recv_work = start_host_work(to, pf.received_s_per_byte(to_party) * bytes, over_s);
     if (paced > 0 || burst == 0) sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
     if (send_work) send_work->wait();
     if (recv_work) recv_work->wait();

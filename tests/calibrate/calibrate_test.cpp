@@ -231,6 +231,23 @@ TEST(CalibrateTest, RecoversAPerOpScaleApartFromTheComputeScale) {
     EXPECT_NEAR(r.calibrated, r.measured, 1e-3 * r.measured) << r.label << " " << r.metric;
 }
 
+TEST(CalibrateTest, RecoversOnePartysHostWorkPerByte) {
+  // The server's own copies: 30 ns per byte received, which slows its
+  // compute while transfers run; the client's is nil.
+  const std::vector<Plan> plans = testbed_plans();
+  Calibration truth;
+  truth.parties["client"].compute_scale = 1.5;
+  truth.parties["server"].compute_scale = 0.8;
+  truth.parties["server"].cpu_s_per_byte_received = 3e-8;
+  const CalibrationFit f = calibrate(plans, measured_under(plans, truth, 0.0), quiet());
+  const FittedParameter& p = param(f, "server.cpu_s_per_byte_received");
+  EXPECT_TRUE(p.fitted) << p.why;
+  EXPECT_NEAR(p.value, 3e-8, 0.02 * 3e-8);
+  EXPECT_NEAR(param(f, "client.cpu_s_per_byte_received").value, 0, 1e-10);
+  for (const RowResult& r : f.rows)
+    EXPECT_NEAR(r.calibrated, r.measured, 1e-3 * r.measured) << r.label << " " << r.metric;
+}
+
 TEST(CalibrateTest, ARowMustMatchOneVariant) {
   const std::vector<Plan> plans = testbed_plans();
   MeasuredRow r;

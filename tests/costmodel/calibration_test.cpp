@@ -109,6 +109,22 @@ TEST(CalibrationTest, OpClassScalesActOnTheirSharesOfTheModelPart) {
   EXPECT_DOUBLE_EQ(q.stages[0].fwd_s[0], p.stages[0].fwd_s[0]);
 }
 
+TEST(CalibrationTest, APartysHostWorkPerByteGoesToThatParty) {
+  Calibration c;
+  c.parties["server"].cpu_s_per_byte_received = 5e-9;
+  c.parties["*"].cpu_s_per_byte_sent = 2e-9;
+  c.cpu_s_per_byte_received = 3e-9;
+  Plan p = ushape();  // platform: 1e-9 s per byte received
+  p.platform.parties["server"].cpu_s_per_byte_received = 4e-9;
+  const Plan q = apply_calibration(p, c);
+  // Server: the plan's 1e-9 + 4e-9, the calibration's 3e-9 + 5e-9.
+  EXPECT_DOUBLE_EQ(q.platform.received_s_per_byte("server"), 13e-9);
+  EXPECT_DOUBLE_EQ(q.platform.sent_s_per_byte("server"), 0);  // named: "*" does not apply
+  // The client (two stages, added once): "*".
+  EXPECT_DOUBLE_EQ(q.platform.sent_s_per_byte("client"), 2e-9);
+  EXPECT_DOUBLE_EQ(q.platform.received_s_per_byte("client"), 4e-9);
+}
+
 TEST(CalibrationTest, OpClassScalesNeedThePlansShares) {
   Calibration c;
   c.parties["server"].op_class_scale.depthwise = 2.0;
@@ -145,6 +161,7 @@ TEST(CalibrationTest, JsonRoundTrips) {
   Calibration c;
   c.parties["client"] = {1.5, 2e-5, 0.75};
   c.parties["server"].op_class_scale.per_op = 0.25;  // only the classes that are not 1 written
+  c.parties["server"].cpu_s_per_byte_received = 3e-9;
   c.bandwidth_factor = 0.8;
   c.per_message_overhead_s = 1e-4;
   c.cpu_s_per_byte_received = 2e-9;
@@ -180,6 +197,8 @@ TEST(CalibrationTest, BadInputNamesItsPath) {
             "$.parties.server.op_class_scale.conv");
   EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"op_class_scale": 2}}})"),
             "$.parties.server.op_class_scale");
+  EXPECT_EQ(where("{" + s + R"(, "parties": {"server": {"cpu_s_per_byte_sent": -1e-9}}})"),
+            "$.parties.server.cpu_s_per_byte_sent");
   EXPECT_EQ(where(R"({"schema": "splitsim.plan/1"})"), "$.schema");
   EXPECT_EQ(where(R"({"parties": {}})"), "$.schema");
   EXPECT_EQ(where("[]"), "$");

@@ -194,6 +194,20 @@ TEST_F(InputLimitsTest, NetworkEdgeValuesAreRefused) {
   }
 }
 
+TEST_F(InputLimitsTest, PlatformHostWorkPerPartyIsReadAndChecked) {
+  json j = base();
+  j["platform"] = {{"cpu_s_per_byte_sent", 1e-9},
+                   {"parties", {{"server", {{"cpu_s_per_byte_received", 2e-9}}}}}};
+  const auto v = load_scenario_file(write_text("platform.json", j.dump()));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_DOUBLE_EQ(v[0].scenario.platform.received_s_per_byte("server"), 2e-9);
+  EXPECT_DOUBLE_EQ(v[0].scenario.platform.sent_s_per_byte("server"), 1e-9);
+  j["platform"]["parties"]["server"]["cpu_s_per_byte_received"] = -1;
+  expect_refused(j, "$.platform.parties.server.cpu_s_per_byte_received", "[0, ");
+  j["platform"]["parties"]["server"] = {{"copies_s", 1}};
+  expect_refused(j, "$.platform.parties.server.copies_s", "cpu_s_per_byte_sent");
+}
+
 // A model whose per-sample counts times the batch would pass 2^62: the
 // planner refuses it instead of wrapping around (a TorchScript model is not
 // bounded by the model options).

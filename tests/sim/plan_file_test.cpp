@@ -91,6 +91,7 @@ std::vector<Plan> sample_plans() {
   set_wire_bytes(&c, 0, 20000, 20000);
   c.platform.cpu_s_per_byte_sent = 2e-9;
   c.platform.cpu_s_per_byte_received = 1e-9;
+  c.platform.parties["server"] = {3e-9, 4e-9};
   c.platform.shared_machine = true;
   c.platform.co_compute_slowdown = 1.25;
   plans.push_back(c);

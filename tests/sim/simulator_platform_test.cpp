@@ -68,6 +68,24 @@ TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
   EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kRel);
 }
 
+TEST(SimulatorPlatformTest, APartysOwnHostWorkAddsToThePlatforms) {
+  // The same 20 ms of receive work per message as above, half of it the
+  // platform's and half the server's own; the client's own work on what it
+  // receives (nothing) changes nothing.
+  Plan p = streaming_client();
+  p.platform.cpu_s_per_byte_received = 1e-8;
+  p.platform.parties["server"].cpu_s_per_byte_received = 1e-8;
+  p.platform.parties["client"].cpu_s_per_byte_received = 5e-8;
+  EXPECT_DOUBLE_EQ(p.platform.received_s_per_byte("server"), 2e-8);
+  EXPECT_DOUBLE_EQ(p.platform.received_s_per_byte("gpu1"), 1e-8);
+  EXPECT_NEAR(run(p).time_per_batch_s / 50e-3, 1.0, kRel);
+  // The client's own send work (5e-9 s/B) slows its F1 as the platform's did.
+  Plan q = streaming_client();
+  q.platform.parties["client"].cpu_s_per_byte_sent = 5e-9;
+  EXPECT_TRUE(q.platform.any());
+  EXPECT_NEAR(run(q).time_per_batch_s / 35e-3, 1.0, kRel);
+}
+
 // client | server, GPipe, 2 micro-batches, free links, forwards only: the
 // client's F1 runs while the server's F0 does.
 Plan overlapping(double client_f, double server_f) {

@@ -26,8 +26,9 @@ const std::vector<std::string> kKeys = {"schema",
                                         "cpu_s_per_byte_sent",
                                         "cpu_s_per_byte_received",
                                         "fit"};
-const std::vector<std::string> kPartyKeys = {"compute_scale", "op_overhead_s", "codec_scale",
-                                             "op_class_scale"};
+const std::vector<std::string> kPartyKeys = {"compute_scale",       "op_overhead_s",
+                                             "codec_scale",         "op_class_scale",
+                                             "cpu_s_per_byte_sent", "cpu_s_per_byte_received"};
 
 // Scales: a factor of a million either way is a unit mistake, not a machine.
 const NumberRange kScale{1e-6, false, 1e6, false};
@@ -108,6 +109,16 @@ Plan apply_calibration(const Plan& plan, const Calibration& c) {
   out.network.per_message_overhead_s += c.per_message_overhead_s;
   out.platform.cpu_s_per_byte_sent += c.cpu_s_per_byte_sent;
   out.platform.cpu_s_per_byte_received += c.cpu_s_per_byte_received;
+  for (const PlanStage& st : plan.stages) {
+    const PartyCalibration p = party_calibration(c, st.party);
+    if (p.cpu_s_per_byte_sent == 0 && p.cpu_s_per_byte_received == 0) continue;
+    // From the plan's value, so that a party with several stages adds once.
+    PartyHostWork& w = out.platform.parties[st.party];
+    const auto was = plan.platform.parties.find(st.party);
+    const PartyHostWork before = was == plan.platform.parties.end() ? PartyHostWork{} : was->second;
+    w.cpu_s_per_byte_sent = before.cpu_s_per_byte_sent + p.cpu_s_per_byte_sent;
+    w.cpu_s_per_byte_received = before.cpu_s_per_byte_received + p.cpu_s_per_byte_received;
+  }
   return out;
 }
 
@@ -118,6 +129,9 @@ void to_json(json& j, const Calibration& c) {
     parties[name] = {{"compute_scale", p.compute_scale},
                      {"op_overhead_s", p.op_overhead_s},
                      {"codec_scale", p.codec_scale}};
+    if (p.cpu_s_per_byte_sent != 0) parties[name]["cpu_s_per_byte_sent"] = p.cpu_s_per_byte_sent;
+    if (p.cpu_s_per_byte_received != 0)
+      parties[name]["cpu_s_per_byte_received"] = p.cpu_s_per_byte_received;
     if (!identity(p.op_class_scale)) {
       json scales = json::object();
       for (size_t i = 0; i < 5; ++i)
@@ -167,6 +181,11 @@ Calibration parse_calibration(const json& j, const std::string& path) {
             read_number(v.at("op_overhead_s"), member_path(pat, "op_overhead_s"), kOverhead);
       if (v.contains("codec_scale"))
         p.codec_scale = read_number(v.at("codec_scale"), member_path(pat, "codec_scale"), kScale);
+      for (const char* key : {"cpu_s_per_byte_sent", "cpu_s_per_byte_received"})
+        if (v.contains(key))
+          (std::string(key) == "cpu_s_per_byte_sent" ? p.cpu_s_per_byte_sent
+                                                     : p.cpu_s_per_byte_received) =
+              read_number(v.at(key), member_path(pat, key), kPerByte);
       if (v.contains("op_class_scale")) {
         const std::string cat = member_path(pat, "op_class_scale");
         json_read::require_object(v.at("op_class_scale"), cat,

@@ -64,10 +64,14 @@ nlohmann::json network_json(const NetworkSpec& n) {
 }
 
 nlohmann::json platform_json(const PlatformSpec& p) {
-  return {{"cpu_s_per_byte_sent", p.cpu_s_per_byte_sent},
-          {"cpu_s_per_byte_received", p.cpu_s_per_byte_received},
-          {"shared_machine", p.shared_machine},
-          {"co_compute_slowdown", p.co_compute_slowdown}};
+  nlohmann::json j = {{"cpu_s_per_byte_sent", p.cpu_s_per_byte_sent},
+                      {"cpu_s_per_byte_received", p.cpu_s_per_byte_received},
+                      {"shared_machine", p.shared_machine},
+                      {"co_compute_slowdown", p.co_compute_slowdown}};
+  for (const auto& [name, w] : p.parties)
+    j["parties"][name] = {{"cpu_s_per_byte_sent", w.cpu_s_per_byte_sent},
+                          {"cpu_s_per_byte_received", w.cpu_s_per_byte_received}};
+  return j;
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {

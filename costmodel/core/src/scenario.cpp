@@ -26,7 +26,10 @@ const std::vector<std::string> kNetworkKeys = {
     "bandwidth_bit_per_s", "up_bandwidth_bit_per_s", "down_bandwidth_bit_per_s", "latency_s",
     "bandwidth_trace",     "per_message_overhead_s", "bandwidth_factor",  "burst_bytes"};
 const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent", "cpu_s_per_byte_received",
-                                                "shared_machine", "co_compute_slowdown"};
+                                                "shared_machine", "co_compute_slowdown",
+                                                "parties"};
+const std::vector<std::string> kPartyHostWorkKeys = {"cpu_s_per_byte_sent",
+                                                     "cpu_s_per_byte_received"};
 const std::vector<std::string> kPartKeys = {"party", "from", "to"};
 const std::vector<std::string> kBoundaryKeys = {"forward", "backward"};
 const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
@@ -249,14 +252,26 @@ PlatformSpec parse_platform(const json& j, const std::string& path) {
                      "\"shared_machine\": true, \"co_compute_slowdown\": 1.05}");
   jr::check_keys(j, path, kPlatformKeys);
   PlatformSpec p;
-  if (j.contains("cpu_s_per_byte_sent"))
-    p.cpu_s_per_byte_sent =
-        jr::read_number(j.at("cpu_s_per_byte_sent"), path + ".cpu_s_per_byte_sent",
-                        {0, false, limits::kMaxCpuSPerByte, false});
-  if (j.contains("cpu_s_per_byte_received"))
-    p.cpu_s_per_byte_received =
-        jr::read_number(j.at("cpu_s_per_byte_received"), path + ".cpu_s_per_byte_received",
-                        {0, false, limits::kMaxCpuSPerByte, false});
+  const auto per_byte = [](const json& obj, const std::string& at, const char* key, double* out) {
+    if (obj.contains(key))
+      *out = jr::read_number(obj.at(key), at + "." + key, {0, false, limits::kMaxCpuSPerByte, false});
+  };
+  per_byte(j, path, "cpu_s_per_byte_sent", &p.cpu_s_per_byte_sent);
+  per_byte(j, path, "cpu_s_per_byte_received", &p.cpu_s_per_byte_received);
+  if (j.contains("parties")) {
+    const std::string at = path + ".parties";
+    jr::require_object(j.at("parties"), at,
+                       "host work per party such as {\"server\": {\"cpu_s_per_byte_received\": 2e-9}}");
+    for (const auto& [name, v] : j.at("parties").items()) {
+      const std::string pat = jr::member_path(at, name);
+      if (name.empty()) throw InputError(pat, "a party name must not be empty");
+      jr::require_object(v, pat, "{\"cpu_s_per_byte_sent\": ..., \"cpu_s_per_byte_received\": ...}");
+      jr::check_keys(v, pat, kPartyHostWorkKeys);
+      PartyHostWork& w = p.parties[name];
+      per_byte(v, pat, "cpu_s_per_byte_sent", &w.cpu_s_per_byte_sent);
+      per_byte(v, pat, "cpu_s_per_byte_received", &w.cpu_s_per_byte_received);
+    }
+  }
   if (j.contains("shared_machine"))
     p.shared_machine = jr::read_bool(j.at("shared_machine"), path + ".shared_machine");
   if (j.contains("co_compute_slowdown"))
@@ -364,6 +379,25 @@ Scenario parse_scenario(const json& j) {
   }
   if (j.contains("seed")) s.seed = static_cast<uint64_t>(jr::read_int(j.at("seed"), "$.seed", 0));
   return s;
+}
+
+double PlatformSpec::sent_s_per_byte(const std::string& party) const {
+  auto it = parties.find(party);
+  return cpu_s_per_byte_sent + (it == parties.end() ? 0.0 : it->second.cpu_s_per_byte_sent);
+}
+
+double PlatformSpec::received_s_per_byte(const std::string& party) const {
+  auto it = parties.find(party);
+  return cpu_s_per_byte_received +
+         (it == parties.end() ? 0.0 : it->second.cpu_s_per_byte_received);
+}
+
+bool PlatformSpec::any() const {
+  bool per_party = false;
+  for (const auto& [name, w] : parties)
+    per_party = per_party || w.cpu_s_per_byte_sent > 0 || w.cpu_s_per_byte_received > 0;
+  return per_party || cpu_s_per_byte_sent > 0 || cpu_s_per_byte_received > 0 ||
+         (shared_machine && co_compute_slowdown != 1.0);
 }
 
 }  // namespace splitsim

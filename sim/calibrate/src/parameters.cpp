@@ -11,10 +11,6 @@ void set_param(Calibration* c, const Param& p, double x) {
     c->bandwidth_factor = v;
   } else if (p.name == "per_message_overhead_s") {
     c->per_message_overhead_s = v;
-  } else if (p.name == "cpu_s_per_byte_sent") {
-    c->cpu_s_per_byte_sent = v;
-  } else if (p.name == "cpu_s_per_byte_received") {
-    c->cpu_s_per_byte_received = v;
   } else {  // "PARTY.field" or "PARTY.op_class_scale.CLASS"
     const auto ends = [&](const std::string& field) {
       return p.name.size() > field.size() + 1 &&
@@ -26,6 +22,9 @@ void set_param(Calibration* c, const Param& p, double x) {
     if (ends("compute_scale")) party("compute_scale")->compute_scale = v;
     if (ends("op_overhead_s")) party("op_overhead_s")->op_overhead_s = v;
     if (ends("codec_scale")) party("codec_scale")->codec_scale = v;
+    if (ends("cpu_s_per_byte_sent")) party("cpu_s_per_byte_sent")->cpu_s_per_byte_sent = v;
+    if (ends("cpu_s_per_byte_received"))
+      party("cpu_s_per_byte_received")->cpu_s_per_byte_received = v;
     for (size_t i = 0; i < 5; ++i) {
       const std::string field = std::string("op_class_scale.") + kOpClassNames[i];
       if (ends(field)) op_class_part(party(field)->op_class_scale, i) = v;
@@ -66,6 +65,8 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
     ps.push_back({party + ".compute_scale", true, 1, -ln_max, ln_max});
     ps.push_back({party + ".op_overhead_s", false, 1e-3, 0, 3.6e6});
     if (codecs[party]) ps.push_back({party + ".codec_scale", true, 1, -ln_max, ln_max});
+    ps.push_back({party + ".cpu_s_per_byte_sent", false, 1e-9, 0, 1000});
+    ps.push_back({party + ".cpu_s_per_byte_received", false, 1e-9, 0, 1000});
     // A class's own scale where it takes at least 5% of some stage's time;
     // the class with the most seconds is the reference that compute_scale
     // scales (a scale on every class would only repeat compute_scale).
@@ -79,13 +80,11 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
   }
   ps.push_back({"bandwidth_factor", true, 1, std::log(1e-3), 0});
   ps.push_back({"per_message_overhead_s", false, 1e-3, 0, 3.6e6});
-  ps.push_back({"cpu_s_per_byte_sent", false, 1e-9, 0, 1000});
-  ps.push_back({"cpu_s_per_byte_received", false, 1e-9, 0, 1000});
   return ps;
 }
 
 int precedence(const std::string& name) {
-  if (name.rfind("cpu_s_per_byte", 0) == 0) return 6;
+  if (name.find("cpu_s_per_byte") != std::string::npos) return 6;
   if (name.find("codec_scale") != std::string::npos) return 5;
   if (name == "per_message_overhead_s") return 4;
   if (name.find("op_overhead_s") != std::string::npos) return 3;

@@ -30,8 +30,8 @@ inline constexpr double kMinClassShare = 0.05;
 // The candidate parameters for these plans: per party its compute scale
 // and overhead per operation, its codec scale when it runs codecs, a scale
 // per op class that takes at least kMinClassShare of a stage but for the
-// party's largest class (compute_scale's reference); the link's factor and
-// overhead per message; host work per byte.
+// party's largest class (compute_scale's reference), its host work per
+// byte sent and received; the link's factor and overhead per message.
 std::vector<Param> candidate_params(const std::vector<Plan>& plans);
 
 // Which parameter to hold first when the rows cannot tell several apart:

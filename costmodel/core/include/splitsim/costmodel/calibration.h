@@ -23,6 +23,10 @@ struct PartyCalibration {
   // or fixed cost per ATen op (per_op) are off by another factor than the rest.
   // The update step is element-wise work.
   OpClassParts op_class_scale{1, 1, 1, 1, 1};
+  // Added to the platform's host work per byte this party sends / receives
+  // (copies, serialization on its host).
+  double cpu_s_per_byte_sent = 0.0;
+  double cpu_s_per_byte_received = 0.0;
 };
 
 struct Calibration {
@@ -31,8 +35,8 @@ struct Calibration {
   std::map<std::string, PartyCalibration> parties;
   double bandwidth_factor = 1.0;        // × the network's bandwidth_factor (0.001 to 1)
   double per_message_overhead_s = 0.0;  // added to the network's, seconds per message
-  double cpu_s_per_byte_sent = 0.0;     // added to the platform's host work per byte
-  double cpu_s_per_byte_received = 0.0;
+  double cpu_s_per_byte_sent = 0.0;     // added to the platform's host work per byte,
+  double cpu_s_per_byte_received = 0.0;  // every party's (a party's own: above)
   std::string description;  // free text, kept
 };
 
@@ -57,7 +61,9 @@ PartyCalibration party_calibration(const Calibration& c, const std::string& part
 // op_overhead_s; the boundaries' encode_s / decode_s × the codec_scale of the
 // party that runs them. The network's bandwidth_factor × bandwidth_factor
 // (at least 0.001), per_message_overhead_s and the platform's host work per
-// byte added. The identity calibration returns `plan` unchanged.
+// byte added; each party's own host work per byte added to
+// platform.parties[party]. The identity calibration returns `plan`
+// unchanged.
 // Throws InputError when a per-class scale other than 1 meets a stage without
 // op-class shares (a plan file written before them: plan it again).
 Plan apply_calibration(const Plan& plan, const Calibration& c);

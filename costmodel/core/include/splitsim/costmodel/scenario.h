@@ -70,6 +70,12 @@ struct NetworkSpec {
   int64_t burst_bytes = 0;
 };
 
+// One party's own host work per byte, on top of the platform's.
+struct PartyHostWork {
+  double cpu_s_per_byte_sent = 0.0;
+  double cpu_s_per_byte_received = 0.0;
+};
+
 // What the machines running the parties add to the model's compute and the
 // link's bytes (scenarios/FORMAT.md "Platform"; sim/README.md "Host work").
 struct PlatformSpec {
@@ -79,15 +85,18 @@ struct PlatformSpec {
   // compute. 0: free.
   double cpu_s_per_byte_sent = 0.0;
   double cpu_s_per_byte_received = 0.0;
+  // By the Plan's party name: added to the two above for that party (a
+  // host that copies or serializes more, e.g. fitted by calibrate).
+  std::map<std::string, PartyHostWork> parties;
+  // The seconds `party` spends per byte it sends / receives.
+  double sent_s_per_byte(const std::string& party) const;
+  double received_s_per_byte(const std::string& party) const;
   // The parties run on one machine (each pinned to its own cores): while
   // two of them compute at once, each computes `co_compute_slowdown` times
   // slower (shared caches, memory bandwidth). Ignored unless shared_machine.
   bool shared_machine = false;
   double co_compute_slowdown = 1.0;
-  bool any() const {
-    return cpu_s_per_byte_sent > 0 || cpu_s_per_byte_received > 0 ||
-           (shared_machine && co_compute_slowdown != 1.0);
-  }
+  bool any() const;
 };
 
 struct Scenario {
