@@ -86,8 +86,9 @@ Command add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* sub = app.add_subcommand(
       "calibrate",
-      "Fit a calibration (per-party compute scale, overhead per operation and codec scale; the "
-      "link's bandwidth factor and overhead per message; host work per byte) to measured runs "
+      "Fit a calibration (per party: compute scale, scale per op class, overhead per "
+      "operation, codec scale, host work per byte sent and received; the link's bandwidth "
+      "factor and overhead per message) to measured runs "
       "of FILE's variants, by robust least squares through the simulator; print each "
       "parameter with its uncertainty (or why it was held), each row's error before and after, "
       "and the leave-one-out error. Use the result with `simulate --calibration`.");

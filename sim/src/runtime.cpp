@@ -101,7 +101,8 @@ void PairSender::run() {
     const double over_s = paced / rate;
     sg4::ExecPtr send_work = start_host_work(from, pf.sent_s_per_byte(from_party) * bytes, over_s);
     sg4::ExecPtr recv_work = start_host_work(to, pf.received_s_per_byte(to_party) * bytes, over_s);
-    if (paced > 0 || burst == 0) sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
+    if (paced > 0 || burst == 0)
+      sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
     if (send_work) send_work->wait();
     if (recv_work) recv_work->wait();
     const double sent = sg4::Engine::get_clock();

@@ -181,9 +181,9 @@ std::vector<Plan> per_op_plans() {
       const double f = 1.0 / static_cast<double>(m);
       // MAC seconds per batch and per-op seconds per micro-batch.
       const double client_mac = 0.02, client_op = 0.002, server_mac = 0.06, server_op = 0.001;
-      Plan p = ushape(client_mac * f + client_op, 2 * (client_mac * f + client_op),
-                      server_mac * f + server_op, 2 * (server_mac * f + server_op),
-                      Schedule::kGpipe, m);
+      Plan p =
+          ushape(client_mac * f + client_op, 2 * (client_mac * f + client_op),
+                 server_mac * f + server_op, 2 * (server_mac * f + server_op), Schedule::kGpipe, m);
       p.network.bandwidth_bit_per_s = rate;
       set_wire_bytes(&p, 0, 100000 / m, 100000 / m);
       set_wire_bytes(&p, 1, 10000 / m, 10000 / m);
@@ -217,16 +217,17 @@ TEST(CalibrateTest, RecoversAPerOpScaleApartFromTheComputeScale) {
   truth.parties["server"].op_class_scale.per_op = 0.3;
   const CalibrationFit f = calibrate(plans, measured_under(plans, truth, 0.0), quiet());
   const auto near = [](double got, double want) { return std::abs(got - want) <= 0.02 * want; };
-  for (const auto& [name, want] : std::vector<std::pair<std::string, double>>{
-           {"client.compute_scale", 20},
-           {"client.op_class_scale.per_op", 0.1},
-           {"server.compute_scale", 15},
-           {"server.op_class_scale.per_op", 0.3}}) {
+  for (const auto& [name, want] :
+       std::vector<std::pair<std::string, double>>{{"client.compute_scale", 20},
+                                                   {"client.op_class_scale.per_op", 0.1},
+                                                   {"server.compute_scale", 15},
+                                                   {"server.op_class_scale.per_op", 0.3}}) {
     EXPECT_TRUE(param(f, name).fitted) << name << ": " << param(f, name).why;
     EXPECT_TRUE(near(param(f, name).value, want)) << name << " " << param(f, name).value;
   }
   // Convolutions are the reference class: no scale of their own.
-  for (const auto& p : f.parameters) EXPECT_EQ(p.name.find("op_class_scale.conv"), std::string::npos);
+  for (const auto& p : f.parameters)
+    EXPECT_EQ(p.name.find("op_class_scale.conv"), std::string::npos);
   for (const RowResult& r : f.rows)
     EXPECT_NEAR(r.calibrated, r.measured, 1e-3 * r.measured) << r.label << " " << r.metric;
 }

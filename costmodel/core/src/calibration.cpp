@@ -124,8 +124,7 @@ Plan apply_calibration(const Plan& plan, const Calibration& c) {
 
 void to_json(json& j, const Calibration& c) {
   json parties = json::object();
-  for (const auto& [name, p] : c.parties)
-  {
+  for (const auto& [name, p] : c.parties) {
     parties[name] = {{"compute_scale", p.compute_scale},
                      {"op_overhead_s", p.op_overhead_s},
                      {"codec_scale", p.codec_scale}};
@@ -181,16 +180,18 @@ Calibration parse_calibration(const json& j, const std::string& path) {
             read_number(v.at("op_overhead_s"), member_path(pat, "op_overhead_s"), kOverhead);
       if (v.contains("codec_scale"))
         p.codec_scale = read_number(v.at("codec_scale"), member_path(pat, "codec_scale"), kScale);
-      for (const char* key : {"cpu_s_per_byte_sent", "cpu_s_per_byte_received"})
-        if (v.contains(key))
-          (std::string(key) == "cpu_s_per_byte_sent" ? p.cpu_s_per_byte_sent
-                                                     : p.cpu_s_per_byte_received) =
-              read_number(v.at(key), member_path(pat, key), kPerByte);
+      if (v.contains("cpu_s_per_byte_sent"))
+        p.cpu_s_per_byte_sent = read_number(v.at("cpu_s_per_byte_sent"),
+                                            member_path(pat, "cpu_s_per_byte_sent"), kPerByte);
+      if (v.contains("cpu_s_per_byte_received"))
+        p.cpu_s_per_byte_received = read_number(
+            v.at("cpu_s_per_byte_received"), member_path(pat, "cpu_s_per_byte_received"), kPerByte);
       if (v.contains("op_class_scale")) {
         const std::string cat = member_path(pat, "op_class_scale");
         json_read::require_object(v.at("op_class_scale"), cat,
                                   "scales by op class such as {\"conv\": 1.3, \"per_op\": 0.2}");
-        check_keys(v.at("op_class_scale"), cat, {std::begin(kOpClassNames), std::end(kOpClassNames)});
+        check_keys(v.at("op_class_scale"), cat,
+                   {std::begin(kOpClassNames), std::end(kOpClassNames)});
         for (size_t i = 0; i < 5; ++i)
           if (v.at("op_class_scale").contains(kOpClassNames[i]))
             op_class_part(p.op_class_scale, i) =

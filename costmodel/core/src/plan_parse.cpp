@@ -93,8 +93,8 @@ OpClassParts read_op_class_shares(const json& v, const std::string& path) {
   OpClassParts p;
   for (size_t i = 0; i < 5; ++i) {
     jr::require_key(v, path, kOpClassNames[i], "a share in [0, 1]");
-    op_class_part(p, i) = jr::read_number(v.at(kOpClassNames[i]),
-                                          jr::member_path(path, kOpClassNames[i]), {0, false, 1, false});
+    op_class_part(p, i) = jr::read_number(
+        v.at(kOpClassNames[i]), jr::member_path(path, kOpClassNames[i]), {0, false, 1, false});
   }
   if (p.total() != 0 && std::fabs(p.total() - 1) > 1e-6)
     throw InputError(path, "the shares sum to " + jr::show(p.total()) + "; expected 1 (or all 0)");

@@ -183,9 +183,8 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
       st.timed_from_measurement = measured;
       for (const bool backward : {false, true})
         (backward ? st.bwd_op_class_shares : st.fwd_op_class_shares)
-            .push_back(
-                formula_parts(dev->second, sum_units(model, first, last, backward).scaled(b))
-                    .normalized());
+            .push_back(formula_parts(dev->second, sum_units(model, first, last, backward).scaled(b))
+                           .normalized());
     }
     st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
     st.weight_versions = weight_versions(sc.schedule, k, K);

@@ -24,10 +24,9 @@ const std::vector<std::string> kModelKeys = {
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay"};
 const std::vector<std::string> kNetworkKeys = {
     "bandwidth_bit_per_s", "up_bandwidth_bit_per_s", "down_bandwidth_bit_per_s", "latency_s",
-    "bandwidth_trace",     "per_message_overhead_s", "bandwidth_factor",  "burst_bytes"};
+    "bandwidth_trace",     "per_message_overhead_s", "bandwidth_factor",         "burst_bytes"};
 const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent", "cpu_s_per_byte_received",
-                                                "shared_machine", "co_compute_slowdown",
-                                                "parties"};
+                                                "shared_machine", "co_compute_slowdown", "parties"};
 const std::vector<std::string> kPartyHostWorkKeys = {"cpu_s_per_byte_sent",
                                                      "cpu_s_per_byte_received"};
 const std::vector<std::string> kPartKeys = {"party", "from", "to"};
@@ -242,7 +241,8 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
     n.bandwidth_trace = jr::read_string(j.at("bandwidth_trace"), path + ".bandwidth_trace");
   }
   if (j.contains("burst_bytes"))
-    n.burst_bytes = jr::read_int(j.at("burst_bytes"), path + ".burst_bytes", 0, limits::kMaxPlanBytes);
+    n.burst_bytes =
+        jr::read_int(j.at("burst_bytes"), path + ".burst_bytes", 0, limits::kMaxPlanBytes);
   return n;
 }
 
@@ -254,18 +254,21 @@ PlatformSpec parse_platform(const json& j, const std::string& path) {
   PlatformSpec p;
   const auto per_byte = [](const json& obj, const std::string& at, const char* key, double* out) {
     if (obj.contains(key))
-      *out = jr::read_number(obj.at(key), at + "." + key, {0, false, limits::kMaxCpuSPerByte, false});
+      *out =
+          jr::read_number(obj.at(key), at + "." + key, {0, false, limits::kMaxCpuSPerByte, false});
   };
   per_byte(j, path, "cpu_s_per_byte_sent", &p.cpu_s_per_byte_sent);
   per_byte(j, path, "cpu_s_per_byte_received", &p.cpu_s_per_byte_received);
   if (j.contains("parties")) {
     const std::string at = path + ".parties";
-    jr::require_object(j.at("parties"), at,
-                       "host work per party such as {\"server\": {\"cpu_s_per_byte_received\": 2e-9}}");
+    jr::require_object(
+        j.at("parties"), at,
+        "host work per party such as {\"server\": {\"cpu_s_per_byte_received\": 2e-9}}");
     for (const auto& [name, v] : j.at("parties").items()) {
       const std::string pat = jr::member_path(at, name);
       if (name.empty()) throw InputError(pat, "a party name must not be empty");
-      jr::require_object(v, pat, "{\"cpu_s_per_byte_sent\": ..., \"cpu_s_per_byte_received\": ...}");
+      jr::require_object(v, pat,
+                         "{\"cpu_s_per_byte_sent\": ..., \"cpu_s_per_byte_received\": ...}");
       jr::check_keys(v, pat, kPartyHostWorkKeys);
       PartyHostWork& w = p.parties[name];
       per_byte(v, pat, "cpu_s_per_byte_sent", &w.cpu_s_per_byte_sent);
@@ -388,8 +391,7 @@ double PlatformSpec::sent_s_per_byte(const std::string& party) const {
 
 double PlatformSpec::received_s_per_byte(const std::string& party) const {
   auto it = parties.find(party);
-  return cpu_s_per_byte_received +
-         (it == parties.end() ? 0.0 : it->second.cpu_s_per_byte_received);
+  return cpu_s_per_byte_received + (it == parties.end() ? 0.0 : it->second.cpu_s_per_byte_received);
 }
 
 bool PlatformSpec::any() const {

@@ -33,11 +33,11 @@ struct Calibration {
   // By party name ("client", "server", ...); the entry "*" applies to every
   // party not named. A party with neither is left as planned.
   std::map<std::string, PartyCalibration> parties;
-  double bandwidth_factor = 1.0;        // × the network's bandwidth_factor (0.001 to 1)
-  double per_message_overhead_s = 0.0;  // added to the network's, seconds per message
-  double cpu_s_per_byte_sent = 0.0;     // added to the platform's host work per byte,
+  double bandwidth_factor = 1.0;         // × the network's bandwidth_factor (0.001 to 1)
+  double per_message_overhead_s = 0.0;   // added to the network's, seconds per message
+  double cpu_s_per_byte_sent = 0.0;      // added to the platform's host work per byte,
   double cpu_s_per_byte_received = 0.0;  // every party's (a party's own: above)
-  std::string description;  // free text, kept
+  std::string description;               // free text, kept
 };
 
 inline constexpr const char* kCalibrationSchema = "splitsim.calibration/1";
