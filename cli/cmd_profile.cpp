@@ -55,7 +55,7 @@ int run_profile(ProfileArgs& args) {
       std::string flag = e.where().substr(std::min<size_t>(2, e.where().size()));
       if (flag == "name") flag = "model";
       for (char& c : flag) c = c == '_' ? '-' : c;
-      throw InputError("--" + flag, std::string(e.what()).substr(e.where().size() + 2));
+      throw InputError("--" + flag, e.message());
     }
   }
   const MeasuredDevice m = measure_this_machine(

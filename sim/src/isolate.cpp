@@ -112,7 +112,7 @@ void write_all(int fd, const std::string& s) {
   } catch (const InputError& e) {
     out.assign(1, kInputError);
     append_str(&out, e.where());
-    append_str(&out, std::string(e.what()).substr(e.where().size() + 2));
+    append_str(&out, e.message());
   } catch (const std::exception& e) {
     out.assign(1, kFailure);
     append_str(&out, e.what());

@@ -217,8 +217,7 @@ Calibration load_calibration_file(const std::string& file) {
   try {
     return parse_calibration(j);
   } catch (const InputError& e) {
-    const std::string message = std::string(e.what()).substr(e.where().size() + 2);
-    throw InputError(e.where(), message + " [in " + file + "]");
+    throw in_file(e, file);
   }
 }
 

@@ -381,8 +381,7 @@ std::vector<Plan> load_plan_file(const std::string& file) {
   try {
     return parse_plans(j);
   } catch (const InputError& e) {
-    const std::string message = std::string(e.what()).substr(e.where().size() + 2);
-    throw InputError(e.where(), message + " [in " + file + "]");
+    throw in_file(e, file);
   }
 }
 

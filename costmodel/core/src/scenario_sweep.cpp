@@ -312,8 +312,7 @@ static void load_calibrations(std::vector<ScenarioVariant>* variants,
                           std::make_shared<const Calibration>(load_calibration_file(p.string())))
                  .first;
       } catch (const InputError& e) {
-        throw InputError("$.calibration",
-                         e.where() + ": " + std::string(e.what()).substr(e.where().size() + 2));
+        throw InputError("$.calibration", e.where() + ": " + e.message());
       }
     }
     v.scenario.calibration = it->second;
@@ -346,8 +345,7 @@ std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
     load_calibrations(&variants, std::filesystem::path(file).parent_path());
     return variants;
   } catch (const InputError& e) {
-    const std::string message = std::string(e.what()).substr(e.where().size() + 2);
-    throw InputError(e.where(), message + " [in " + file + "]");
+    throw in_file(e, file);
   }
 }
 

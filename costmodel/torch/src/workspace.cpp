@@ -57,7 +57,7 @@ Plan Workspace::plan(const ScenarioVariant& v) {
   } catch (const InputError& e) {
     if (variants_.size() <= 1) throw;
     throw InputError("variant \"" + v.label + "\" " + e.where(),
-                     std::string(e.what()).substr(e.where().size() + 2));
+                     e.message());
   }
 }
 

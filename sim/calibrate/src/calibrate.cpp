@@ -268,10 +268,8 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
     for (Eigen::Index c = 0; c < v.size(); ++c) {
       if (v[c] < v.maxCoeff() / 3) continue;
       const auto rank = [&](Eigen::Index i) {
-        return precedence(
-            pb.params()[static_cast<size_t>(
-                            active[static_cast<size_t>(cols[static_cast<size_t>(i)])])]
-                .name);
+        return precedence(pb.params()[static_cast<size_t>(
+            active[static_cast<size_t>(cols[static_cast<size_t>(i)])])]);
       };
       if (worst < 0 || rank(c) > rank(worst)) worst = c;
     }

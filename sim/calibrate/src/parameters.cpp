@@ -7,29 +7,20 @@ namespace splitsim::calibrate_internal {
 
 void set_param(Calibration* c, const Param& p, double x) {
   const double v = p.value(x);
-  if (p.name == "bandwidth_factor") {
-    c->bandwidth_factor = v;
-  } else if (p.name == "per_message_overhead_s") {
-    c->per_message_overhead_s = v;
-  } else {  // "PARTY.field" or "PARTY.op_class_scale.CLASS"
-    const auto ends = [&](const std::string& field) {
-      return p.name.size() > field.size() + 1 &&
-             p.name.compare(p.name.size() - field.size() - 1, std::string::npos, "." + field) == 0;
-    };
-    const auto party = [&](const std::string& field) {
-      return &c->parties[p.name.substr(0, p.name.size() - field.size() - 1)];
-    };
-    if (ends("compute_scale")) party("compute_scale")->compute_scale = v;
-    if (ends("op_overhead_s")) party("op_overhead_s")->op_overhead_s = v;
-    if (ends("codec_scale")) party("codec_scale")->codec_scale = v;
-    if (ends("cpu_s_per_byte_sent")) party("cpu_s_per_byte_sent")->cpu_s_per_byte_sent = v;
-    if (ends("cpu_s_per_byte_received"))
-      party("cpu_s_per_byte_received")->cpu_s_per_byte_received = v;
-    for (size_t i = 0; i < 5; ++i) {
-      const std::string field = std::string("op_class_scale.") + kOpClassNames[i];
-      if (ends(field)) op_class_part(party(field)->op_class_scale, i) = v;
-    }
+  if (p.party.empty()) {
+    if (p.field == "bandwidth_factor") c->bandwidth_factor = v;
+    if (p.field == "per_message_overhead_s") c->per_message_overhead_s = v;
+    return;
   }
+  PartyCalibration& pc = c->parties[p.party];
+  if (p.field == "compute_scale") pc.compute_scale = v;
+  if (p.field == "op_overhead_s") pc.op_overhead_s = v;
+  if (p.field == "codec_scale") pc.codec_scale = v;
+  if (p.field == "cpu_s_per_byte_sent") pc.cpu_s_per_byte_sent = v;
+  if (p.field == "cpu_s_per_byte_received") pc.cpu_s_per_byte_received = v;
+  for (size_t i = 0; i < 5; ++i)
+    if (p.field == std::string("op_class_scale.") + kOpClassNames[i])
+      op_class_part(pc.op_class_scale, i) = v;
 }
 
 std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
@@ -62,11 +53,11 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
   const double ln_max = std::log(1e3);
   std::vector<Param> ps;
   for (const std::string& party : parties) {
-    ps.push_back({party + ".compute_scale", true, 1, -ln_max, ln_max});
-    ps.push_back({party + ".op_overhead_s", false, 1e-3, 0, 3.6e6});
-    if (codecs[party]) ps.push_back({party + ".codec_scale", true, 1, -ln_max, ln_max});
-    ps.push_back({party + ".cpu_s_per_byte_sent", false, 1e-9, 0, 1000});
-    ps.push_back({party + ".cpu_s_per_byte_received", false, 1e-9, 0, 1000});
+    ps.emplace_back(party, "compute_scale", true, 1, -ln_max, ln_max);
+    ps.emplace_back(party, "op_overhead_s", false, 1e-3, 0, 3.6e6);
+    if (codecs[party]) ps.emplace_back(party, "codec_scale", true, 1, -ln_max, ln_max);
+    ps.emplace_back(party, "cpu_s_per_byte_sent", false, 1e-9, 0, 1000);
+    ps.emplace_back(party, "cpu_s_per_byte_received", false, 1e-9, 0, 1000);
     // A class's own scale where it takes at least 5% of some stage's time;
     // the class with the most seconds is the reference that compute_scale
     // scales (a scale on every class would only repeat compute_scale).
@@ -76,20 +67,21 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
         reference = i;
     for (size_t i = 0; i < 5; ++i)
       if (i != reference && op_class_part(largest[party], i) >= kMinClassShare)
-        ps.push_back({party + ".op_class_scale." + kOpClassNames[i], true, 1, -ln_max, ln_max});
+        ps.emplace_back(party, std::string("op_class_scale.") + kOpClassNames[i], true, 1, -ln_max,
+                        ln_max);
   }
-  ps.push_back({"bandwidth_factor", true, 1, std::log(1e-3), 0});
-  ps.push_back({"per_message_overhead_s", false, 1e-3, 0, 3.6e6});
+  ps.emplace_back("", "bandwidth_factor", true, 1, std::log(1e-3), 0);
+  ps.emplace_back("", "per_message_overhead_s", false, 1e-3, 0, 3.6e6);
   return ps;
 }
 
-int precedence(const std::string& name) {
-  if (name.find("cpu_s_per_byte") != std::string::npos) return 6;
-  if (name.find("codec_scale") != std::string::npos) return 5;
-  if (name == "per_message_overhead_s") return 4;
-  if (name.find("op_overhead_s") != std::string::npos) return 3;
-  if (name.find("op_class_scale") != std::string::npos) return 2;
-  if (name == "bandwidth_factor") return 1;
+int precedence(const Param& p) {
+  if (p.field.rfind("cpu_s_per_byte", 0) == 0) return 6;
+  if (p.field == "codec_scale") return 5;
+  if (p.field == "per_message_overhead_s") return 4;
+  if (p.field == "op_overhead_s") return 3;
+  if (p.field.rfind("op_class_scale", 0) == 0) return 2;
+  if (p.field == "bandwidth_factor") return 1;
   return 0;  // compute scales
 }
 

@@ -5,6 +5,7 @@
 // overheads in milliseconds, host work per byte in nanoseconds.
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "splitsim/costmodel/calibration.h"
@@ -13,10 +14,21 @@
 namespace splitsim::calibrate_internal {
 
 struct Param {
-  std::string name;  // "server.compute_scale", "bandwidth_factor", ...
-  bool log = false;  // x = ln(value), else x = value / unit
+  std::string party;  // "" for the link's parameters
+  std::string field;  // "compute_scale", "op_class_scale.conv", "bandwidth_factor", ...
+  bool log = false;   // x = ln(value), else x = value / unit
   double unit = 1;
   double lo = 0, hi = 0;  // bounds on x
+  std::string name;       // "server.compute_scale", "bandwidth_factor": what reports say
+
+  Param(std::string party_, std::string field_, bool log_, double unit_, double lo_, double hi_)
+      : party(std::move(party_)),
+        field(std::move(field_)),
+        log(log_),
+        unit(unit_),
+        lo(lo_),
+        hi(hi_),
+        name(party.empty() ? field : party + "." + field) {}
   double value(double x) const { return log ? std::exp(x) : x * unit; }
 };
 
@@ -38,7 +50,7 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans);
 // the larger, the sooner held (host work per byte, then codec scales, then
 // overheads, then op-class scales; compute scales and the link's factor
 // last).
-int precedence(const std::string& name);
+int precedence(const Param& p);
 
 // Step for the forward-difference Jacobian, in x.
 inline double fd_step(const Param& p) { return p.log ? 0.02 : 0.05; }

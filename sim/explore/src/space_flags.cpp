@@ -56,7 +56,7 @@ ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
       space = parse_space(j);
     } catch (const InputError& e) {
       throw InputError(a.space_file + " " + e.where(),
-                       std::string(e.what()).substr(e.where().size() + 2));
+                       e.message());
     }
   }
   if (!a.objective.empty()) space.objective = parse_objective(a.objective, "--objective");

@@ -13,9 +13,16 @@ class InputError : public std::runtime_error {
   InputError(const std::string& where, const std::string& message)
       : std::runtime_error(where + ": " + message), where_(where) {}
   const std::string& where() const { return where_; }
+  // The message without the "where: " in front.
+  std::string message() const { return std::string(what()).substr(where_.size() + 2); }
 
  private:
   std::string where_;
 };
+
+// `e` with " [in FILE]" after its message: the file whose JSON path it names.
+inline InputError in_file(const InputError& e, const std::string& file) {
+  return InputError(e.where(), e.message() + " [in " + file + "]");
+}
 
 }  // namespace splitsim
