@@ -33,8 +33,8 @@ Command add_link_probe_command(CLI::App& app) {
       "link-probe",
       "Measure how much compute moving bytes over a link takes from the processes at both "
       "ends (a compute loop in each, pinned with it: its work per second during traffic "
-      "against idle phases, per byte; and the CPU time per byte), with exec's transport; "
-      "validate runs it per link rate");
+      "against idle phases, per byte and per message; and the CPU time per byte), with "
+      "exec's transport; validate runs it per link rate");
   sub->add_option("--role", args->role, "server (listens, prints the report) or client")
       ->required();
   sub->add_option("--listen", args->listen, "Server: ADDR:PORT to listen on");
@@ -45,10 +45,18 @@ Command add_link_probe_command(CLI::App& app) {
   sub->add_option("--message-kib", args->message_kib, "size of one message (KiB)")
       ->check(number_range(1, 1048576))
       ->capture_default_str();
+  sub->add_option("--small-messages", args->small_messages,
+                  "small messages sent each way, for the cost per message")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}))
+      ->capture_default_str();
+  sub->add_option("--small-message-bytes", args->small_message_bytes,
+                  "size of one small message (B)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1048576}))
+      ->capture_default_str();
   sub->add_option("--timeout-s", args->timeout_s, "connect and per-transfer timeout (s)")
       ->check(number_range(0, 86400, true))
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/2)");
+  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/3)");
   return {sub, [args] { return run_link_probe_command(*args); }};
 }
 

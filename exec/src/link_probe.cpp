@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
 #include <stdexcept>
@@ -160,9 +161,27 @@ LinkProbeSide side_from_json(const nlohmann::json& j) {
   return {j.at("wall_s").get<double>(), j.at("busy_s").get<double>(), j.at("work").get<double>()};
 }
 
-constexpr int kPhases = 4;
-constexpr const char* kPhaseNames[kPhases] = {"idle", "client_to_server", "server_to_client",
-                                              "idle_after"};
+// In the order they run: the two idle phases first and last.
+constexpr int kPhases = 6;
+constexpr const char* kPhaseNames[kPhases] = {
+    "idle",         "client_to_server",       "server_to_client", "client_to_server_small",
+    "server_to_client_small", "idle_after"};
+
+// The phases of `r` (const or not) in kPhaseNames' order.
+template <class Result>
+auto phases_of(Result& r) {
+  return std::array{&r.idle, &r.up, &r.down, &r.small_up, &r.small_down, &r.idle_after};
+}
+
+// Compute seconds lost per message of `phase` beyond its bytes at
+// `per_byte`.
+double lost_per_message(const LinkProbeSide& phase, const LinkProbeSide& idle, int64_t bytes,
+                        int64_t messages, double per_byte) {
+  if (messages <= 0) return 0;
+  const double lost = lost_per_byte(phase, idle, bytes) * static_cast<double>(bytes);
+  return std::max(0.0, (lost - per_byte * static_cast<double>(bytes)) /
+                           static_cast<double>(messages));
+}
 
 }  // namespace
 
@@ -171,6 +190,7 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
   const bool server = t.rank() == 0;
   const std::vector<int> cpus = my_cpus();
   const int64_t count = std::max<int64_t>(1, o.bytes_per_direction / o.message_bytes);
+  const int64_t small = std::max<int64_t>(1, o.small_messages);
   LinkProbeResult r;
   LinkProbeSide mine[kPhases];
   {
@@ -178,18 +198,22 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
     barrier(t, o.timeout);
     for (int phase = 0; phase < kPhases; ++phase) {
       const Mark a = mark(cpus, loop);
-      if (phase == 0 || phase == 3) {
+      if (phase == 0 || phase == kPhases - 1) {
         std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_s / (phase ? 2 : 1)));
       } else {
-        const bool up = phase == 1;  // client -> server
-        stream(t, up ? !server : server, count, o.message_bytes, o.timeout);
+        const bool up = phase % 2 == 1;  // client -> server
+        const bool large = phase <= 2;
+        stream(t, up ? !server : server, large ? count : small,
+               large ? o.message_bytes : o.small_message_bytes, o.timeout);
       }
       barrier(t, o.timeout);
       mine[phase] = measure(cpus, a, mark(cpus, loop));
     }
   }
-  LinkProbePhase* phases[kPhases] = {&r.idle, &r.up, &r.down, &r.idle_after};
+  const auto phases = phases_of(r);
   r.up.bytes = r.down.bytes = count * o.message_bytes;
+  r.small_up.bytes = r.small_down.bytes = small * o.small_message_bytes;
+  r.small_messages = small;
 
   // The client reports its sides to the server.
   auto report = torch::zeros({3 * kPhases}, torch::kFloat64);
@@ -229,17 +253,30 @@ void derive_link_costs(LinkProbeResult* r) {
   r->busy_s_per_byte_received = (busy_per_byte(r->up.server, idle_server, r->up.bytes) +
                                  busy_per_byte(r->down.client, idle_client, r->down.bytes)) /
                                 2;
+  const int64_t n = r->small_messages;
+  r->client_send_s_per_message = lost_per_message(r->small_up.client, idle_client,
+                                                  r->small_up.bytes, n, r->client_send_s_per_byte);
+  r->server_recv_s_per_message = lost_per_message(r->small_up.server, idle_server,
+                                                  r->small_up.bytes, n, r->server_recv_s_per_byte);
+  r->server_send_s_per_message = lost_per_message(
+      r->small_down.server, idle_server, r->small_down.bytes, n, r->server_send_s_per_byte);
+  r->client_recv_s_per_message = lost_per_message(
+      r->small_down.client, idle_client, r->small_down.bytes, n, r->client_recv_s_per_byte);
+  r->cpu_s_per_message_sent = (r->client_send_s_per_message + r->server_send_s_per_message) / 2;
+  r->cpu_s_per_message_received =
+      (r->server_recv_s_per_message + r->client_recv_s_per_message) / 2;
 }
 
 nlohmann::json link_probe_json(const LinkProbeResult& r) {
   nlohmann::json phases;
-  const LinkProbePhase* ph[kPhases] = {&r.idle, &r.up, &r.down, &r.idle_after};
+  const auto ph = phases_of(r);
   for (int i = 0; i < kPhases; ++i)
     phases[kPhaseNames[i]] = {{"bytes", ph[i]->bytes},
                               {"server", side_json(ph[i]->server)},
                               {"client", side_json(ph[i]->client)}};
-  return {{"schema", "splitsim.link_probe/2"},
+  return {{"schema", "splitsim.link_probe/3"},
           {"phases", phases},
+          {"small_messages", r.small_messages},
           {"client_send_s_per_byte", r.client_send_s_per_byte},
           {"server_recv_s_per_byte", r.server_recv_s_per_byte},
           {"server_send_s_per_byte", r.server_send_s_per_byte},
@@ -247,16 +284,23 @@ nlohmann::json link_probe_json(const LinkProbeResult& r) {
           {"cpu_s_per_byte_sent", r.cpu_s_per_byte_sent},
           {"cpu_s_per_byte_received", r.cpu_s_per_byte_received},
           {"busy_s_per_byte_sent", r.busy_s_per_byte_sent},
-          {"busy_s_per_byte_received", r.busy_s_per_byte_received}};
+          {"busy_s_per_byte_received", r.busy_s_per_byte_received},
+          {"client_send_s_per_message", r.client_send_s_per_message},
+          {"server_recv_s_per_message", r.server_recv_s_per_message},
+          {"server_send_s_per_message", r.server_send_s_per_message},
+          {"client_recv_s_per_message", r.client_recv_s_per_message},
+          {"cpu_s_per_message_sent", r.cpu_s_per_message_sent},
+          {"cpu_s_per_message_received", r.cpu_s_per_message_received}};
 }
 
 LinkProbeResult link_probe_from_json(const nlohmann::json& j) {
   try {
-    if (j.at("schema") != "splitsim.link_probe/2")
-      throw std::runtime_error("schema is not splitsim.link_probe/2");
+    if (j.at("schema") != "splitsim.link_probe/3")
+      throw std::runtime_error("schema is not splitsim.link_probe/3");
     LinkProbeResult r;
     const auto& ph = j.at("phases");
-    LinkProbePhase* phases[kPhases] = {&r.idle, &r.up, &r.down, &r.idle_after};
+    r.small_messages = j.at("small_messages").get<int64_t>();
+    const auto phases = phases_of(r);
     for (int i = 0; i < kPhases; ++i) {
       phases[i]->bytes = ph.at(kPhaseNames[i]).at("bytes").get<int64_t>();
       phases[i]->server = side_from_json(ph.at(kPhaseNames[i]).at("server"));

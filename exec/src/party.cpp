@@ -173,6 +173,8 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
   LinkProbeOptions o;
   o.message_bytes = static_cast<int64_t>(args.message_kib * 1024);
   o.bytes_per_direction = static_cast<int64_t>(args.megabytes * 1e6);
+  o.small_messages = args.small_messages;
+  o.small_message_bytes = args.small_message_bytes;
   o.timeout = go.timeout;
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
   LinkProbeResult r;
@@ -192,7 +194,8 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
           << r.cpu_s_per_byte_received * 1e9 << " ns (server " << r.server_recv_s_per_byte * 1e9
           << ", client " << r.client_recv_s_per_byte * 1e9 << "); CPU time per byte sent "
           << r.busy_s_per_byte_sent * 1e9 << " ns, received " << r.busy_s_per_byte_received * 1e9
-          << " ns\n";
+          << " ns; compute lost per message sent " << r.cpu_s_per_message_sent * 1e6
+          << " us, received " << r.cpu_s_per_message_received * 1e6 << " us\n";
     }
   }
   out.flush();

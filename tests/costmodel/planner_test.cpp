@@ -99,6 +99,28 @@ TEST(PlannerTest, BoundaryBytesFollowTheCodec) {
   EXPECT_EQ(plan.bytes_sent("client"), 8 * 128 * 2 + 8 * 128 * 4);
   EXPECT_EQ(plan.bytes_received("client"), 8 * 128 * 4 + 8 * 128 * 4);
   EXPECT_EQ(plan.bytes_sent("server"), plan.bytes_received("client"));
+  // One tensor on the wire each way: one message per micro-batch.
+  EXPECT_EQ(plan.boundaries[0].forward.wire_messages, 1);
+  EXPECT_EQ(plan.boundaries[0].backward.wire_messages, 1);
+}
+
+TEST(PlannerTest, MessagesAreTheCodecsTensorsOnTheWire) {
+  Scenario s = ushape();
+  s.compression[0].forward.method = CodecMethod::kPowerIteration;  // the factors P and Q
+  s.compression[0].forward.rank = 2;
+  s.compression[1].backward.method = CodecMethod::kQuantize;  // values, and min and scale
+  const Plan plan = make_plan(s, toy_model(), devices());
+  const std::vector<int64_t> shape(plan.boundaries[0].activation_shape.begin() + 1,
+                                   plan.boundaries[0].activation_shape.end());
+  EXPECT_EQ(plan.boundaries[0].forward.wire_messages,
+            static_cast<int64_t>(wire_layout(s.compression[0].forward, shape, 4).size()));
+  EXPECT_EQ(plan.boundaries[0].forward.wire_messages, 2);
+  EXPECT_EQ(plan.boundaries[0].backward.wire_messages, 1);
+  EXPECT_EQ(plan.boundaries[1].backward.wire_messages, 2);
+  EXPECT_EQ(plan.boundaries[1].backward.wire_messages,
+            static_cast<int64_t>(
+                wire_layout(s.compression[1].backward, plan.boundaries[1].backward.carried_shape, 4)
+                    .size()));
 }
 
 TEST(PlannerTest, MeasuredCodecTimingsWinOverTheFormulaWhereTheyMatch) {

@@ -31,6 +31,25 @@ TEST(LinkProbe, PerByteCostsAreComputeLostAgainstTheIdleRate) {
   EXPECT_NEAR(r.busy_s_per_byte_sent, ((0.68 - 0.04 * 2) + (0.24 - 0.02 * 2)) / 2 / 1e8, 1e-18);
   EXPECT_NEAR(r.busy_s_per_byte_received, ((0.44 - 0.02 * 2) + (0.48 - 0.04 * 2)) / 2 / 1e8,
               1e-18);
+  // 100 small messages of 1000 B each way. The server receiving: 0.5 s of
+  // wall in which its loop did 300 products (0.3 s at the idle rate), so
+  // 0.2 s lost, less 1e5 B at 5e-9 s/B: 1.95 ms per message.
+  r.small_messages = 100;
+  r.small_up = {100000, {0.5, 0.1, 300}, {0.5, 0.1, 200}};
+  r.small_down = {100000, {0.5, 0.1, 450}, {0.5, 0.1, 100}};
+  derive_link_costs(&r);
+  EXPECT_NEAR(r.server_recv_s_per_message, (0.2 - 1e5 * 5e-9) / 100, 1e-15);
+  EXPECT_NEAR(r.client_send_s_per_message, (0.1 - 1e5 * 4e-9) / 100, 1e-15);
+  EXPECT_NEAR(r.server_send_s_per_message, (0.05 - 1e5 * 2e-9) / 100, 1e-15);
+  EXPECT_NEAR(r.client_recv_s_per_message, (0.3 - 1e5 * 6e-9) / 100, 1e-15);
+  EXPECT_NEAR(r.cpu_s_per_message_sent,
+              (r.client_send_s_per_message + r.server_send_s_per_message) / 2, 1e-15);
+  EXPECT_NEAR(r.cpu_s_per_message_received,
+              (r.server_recv_s_per_message + r.client_recv_s_per_message) / 2, 1e-15);
+  // Less lost than the bytes' cost: 0, not negative.
+  r.small_down.server.work = 500;
+  derive_link_costs(&r);
+  EXPECT_EQ(r.server_send_s_per_message, 0.0);
   // More work than at the idle rate never gives a negative cost.
   r.up.client.work = 1200;
   derive_link_costs(&r);
@@ -47,19 +66,28 @@ TEST(LinkProbe, ReportRoundTripsThroughJson) {
   r.idle_after = {0, {0.25, 0.01, 200}, {0.25, 0.01, 205}};
   r.up = {1000, {1.0, 0.3, 700}, {1.0, 0.2, 650}};
   r.down = {1000, {1.0, 0.1, 720}, {1.0, 0.4, 600}};
+  r.small_messages = 10;
+  r.small_up = {100, {0.1, 0.03, 60}, {0.1, 0.02, 70}};
+  r.small_down = {100, {0.1, 0.01, 75}, {0.1, 0.04, 50}};
   derive_link_costs(&r);
   const nlohmann::json j = link_probe_json(r);
-  EXPECT_EQ(j["schema"], "splitsim.link_probe/2");
+  EXPECT_EQ(j["schema"], "splitsim.link_probe/3");
   const LinkProbeResult back = link_probe_from_json(j);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte_sent, r.cpu_s_per_byte_sent);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte_received, r.cpu_s_per_byte_received);
   EXPECT_GT(back.cpu_s_per_byte_received, 0.0);
   EXPECT_EQ(back.down.bytes, 1000);
   EXPECT_DOUBLE_EQ(back.idle_after.client.work, 205);
+  EXPECT_EQ(back.small_messages, 10);
+  EXPECT_DOUBLE_EQ(back.small_down.client.work, 50);
+  EXPECT_DOUBLE_EQ(back.cpu_s_per_message_received, r.cpu_s_per_message_received);
+  EXPECT_GT(back.cpu_s_per_message_received, 0.0);
   EXPECT_THROW(link_probe_from_json(nlohmann::json{{"schema", "other"}}), std::runtime_error);
   EXPECT_THROW(link_probe_from_json(nlohmann::json::object()), std::runtime_error);
   nlohmann::json old = j;  // a report of the first schema, without the loop's work
   old["schema"] = "splitsim.link_probe/1";
+  EXPECT_THROW(link_probe_from_json(old), std::runtime_error);
+  old["schema"] = "splitsim.link_probe/2";  // without the small messages
   EXPECT_THROW(link_probe_from_json(old), std::runtime_error);
 }
 
@@ -70,6 +98,8 @@ TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
   o.message_bytes = 4096;
   o.bytes_per_direction = 32 * 4096;  // 32 messages each way
   o.idle_s = 0.05;
+  o.small_messages = 20;
+  o.small_message_bytes = 100;
   o.timeout = std::chrono::milliseconds(10000);
   LinkProbeResult from_client;
   std::thread t([&] { from_client = run_link_probe(client, o); });
@@ -77,8 +107,11 @@ TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
   t.join();
   EXPECT_EQ(r.up.bytes, 32 * 4096);
   EXPECT_EQ(r.down.bytes, 32 * 4096);
+  EXPECT_EQ(r.small_messages, 20);
+  EXPECT_EQ(r.small_up.bytes, 20 * 100);
+  EXPECT_EQ(r.small_down.bytes, 20 * 100);
   EXPECT_EQ(server.bytes_received(), client.bytes_sent());
-  EXPECT_GE(client.bytes_sent(), 32 * 4096);
+  EXPECT_GE(client.bytes_sent(), 32 * 4096 + 20 * 100);
   // Rank 0 has both sides (the client's came over the transport).
   EXPECT_GE(r.idle.server.wall_s, 0.05);
   EXPECT_GE(r.idle.client.wall_s, 0.04);
@@ -91,6 +124,7 @@ TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
   }
   EXPECT_DOUBLE_EQ(r.up.client.wall_s, from_client.up.client.wall_s);
   EXPECT_GE(r.cpu_s_per_byte_sent, 0.0);
+  EXPECT_GE(r.cpu_s_per_message_received, 0.0);
   EXPECT_EQ(from_client.cpu_s_per_byte_sent, 0.0);  // rank 1 derives nothing
 }
 

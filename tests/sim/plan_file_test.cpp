@@ -147,13 +147,15 @@ TEST(PlanFileTest, OptionalFieldsMayBeLeftOut) {
                           "param_count", "peak_memory_bytes", "fwd_s_per_batch", "timed_from"})
     stage.erase(key);
   json& fwd = j["boundaries"][0]["forward"];
-  for (const char* key : {"method", "description", "wire_bytes_per_batch", "encode_s_per_batch"})
+  for (const char* key : {"method", "description", "wire_bytes_per_batch", "encode_s_per_batch",
+                          "wire_messages_per_microbatch"})
     fwd.erase(key);
   const Plan p = parse_plan(j);
   EXPECT_EQ(p.stages[0].name, "stage0");
   EXPECT_EQ(p.stages[0].param_count, 0);
   EXPECT_EQ(p.boundaries[0].forward.codec.method, CodecMethod::kQuantize);
   EXPECT_EQ(p.boundaries[0].forward.wire_bytes_per_batch, 4096 + 4096 + 2731);
+  EXPECT_EQ(p.boundaries[0].forward.wire_messages, 1);  // plans written before it
 }
 
 struct Mutation {

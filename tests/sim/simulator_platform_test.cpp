@@ -68,6 +68,35 @@ TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
   EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kRel);
 }
 
+TEST(SimulatorPlatformTest, WorkPerMessageCountsEachTensorOnTheWire) {
+  // 2.5 ms per message sent. Forward: 2 tensors per micro-batch, 5 ms of
+  // work spread over each 10 ms transfer, as 5e-9 s/B above: F1 shares the
+  // core with xfer0's work from 10 to 20 ms, then runs alone to 25; xfer1
+  // 25..35. Backward: the server's messages carry no bytes but are still a
+  // message each (2.5 ms, unspread, on the idle server): B1 at 35 sends
+  // 35..37.5, B0's follows on the same pair 37.5..40.
+  Plan p = streaming_client();
+  p.boundaries[0].forward.wire_messages = 2;
+  p.platform.cpu_s_per_message_sent = 2.5e-3;
+  EXPECT_TRUE(p.platform.any());
+  Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
+  // Per message and per byte add up: one 2.5 ms message and 2.5e-9 s/B make
+  // the same 5 ms per forward transfer.
+  p.boundaries[0].forward.wire_messages = 1;
+  p.platform.cpu_s_per_byte_sent = 2.5e-9;
+  m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
+  // Received: 20 ms per message holds each message on an idle receiver (as
+  // HostWorkLongerThanTheWireHoldsTheMessage): forward 10..30 and 30..50;
+  // the backward messages on the client 50..70 and 70..90.
+  Plan q = streaming_client();
+  q.platform.cpu_s_per_message_received = 20e-3;
+  EXPECT_NEAR(run(q).time_per_batch_s / 90e-3, 1.0, kRel);
+}
+
 TEST(SimulatorPlatformTest, APartysOwnHostWorkAddsToThePlatforms) {
   // The same 20 ms of receive work per message as above, half of it the
   // platform's and half the server's own; the client's own work on what it

@@ -51,10 +51,12 @@ std::string write_standin(const std::filesystem::path& dir) {
   std::ofstream(path) << R"(#!/bin/bash
 if [ "$1" = link-probe ]; then
   if [ "$3" = server ]; then cat <<'JSON'
-{"schema": "splitsim.link_probe/2", "phases": {
+{"schema": "splitsim.link_probe/3", "small_messages": 100, "phases": {
  "idle": {"bytes": 0, "server": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}, "client": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}},
  "client_to_server": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.12, "work": 800}, "client": {"wall_s": 1, "busy_s": 0.17, "work": 700}},
  "server_to_client": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.17, "work": 700}, "client": {"wall_s": 1, "busy_s": 0.12, "work": 800}},
+ "client_to_server_small": {"bytes": 100000, "server": {"wall_s": 0.1, "busy_s": 0.02, "work": 80}, "client": {"wall_s": 0.1, "busy_s": 0.01, "work": 90}},
+ "server_to_client_small": {"bytes": 100000, "server": {"wall_s": 0.1, "busy_s": 0.01, "work": 90}, "client": {"wall_s": 0.1, "busy_s": 0.02, "work": 80}},
  "idle_after": {"bytes": 0, "server": {"wall_s": 0.25, "busy_s": 0.005, "work": 250}, "client": {"wall_s": 0.25, "busy_s": 0.005, "work": 250}}}}
 JSON
   fi
@@ -116,6 +118,11 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   EXPECT_TRUE(j["repetitions"][0]["conditions"].contains("steal_pct"));
   EXPECT_NEAR(j["platform"]["cpu_s_per_byte_sent"].get<double>(), 3e-9, 1e-15);
   EXPECT_NEAR(j["platform"]["cpu_s_per_byte_received"].get<double>(), 2e-9, 1e-15);
+  // Per small message (100 of 1000 B each way): sent (0.1 - 90 / 1000) s
+  // less 1e5 B at 3e-9 s/B, over 100; received (0.1 - 80 / 1000) s less
+  // 1e5 B at 2e-9 s/B, over 100.
+  EXPECT_NEAR(j["platform"]["cpu_s_per_message_sent"].get<double>(), 97e-6, 1e-12);
+  EXPECT_NEAR(j["platform"]["cpu_s_per_message_received"].get<double>(), 198e-6, 1e-12);
   EXPECT_TRUE(j["platform"]["shared_machine"].get<bool>());
   EXPECT_GE(j["platform"]["co_compute_slowdown"].get<double>(), 1.0);
   EXPECT_TRUE(j.contains("predicted_without_platform_time_per_batch_s"));

@@ -43,6 +43,7 @@ nlohmann::json transfer_json(const PlanTransfer& t) {
           {"carried_shape_per_sample", t.carried_shape},
           {"wire_bytes_per_batch", t.wire_bytes_per_batch},
           {"wire_bytes_per_microbatch", t.wire_bytes},
+          {"wire_messages_per_microbatch", t.wire_messages},
           {"encode_s_per_microbatch", t.encode_s},
           {"decode_s_per_microbatch", t.decode_s},
           {"encode_s_per_batch", sum(t.encode_s)},
@@ -66,6 +67,8 @@ nlohmann::json network_json(const NetworkSpec& n) {
 nlohmann::json platform_json(const PlatformSpec& p) {
   nlohmann::json j = {{"cpu_s_per_byte_sent", p.cpu_s_per_byte_sent},
                       {"cpu_s_per_byte_received", p.cpu_s_per_byte_received},
+                      {"cpu_s_per_message_sent", p.cpu_s_per_message_sent},
+                      {"cpu_s_per_message_received", p.cpu_s_per_message_received},
                       {"shared_machine", p.shared_machine},
                       {"co_compute_slowdown", p.co_compute_slowdown}};
   for (const auto& [name, w] : p.parties)

@@ -58,6 +58,7 @@ const std::vector<std::string> kTransferKeys = {"method",
                                                 "carried_shape_per_sample",
                                                 "wire_bytes_per_batch",
                                                 "wire_bytes_per_microbatch",
+                                                "wire_messages_per_microbatch",
                                                 "encode_s_per_microbatch",
                                                 "decode_s_per_microbatch",
                                                 "encode_s_per_batch",
@@ -246,6 +247,9 @@ PlanTransfer read_transfer(const json& j, const std::string& path, size_t m) {
         read_shape(j.at("carried_shape_per_sample"), path + ".carried_shape_per_sample");
   t.wire_bytes = per_microbatch<int64_t>(j, path, "wire_bytes_per_microbatch", m, read_count);
   t.wire_bytes_per_batch = std::accumulate(t.wire_bytes.begin(), t.wire_bytes.end(), int64_t{0});
+  if (j.contains("wire_messages_per_microbatch"))  // optional: 1 in plans written before it
+    t.wire_messages = jr::read_int(j.at("wire_messages_per_microbatch"),
+                                   path + ".wire_messages_per_microbatch", 1, 1 << 20);
   check_count_total(j, path, "wire_bytes_per_batch", t.wire_bytes_per_batch,
                     "wire_bytes_per_microbatch");
   t.encode_s = per_microbatch<double>(j, path, "encode_s_per_microbatch", m, read_seconds);

@@ -213,6 +213,10 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     bd.forward.carried_shape = carried;
     bd.backward.codec = codecs.backward;
     bd.backward.carried_shape = carried;
+    bd.forward.wire_messages =
+        static_cast<int64_t>(wire_layout(codecs.forward, shape, plan.microbatch_sizes[0], act).size());
+    bd.backward.wire_messages =
+        static_cast<int64_t>(wire_layout(codecs.backward, carried, plan.microbatch_sizes[0], act).size());
     // Measured codec timings, where a device has them, else the formulas.
     const std::string fkey = codec_to_json(codecs.forward).dump();
     const std::string bkey = codec_to_json(codecs.backward).dump();

@@ -25,8 +25,10 @@ const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weig
 const std::vector<std::string> kNetworkKeys = {
     "bandwidth_bit_per_s", "up_bandwidth_bit_per_s", "down_bandwidth_bit_per_s", "latency_s",
     "bandwidth_trace",     "per_message_overhead_s", "bandwidth_factor",         "burst_bytes"};
-const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent", "cpu_s_per_byte_received",
-                                                "shared_machine", "co_compute_slowdown", "parties"};
+const std::vector<std::string> kPlatformKeys = {
+    "cpu_s_per_byte_sent",    "cpu_s_per_byte_received", "cpu_s_per_message_sent",
+    "cpu_s_per_message_received", "shared_machine",      "co_compute_slowdown",
+    "parties"};
 const std::vector<std::string> kPartyHostWorkKeys = {"cpu_s_per_byte_sent",
                                                      "cpu_s_per_byte_received"};
 const std::vector<std::string> kPartKeys = {"party", "from", "to"};
@@ -259,6 +261,11 @@ PlatformSpec parse_platform(const json& j, const std::string& path) {
   };
   per_byte(j, path, "cpu_s_per_byte_sent", &p.cpu_s_per_byte_sent);
   per_byte(j, path, "cpu_s_per_byte_received", &p.cpu_s_per_byte_received);
+  for (const auto& [key, out] : {std::pair{"cpu_s_per_message_sent", &p.cpu_s_per_message_sent},
+                                 std::pair{"cpu_s_per_message_received",
+                                           &p.cpu_s_per_message_received}})
+    if (j.contains(key))
+      *out = jr::read_number(j.at(key), path + "." + key, {0, false, limits::kMaxOverheadS, false});
   if (j.contains("parties")) {
     const std::string at = path + ".parties";
     jr::require_object(
@@ -399,6 +406,7 @@ bool PlatformSpec::any() const {
   for (const auto& [name, w] : parties)
     per_party = per_party || w.cpu_s_per_byte_sent > 0 || w.cpu_s_per_byte_received > 0;
   return per_party || cpu_s_per_byte_sent > 0 || cpu_s_per_byte_received > 0 ||
+         cpu_s_per_message_sent > 0 || cpu_s_per_message_received > 0 ||
          (shared_machine && co_compute_slowdown != 1.0);
 }
 

@@ -286,6 +286,8 @@ nlohmann::json validation_json(const ValidationRun& run) {
     j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
   j["platform"] = {{"cpu_s_per_byte_sent", run.platform.cpu_s_per_byte_sent},
                    {"cpu_s_per_byte_received", run.platform.cpu_s_per_byte_received},
+                   {"cpu_s_per_message_sent", run.platform.cpu_s_per_message_sent},
+                   {"cpu_s_per_message_received", run.platform.cpu_s_per_message_received},
                    {"shared_machine", run.platform.shared_machine},
                    {"co_compute_slowdown", run.platform.co_compute_slowdown}};
   if (!run.failure.empty()) j["failure"] = run.failure;

@@ -124,16 +124,19 @@ PlatformSpec Validator::platform_at(double rate) {
   PlatformSpec p;
   p.cpu_s_per_byte_sent = r.cpu_s_per_byte_sent;
   p.cpu_s_per_byte_received = r.cpu_s_per_byte_received;
-  char line[320];
+  p.cpu_s_per_message_sent = r.cpu_s_per_message_sent;
+  p.cpu_s_per_message_received = r.cpu_s_per_message_received;
+  char line[400];
   std::snprintf(line, sizeof line,
                 "link probe at %s: compute lost per byte sent %.2f ns (client %.2f, server "
                 "%.2f), received %.2f ns (server %.2f, client %.2f); CPU time per byte %.2f "
-                "and %.2f ns",
+                "and %.2f ns; compute lost per message sent %.0f us, received %.0f us",
                 format_link_rate(rate).c_str(), 1e9 * p.cpu_s_per_byte_sent,
                 1e9 * r.client_send_s_per_byte, 1e9 * r.server_send_s_per_byte,
                 1e9 * p.cpu_s_per_byte_received, 1e9 * r.server_recv_s_per_byte,
                 1e9 * r.client_recv_s_per_byte, 1e9 * r.busy_s_per_byte_sent,
-                1e9 * r.busy_s_per_byte_received);
+                1e9 * r.busy_s_per_byte_received, 1e6 * p.cpu_s_per_message_sent,
+                1e6 * p.cpu_s_per_message_received);
   log_(line);
   return probes_.emplace(rate, p).first->second;
 }
@@ -166,6 +169,7 @@ const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded)
   }
   log_("profile (" + std::string(loaded ? "beside the other party's load" : "alone") +
        "): " + p.origin);
+  if (!loaded) resampled_[key].item = &item;
   return profiles_.emplace(key, std::move(p)).first->second;
 }
 
@@ -312,27 +316,61 @@ void Validator::measure(const ValidationItem& item, Prepared* p) {
   }
 }
 
-void Validator::check_drift(const std::vector<ValidationItem>& items) {
-  if (items.empty() || profiles_.empty()) return;
-  // The first variant's profile (alone), measured again now.
-  const ValidationItem& item = items.front();
-  const Scenario& s = item.variant->scenario;
-  const auto [microbatch, in_flight] = profile_point(s);
-  auto it = profiles_.find(
-      std::make_tuple(item.variant->json.at("model").dump(), microbatch, in_flight, false));
-  if (it == profiles_.end()) return;
-  log_("drift check: profiling \"" + item.variant->label + "\"'s model again");
-  const CachedProfile again =
-      profile_for_validation(s.model, item.workspace->model(*item.variant), microbatch, in_flight,
-                             options_.threads, s.optimizer, options_.profile_cache + "/drift", true,
-                             endpoints_.server_cpus.front(), {}, [](const std::string&) {});
-  const double before = unit_seconds(it->second.device);
-  const double after = unit_seconds(again.device);
-  if (before <= 0) return;
-  drift_ = s.model.name + " micro-batch " + std::to_string(microbatch) +
-           ": sum of unit forward+backward " + percent(after / before - 1) + " at the end (" +
-           std::to_string(after) + " s against " + std::to_string(before) + " s)";
-  log_("profile drift: " + drift_);
+void Validator::resample_profiles(const std::string& when) {
+  for (auto& [key, r] : resampled_) {
+    const Scenario& s = r.item->variant->scenario;
+    const auto [microbatch, in_flight] = profile_point(s);
+    r.again.push_back(profile_for_validation(
+                          s.model, r.item->workspace->model(*r.item->variant), microbatch,
+                          in_flight, options_.threads, s.optimizer,
+                          options_.profile_cache + "/again", true, endpoints_.server_cpus.front(),
+                          {}, [](const std::string&) {})
+                          .device);
+    const double first = unit_seconds(profiles_.at(key).device);
+    log_("profile of " + s.model.name + " at micro-batch " + std::to_string(microbatch) + " " +
+         when + ": " + (first > 0 ? percent(unit_seconds(r.again.back()) / first - 1) : "-") +
+         " against the first");
+  }
+}
+
+void Validator::average_profiles() {
+  double worst = 0;
+  for (auto& [key, r] : resampled_) {
+    if (r.again.empty()) continue;
+    CachedProfile& p = profiles_.at(key);
+    const double first = unit_seconds(p.device);
+    double lo = first, hi = first;
+    const double n = static_cast<double>(r.again.size() + 1);
+    for (size_t u = 0; u < p.device.timings.size(); ++u) {
+      UnitTiming& t = p.device.timings[u];
+      for (const DeviceProfile& d : r.again) {
+        t.fwd_s += d.timings.at(u).fwd_s;
+        t.bwd_s += d.timings.at(u).bwd_s;
+        t.update_s += d.timings.at(u).update_s;
+      }
+      t.fwd_s /= n;
+      t.bwd_s /= n;
+      t.update_s /= n;
+    }
+    for (const DeviceProfile& d : r.again) {
+      lo = std::min(lo, unit_seconds(d));
+      hi = std::max(hi, unit_seconds(d));
+    }
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "; the mean of %d measurements over the rounds (sum of units %.4f..%.4f s)",
+                  static_cast<int>(n), lo, hi);
+    p.origin += text;
+    const Scenario& s = r.item->variant->scenario;
+    const double last = unit_seconds(r.again.back());
+    if (first > 0 && std::abs(last / first - 1) >= std::abs(worst)) {
+      worst = last / first - 1;
+      drift_ = s.model.name + " micro-batch " + std::to_string(std::get<1>(key)) +
+               ": sum of unit forward+backward " + percent(worst) + " at the end (" +
+               std::to_string(last) + " s against " + std::to_string(first) + " s)";
+    }
+  }
+  if (!drift_.empty()) log_("largest profile drift: " + drift_);
 }
 
 std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& items) {
@@ -343,6 +381,7 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
   const int total = options_.repeat * static_cast<int>(items.size());
   int done = 0;
   for (int rep = 0; rep < options_.repeat; ++rep) {
+    if (rep > 0) resample_profiles("before round " + std::to_string(rep + 1));
     for (size_t i = 0; i < items.size(); ++i) {
       ++done;
       log_("[" + std::to_string(done) + "/" + std::to_string(total) + "] repetition " +
@@ -350,7 +389,11 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
       measure(items[i], &prepared[i]);
     }
   }
-  check_drift(items);
+  resample_profiles("after the last round");
+  average_profiles();
+  // The predictions again, on the profiles' means.
+  for (size_t i = 0; i < items.size(); ++i)
+    if (prepared[i].run.failure.empty()) prepare(items[i], &prepared[i]);
   std::vector<ValidationRun> runs;
   for (Prepared& p : prepared) {
     ValidationRun& r = p.run;

@@ -10,14 +10,18 @@
 // Two ranks: rank 0 (server) and rank 1 (client), each pinned (by its
 // caller) to its own CPUs. Each runs a compute loop (single-threaded
 // matrix products) for the whole probe and counts the products done in each
-// of four phases, separated by barriers: idle, client -> server,
-// server -> client, idle again. The loop's rate over the two idle phases is
+// of six phases, separated by barriers: idle, client -> server,
+// server -> client (large messages), the same two ways in small messages,
+// idle again. The loop's rate over the two idle phases is
 // the baseline; what a traffic phase falls short of it, in seconds, is the
 // compute the bytes cost that process: the CPU time of its own network work
 // and the interrupts on its CPUs, plus what they do to its caches and its
 // scheduling, which CPU time alone misses (on the development VM the loss
 // was about twice the CPU time). Each side also records that CPU time: its
 // own threads but the loop, its CPUs' irq + softirq and ksoftirqd/N.
+// The small messages give the cost per message (`platform.
+// cpu_s_per_message_sent/_received`): what one of them loses beyond its
+// bytes at the large messages' cost per byte.
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -29,6 +33,8 @@ namespace splitsim {
 struct LinkProbeOptions {
   int64_t bytes_per_direction = 64 << 20;  // sent each way, in messages of:
   int64_t message_bytes = 1 << 20;
+  int64_t small_messages = 300;  // sent each way, of:
+  int64_t small_message_bytes = 1024;
   double idle_s = 1.0;  // the first idle phase; the second is half as long
   std::chrono::milliseconds timeout{60000};  // per transfer
 };
@@ -47,6 +53,8 @@ struct LinkProbePhase {
 
 struct LinkProbeResult {
   LinkProbePhase idle, up, down, idle_after;  // up: client -> server
+  LinkProbePhase small_up, small_down;         // in small messages
+  int64_t small_messages = 0;                  // each way
   // Compute seconds lost per byte: (wall - work / idle rate) / bytes, >= 0.
   double client_send_s_per_byte = 0, server_recv_s_per_byte = 0;
   double server_send_s_per_byte = 0, client_recv_s_per_byte = 0;
@@ -55,6 +63,11 @@ struct LinkProbeResult {
   // For comparison: CPU seconds per byte beyond the idle phases' rate, the
   // means of both ends (what the probe measured before it ran a compute loop).
   double busy_s_per_byte_sent = 0, busy_s_per_byte_received = 0;
+  // Compute seconds lost per small message beyond its bytes' cost, >= 0,
+  // and the means of both ends.
+  double client_send_s_per_message = 0, server_recv_s_per_message = 0;
+  double server_send_s_per_message = 0, client_recv_s_per_message = 0;
+  double cpu_s_per_message_sent = 0, cpu_s_per_message_received = 0;
 };
 
 // Runs the probe over `transport` (world size 2). Rank 0 returns both sides
@@ -62,10 +75,10 @@ struct LinkProbeResult {
 // Throws TransportError when a transfer fails or times out.
 LinkProbeResult run_link_probe(Transport& transport, const LinkProbeOptions& options);
 
-// Fills the per-byte costs of `r` from its phases.
+// Fills the per-byte and per-message costs of `r` from its phases.
 void derive_link_costs(LinkProbeResult* r);
 
-// {"schema": "splitsim.link_probe/2", "phases": {...}, "cpu_s_per_byte_sent", ...}
+// {"schema": "splitsim.link_probe/3", "phases": {...}, "cpu_s_per_byte_sent", ...}
 nlohmann::json link_probe_json(const LinkProbeResult& r);
 // Reads what link_probe_json wrote. Throws std::runtime_error naming the field.
 LinkProbeResult link_probe_from_json(const nlohmann::json& j);

@@ -51,7 +51,8 @@ struct LinkProbePartyOptions {
   std::string listen;   // server: ADDR:PORT
   std::string connect;  // client: the server's ADDR:PORT
   double megabytes = 64, message_kib = 1024, timeout_s = 60;
-  bool json = false;  // the report as JSON (splitsim.link_probe/2), else one line
+  int64_t small_messages = 300, small_message_bytes = 1024;  // the per-message phases
+  bool json = false;  // the report as JSON (splitsim.link_probe/3), else one line
 };
 
 // `splitsim link-probe`: connects and runs the link probe (link_probe.h);

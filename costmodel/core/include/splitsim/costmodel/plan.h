@@ -48,6 +48,7 @@ struct PlanTransfer {
   CodecSpec codec;
   std::vector<int64_t> carried_shape;  // per sample
   std::vector<int64_t> wire_bytes;     // per micro-batch
+  int64_t wire_messages = 1;           // tensors on the wire per micro-batch, one message each
   int64_t wire_bytes_per_batch = 0;
   std::vector<double> encode_s;  // sender, per micro-batch (in stage costs too)
   std::vector<double> decode_s;  // receiver, per micro-batch (in stage costs too)

@@ -88,6 +88,11 @@ struct PlatformSpec {
   // By the Plan's party name: added to the two above for that party (a
   // host that copies or serializes more, e.g. fitted by calibrate).
   std::map<std::string, PartyHostWork> parties;
+  // CPU seconds a party spends per message (one tensor on the wire) it sends
+  // / receives, on top of the per-byte work: the transport's fixed cost (a
+  // thread hand-off, system calls, the wake-ups of a party that computes).
+  double cpu_s_per_message_sent = 0.0;
+  double cpu_s_per_message_received = 0.0;
   // The seconds `party` spends per byte it sends / receives.
   double sent_s_per_byte(const std::string& party) const;
   double received_s_per_byte(const std::string& party) const;

@@ -8,8 +8,12 @@
 //  2. measure: `repeat` rounds, each running every variant once in turn,
 //     so a slow spell of the machine hits all of them; each run's CPU
 //     steal and foreign CPU time recorded, a disturbed run retried;
-//  3. aggregate: the median repetition, the spread, the errors; then a
-//     drift check of the first profile.
+//     Each profile (alone) is measured again before every round after the
+//     first and after the last, so that the prediction stands on the
+//     machine's speed over the rounds rather than at their start;
+//  3. aggregate: each profile's mean over its measurements, the predictions
+//     again on those means, the median repetition, the spread, the errors,
+//     and the profiles' drift from the first measurement to the last.
 #include <functional>
 #include <map>
 #include <memory>
@@ -58,7 +62,8 @@ class Validator {
 
   // Runs everything above; returns one ValidationRun per item, in order.
   std::vector<ValidationRun> run(const std::vector<ValidationItem>& items);
-  // The profile drift check's result ("" when none was made).
+  // The largest drift of a profile from its first measurement to its last
+  // ("" when none was measured again).
   const std::string& drift() const { return drift_; }
 
  private:
@@ -71,7 +76,10 @@ class Validator {
   void add_codec_timings(const Plan& plan, DeviceProfile* device);
   void prepare(const ValidationItem& item, Prepared* p);
   void measure(const ValidationItem& item, Prepared* p);
-  void check_drift(const std::vector<ValidationItem>& items);
+  // Measures every profile (alone) again; `when` names the moment in the log.
+  void resample_profiles(const std::string& when);
+  // Each profile becomes the mean of its measurements; sets drift_.
+  void average_profiles();
   std::vector<int> companion_cpus() const;
 
   ValidatorOptions options_;
@@ -80,7 +88,15 @@ class Validator {
   LinkInfo link_info_;
   ExecEndpoints endpoints_;
   // (model options, micro-batch, in flight, loaded) -> profile
-  std::map<std::tuple<std::string, int64_t, int64_t, bool>, CachedProfile> profiles_;
+  using ProfileKey = std::tuple<std::string, int64_t, int64_t, bool>;
+  std::map<ProfileKey, CachedProfile> profiles_;
+  // For each profile measured alone: the variant it was first measured for,
+  // and its measurements since.
+  struct Resampled {
+    const ValidationItem* item = nullptr;
+    std::vector<DeviceProfile> again;
+  };
+  std::map<ProfileKey, Resampled> resampled_;
   std::map<double, PlatformSpec> probes_;    // by rate
   std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
   // (codec JSON, per-sample shape, micro-batch) -> measured encode/decode
