@@ -129,6 +129,14 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   // q8 on both boundaries, both directions (none on the way back), timed here.
   EXPECT_NE(r.err.find("encode/decode timing(s) measured"), std::string::npos) << r.err;
   EXPECT_TRUE(j.contains("profile_drift"));
+  // The profile measured again before rounds 2 and 3 and after the last; the
+  // prediction stands on the mean of the four.
+  EXPECT_NE(r.err.find("at micro-batch 8 before round 2: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at micro-batch 8 before round 3: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at micro-batch 8 after the last round: "), std::string::npos) << r.err;
+  EXPECT_NE(j["profile"].get<std::string>().find("the mean of 4 measurements over the rounds"),
+            std::string::npos)
+      << j["profile"];
   // Server and client CPUs (0 and 1) spun by SCHED_IDLE pollers meanwhile.
   const int cpus = std::thread::hardware_concurrency() >= 2 ? 2 : 1;
   EXPECT_EQ(j["awake_cores"], cpus);

@@ -4,8 +4,9 @@
 // receive tensors, a couple of messages in flight) while each process also
 // computes, as exec's compute thread does beside its transfers.
 // `splitsim validate` runs it once per link rate and hands the result to the
-// simulator as the scenario's `platform.cpu_s_per_byte_sent/_received`
-// (exec/validate/README.md "Host work per byte").
+// simulator as the scenario's `platform.cpu_s_per_byte_sent/_received` and
+// `platform.cpu_s_per_message_sent/_received`
+// (exec/validate/README.md "Host work per byte and per message").
 //
 // Two ranks: rank 0 (server) and rank 1 (client), each pinned (by its
 // caller) to its own CPUs. Each runs a compute loop (single-threaded

@@ -51,7 +51,7 @@ nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
                                 const std::function<void(const std::string&)>& progress);
 
 // `BIN link-probe` for one side: `megabytes` each way, rank 0 (server)
-// printing the JSON report (splitsim.link_probe/2).
+// printing the JSON report (splitsim.link_probe/3).
 std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
                                          bool server, double megabytes, double timeout_s);
 
