@@ -99,12 +99,13 @@ void PairSender::run() {
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
     const double over_s = paced / rate;
-    const double messages = static_cast<double>(o.messages);
+    // The sender pays per tensor (a send each), the receiver per transfer
+    // (its tensors arrive together and wake it once).
+    const double tensors = static_cast<double>(o.messages);
     sg4::ExecPtr send_work = start_host_work(
-        from, pf.cpu_s_per_message_sent * messages + pf.sent_s_per_byte(from_party) * bytes, over_s);
+        from, pf.cpu_s_per_message_sent * tensors + pf.sent_s_per_byte(from_party) * bytes, over_s);
     sg4::ExecPtr recv_work = start_host_work(
-        to, pf.cpu_s_per_message_received * messages + pf.received_s_per_byte(to_party) * bytes,
-        over_s);
+        to, pf.cpu_s_per_message_received + pf.received_s_per_byte(to_party) * bytes, over_s);
     if (paced > 0 || burst == 0)
       sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
     if (send_work) send_work->wait();

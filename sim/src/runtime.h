@@ -47,7 +47,7 @@ struct Outgoing {
   Message message;
   Inbox* inbox = nullptr;
   int64_t bytes = 0;
-  int64_t messages = 1;  // tensors on the wire, each its own message
+  int64_t messages = 1;  // tensors on the wire, each sent as its own message
   TimelineEvent send;  // filled but for times; recv mirrors it
 };
 

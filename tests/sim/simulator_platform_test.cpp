@@ -68,7 +68,7 @@ TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
   EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kRel);
 }
 
-TEST(SimulatorPlatformTest, WorkPerMessageCountsEachTensorOnTheWire) {
+TEST(SimulatorPlatformTest, SendWorkPerTensorReceiveWorkPerTransfer) {
   // 2.5 ms per message sent. Forward: 2 tensors per micro-batch, 5 ms of
   // work spread over each 10 ms transfer, as 5e-9 s/B above: F1 shares the
   // core with xfer0's work from 10 to 20 ms, then runs alone to 25; xfer1
@@ -89,11 +89,14 @@ TEST(SimulatorPlatformTest, WorkPerMessageCountsEachTensorOnTheWire) {
   m = run(p);
   EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kRel);
   EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
-  // Received: 20 ms per message holds each message on an idle receiver (as
+  // Received: 20 ms per transfer holds each message on an idle receiver (as
   // HostWorkLongerThanTheWireHoldsTheMessage): forward 10..30 and 30..50;
-  // the backward messages on the client 50..70 and 70..90.
+  // the backward messages on the client 50..70 and 70..90. Once per
+  // transfer, however many tensors it carries.
   Plan q = streaming_client();
   q.platform.cpu_s_per_message_received = 20e-3;
+  EXPECT_NEAR(run(q).time_per_batch_s / 90e-3, 1.0, kRel);
+  q.boundaries[0].forward.wire_messages = 2;
   EXPECT_NEAR(run(q).time_per_batch_s / 90e-3, 1.0, kRel);
 }
 
