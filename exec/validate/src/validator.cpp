@@ -146,6 +146,8 @@ const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded)
   const auto [microbatch, in_flight] = profile_point(s);
   const auto key =
       std::make_tuple(item.variant->json.at("model").dump(), microbatch, in_flight, loaded);
+  // Measured again over this run's rounds (resample_profiles).
+  if (!loaded && profiles_.count(key) && !resampled_.count(key)) resampled_[key].item = &item;
   auto it = profiles_.find(key);
   if (it != profiles_.end()) return it->second;
   const CpuSnapshot a = take_cpu_snapshot();
@@ -169,8 +171,9 @@ const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded)
   }
   log_("profile (" + std::string(loaded ? "beside the other party's load" : "alone") +
        "): " + p.origin);
+  const CachedProfile& kept = profiles_.emplace(key, std::move(p)).first->second;
   if (!loaded) resampled_[key].item = &item;
-  return profiles_.emplace(key, std::move(p)).first->second;
+  return kept;
 }
 
 // Encode and decode of every codec at the plan's boundaries, in each
@@ -394,6 +397,7 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
   // The predictions again, on the profiles' means.
   for (size_t i = 0; i < items.size(); ++i)
     if (prepared[i].run.failure.empty()) prepare(items[i], &prepared[i]);
+  resampled_.clear();  // its items are this call's
   std::vector<ValidationRun> runs;
   for (Prepared& p : prepared) {
     ValidationRun& r = p.run;

@@ -90,8 +90,8 @@ class Validator {
   // (model options, micro-batch, in flight, loaded) -> profile
   using ProfileKey = std::tuple<std::string, int64_t, int64_t, bool>;
   std::map<ProfileKey, CachedProfile> profiles_;
-  // For each profile measured alone: the variant it was first measured for,
-  // and its measurements since.
+  // During run(), for each profile alone: the variant that first asked for
+  // it (an element of run()'s items), and its measurements since.
   struct Resampled {
     const ValidationItem* item = nullptr;
     std::vector<DeviceProfile> again;
