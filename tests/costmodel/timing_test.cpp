@@ -62,8 +62,9 @@ TEST(TimingTest, ACompanionLoadComputesBesideTheTimingAndStopsWithIt) {
   opts.load_cpus = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) - 1};
   const auto [loaded_cpu, loaded_wall] = other_threads_cpu(profile);
   // On its own CPU the companion is busy nearly all the time; sharing one
-  // CPU with the timing, about half of it.
-  EXPECT_GT(loaded_cpu, 0.3 * loaded_wall) << "wall " << loaded_wall << " s";
+  // CPU with the timing, about half of it; a quarter or less when the tests
+  // run in parallel and other processes want that CPU too.
+  EXPECT_GT(loaded_cpu, alone_cpu + 0.15 * loaded_wall) << "wall " << loaded_wall << " s";
 
   const auto [after_cpu, after_wall] =
       other_threads_cpu([] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); });

@@ -221,15 +221,20 @@ TEST(ValidateCliTest, CalibrationAppliesToThePrediction) {
   const CliResult scaled = run_cli(base + " --calibration " + cal);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(scaled.exit_code, 0) << scaled.err;
-  const auto p = nlohmann::json::parse(plain.out)["predicted"];
-  const auto q = nlohmann::json::parse(scaled.out)["predicted"];
+  const nlohmann::json jp = nlohmann::json::parse(plain.out), jq = nlohmann::json::parse(scaled.out);
+  // Each run measures the profile again after its round and predicts on the
+  // mean, so the two stand on slightly different profiles: compare busy time
+  // per second of profile.
+  const double up = jp["profile_unit_s"].get<double>(), uq = jq["profile_unit_s"].get<double>();
+  ASSERT_GT(up, 0);
+  ASSERT_GT(uq, 0);
   // Three times the compute: each party's busy time per batch about 3x
-  // (codec work is not scaled; the profile is the same cached one).
+  // (codec and link work are not scaled).
   for (const char* party : {"client", "server"}) {
-    const double a = p["parties"][party]["busy_s_per_batch"].get<double>();
-    const double b = q["parties"][party]["busy_s_per_batch"].get<double>();
+    const double a = jp["predicted"]["parties"][party]["busy_s_per_batch"].get<double>() / up;
+    const double b = jq["predicted"]["parties"][party]["busy_s_per_batch"].get<double>() / uq;
     EXPECT_GT(b, 2.0 * a) << party;
-    EXPECT_LT(b, 3.01 * a) << party;
+    EXPECT_LT(b, 3.1 * a) << party;
   }
   std::filesystem::remove_all(dir);
 }

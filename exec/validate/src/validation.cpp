@@ -253,6 +253,7 @@ nlohmann::json validation_json(const ValidationRun& run) {
         {"rate_bit_per_s", run.link.rate_bit_per_s},
         {"burst_bytes", run.link.burst_bytes}}},
       {"profile", run.profile},
+      {"profile_unit_s", run.profile_unit_s},
       {"awake_cores", run.awake_cores},
       {"schedule", run.schedule},
       {"chunks", run.chunks},

@@ -222,6 +222,7 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   // schedule lets both compute at once, for the co-compute slowdown.
   const CachedProfile& alone = profile(item, false);
   r.profile = alone.origin;
+  r.profile_unit_s = unit_seconds(alone.device);
   PlatformSpec platform;
   if (options_.platform_model) {
     platform = platform_at(p->rate);

@@ -78,6 +78,9 @@ struct ValidationRun {
   std::string model;  // model name: the summary reports each model family apart
   LinkInfo link;
   std::string profile;          // "measured now (...)" or "cached FILE"
+  // Its sum over units of forward + backward seconds per micro-batch: the
+  // compute the prediction stands on (the mean over the rounds).
+  double profile_unit_s = 0;
   int awake_cores = 0;          // CPUs kept from idling during the real run (AwakeCores)
   Metrics predicted, measured;  // measured: the repetition with the median time per batch
   // Per metric: the predicted value against the median of the repetitions.
