@@ -20,5 +20,6 @@ Command add_validate_command(CLI::App& app);
 Command add_explore_command(CLI::App& app);
 Command add_link_probe_command(CLI::App& app);
 Command add_calibrate_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
 
 }  // namespace splitsim

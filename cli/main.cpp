@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
       splitsim::add_exec_command(app),     splitsim::add_validate_command(app),
       splitsim::add_explore_command(app),
       splitsim::add_link_probe_command(app), splitsim::add_calibrate_command(app),
+      splitsim::add_train_command(app),
   };
 #else
   const std::vector<splitsim::Command> commands = {splitsim::add_simulate_command(app)};

@@ -29,15 +29,20 @@ uint32_t be32(const std::vector<uint8_t>& b, size_t at) {
 
 class ImageSource : public BatchSource {
  public:
-  ImageSource(LabeledImages data, std::vector<int64_t> shape, uint64_t seed)
-      : data_(std::move(data)), shape_(std::move(shape)), seed_(seed) {}
+  // shuffle: a fresh permutation per (client, epoch); else the samples in order.
+  ImageSource(LabeledImages data, std::vector<int64_t> shape, uint64_t seed, bool shuffle)
+      : data_(std::move(data)), shape_(std::move(shape)), seed_(seed), shuffle_(shuffle) {}
   std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
                                                 int64_t batch_size) override {
     const int64_t n = data_.labels.size(0);
-    // A fresh permutation per (client, epoch), the batch a slice of it.
+    // The batch a slice of the (permuted) samples.
     const int64_t first = index * batch_size;
     std::vector<int64_t> picks;
     for (int64_t i = first; i < first + batch_size; ++i) {
+      if (!shuffle_) {
+        picks.push_back(i % n);
+        continue;
+      }
       const int64_t epoch = i / n;
       if (epoch != perm_epoch_ || client != perm_client_) {  // cached per (client, epoch)
         torch::Generator gen = at::detail::createCPUGenerator(seed_ * 1000003 + client * 7919 +
@@ -64,6 +69,7 @@ class ImageSource : public BatchSource {
   LabeledImages data_;
   std::vector<int64_t> shape_;
   uint64_t seed_;
+  bool shuffle_;
   torch::Tensor perm_;
   int64_t perm_epoch_ = -1;
   int perm_client_ = -1;
@@ -133,21 +139,27 @@ std::string installed_fashion_mnist_dir() {
 
 std::unique_ptr<BatchSource> make_image_source(LabeledImages data, std::vector<int64_t> input_shape,
                                                uint64_t seed) {
-  return std::make_unique<ImageSource>(std::move(data), std::move(input_shape), seed);
+  return std::make_unique<ImageSource>(std::move(data), std::move(input_shape), seed, true);
+}
+
+std::unique_ptr<BatchSource> make_ordered_image_source(LabeledImages data,
+                                                       std::vector<int64_t> input_shape) {
+  return std::make_unique<ImageSource>(std::move(data), std::move(input_shape), 0, false);
+}
+
+LabeledImages first_samples(LabeledImages data, int64_t n) {
+  if (n <= 0 || n >= data.labels.size(0)) return data;
+  return {data.images.narrow(0, 0, n).clone(), data.labels.narrow(0, 0, n).clone()};
 }
 
 std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed) {
   return std::make_unique<SyntheticSource>(model, seed);
 }
 
-std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
-                                               const std::string& data_dir, uint64_t seed) {
+LabeledImages load_labeled_images(const std::string& dataset, const std::string& data_dir,
+                                 const std::string& split) {
   namespace fs = std::filesystem;
-  if (dataset == "synthetic") return make_synthetic_source(model, seed);
-  if (model.task != TaskKind::kImageClassification)
-    throw InputError("$.dataset", "\"" + dataset + "\" needs an image classification model, not " +
-                                      model.spec.name);
-  const std::vector<int64_t> shape = model_input_shape(model.spec);
+  const bool test = split == "test";
   if (dataset == "fashion_mnist") {
     const std::string dir = data_dir.empty() ? installed_fashion_mnist_dir() : data_dir;
     if (dir.empty())
@@ -157,21 +169,37 @@ std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const
     auto pick = [&](const std::string& base) {
       return fs::exists(dir + "/" + base) ? dir + "/" + base : dir + "/" + base + ".gz";
     };
-    return make_image_source(
-        read_idx(pick("train-images-idx3-ubyte"), pick("train-labels-idx1-ubyte")), shape, seed);
+    const std::string prefix = test ? "t10k" : "train";
+    return read_idx(pick(prefix + "-images-idx3-ubyte"), pick(prefix + "-labels-idx1-ubyte"));
   }
   if (dataset == "cifar10") {
     if (data_dir.empty())
       throw InputError("--data", "dataset cifar10 needs --data DIR with data_batch_1.bin ...");
     std::vector<std::string> files;
-    for (int i = 1; i <= 5; ++i) {
-      const std::string f = data_dir + "/data_batch_" + std::to_string(i) + ".bin";
-      if (fs::exists(f)) files.push_back(f);
+    if (test) {
+      if (fs::exists(data_dir + "/test_batch.bin")) files.push_back(data_dir + "/test_batch.bin");
+    } else {
+      for (int i = 1; i <= 5; ++i) {
+        const std::string f = data_dir + "/data_batch_" + std::to_string(i) + ".bin";
+        if (fs::exists(f)) files.push_back(f);
+      }
     }
-    if (files.empty()) throw InputError("--data", "no data_batch_*.bin in " + data_dir);
-    return make_image_source(read_cifar10(files), shape, seed);
+    if (files.empty())
+      throw InputError("--data", std::string("no ") + (test ? "test_batch.bin" : "data_batch_*.bin") +
+                                     " in " + data_dir);
+    return read_cifar10(files);
   }
-  throw InputError("$.dataset", "unknown dataset \"" + dataset + "\"");
+  throw InputError("$.dataset", "\"" + dataset + "\" has no labeled images (fashion_mnist or cifar10)");
+}
+
+std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
+                                               const std::string& data_dir, uint64_t seed) {
+  if (dataset == "synthetic") return make_synthetic_source(model, seed);
+  if (model.task != TaskKind::kImageClassification)
+    throw InputError("$.dataset", "\"" + dataset + "\" needs an image classification model, not " +
+                                      model.spec.name);
+  return make_image_source(load_labeled_images(dataset, data_dir, "train"),
+                           model_input_shape(model.spec), seed);
 }
 
 }  // namespace splitsim

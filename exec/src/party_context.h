@@ -79,6 +79,8 @@ struct InstanceResult {
   int64_t updated = 0;  // batches whose update ran
   std::string error;
   std::map<int, std::vector<torch::Tensor>> gradients;
+  std::vector<EvalStats> evals;
+  int64_t eval_bytes_sent = 0, eval_bytes_received = 0;
 };
 
 // Runs stage `stage` for client `client`. Never throws: a failure ends the

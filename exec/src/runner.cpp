@@ -72,6 +72,15 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
     if (plan.boundaries[b].from_stage != static_cast<int>(b) ||
         plan.boundaries[b].to_stage != static_cast<int>(b) + 1)
       throw InputError("plan", "exec needs boundary i between stages i and i+1");
+  if (options.eval_every > 0) {
+    if (!options.eval_data || options.eval_batches < 1)
+      throw InputError("--eval-every", "evaluation needs held-out data and at least one batch");
+    if (plan.schedule != Schedule::kSequential && plan.schedule != Schedule::kGpipe &&
+        plan.schedule != Schedule::k1F1B)
+      throw InputError("--eval-every",
+                       "held-out evaluation runs between batches: schedule sequential, gpipe or "
+                       "1f1b, not " + std::string(schedule_name(plan.schedule)));
+  }
   const int64_t sent_before = transport.bytes_sent();
   const int64_t received_before = transport.bytes_received();
   PartyContext ctx;
@@ -84,6 +93,8 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
   ctx.start = start;
   ctx.act_dtype = activation_dtype(scenario.precision);
   if (options.device == "cuda") ctx.device = torch::Device(torch::kCUDA);
+  if (options.eval_every > 0 && ctx.topo.clients != 1)
+    throw InputError("--eval-every", "held-out evaluation runs with one client");
   const int K = static_cast<int>(plan.stages.size());
   ctx.batches = plan.iterations + cooldown_batches(plan.schedule, K, plan.chunks());
   {
@@ -130,6 +141,7 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
   r.timeline.clients = ctx.topo.clients;
   r.complete = true;
   r.batches_done = plan.iterations;
+  int64_t eval_sent = 0, eval_received = 0;
   for (auto& res : results) {
     if (!res.error.empty() && r.complete) {
       r.complete = false;
@@ -141,6 +153,10 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
     for (const auto& s : res.stats)
       if (s.batch < plan.iterations) r.stats.push_back(s);
     for (auto& [u, g] : res.gradients) r.gradients[u] = std::move(g);
+    for (const auto& e : res.evals) r.evals.push_back(e);
+    r.eval_bytes += res.eval_bytes_sent + res.eval_bytes_received;
+    eval_sent += res.eval_bytes_sent;
+    eval_received += res.eval_bytes_received;
   }
   if (options.keep_parameters)
     for (int k = 0; k < K; ++k)
@@ -149,8 +165,8 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
           for (const auto& p : ctx.model.units[static_cast<size_t>(u)]->parameters())
             r.parameters[u].push_back(p.detach().to(torch::kCPU).clone());
   sort_events(&r.timeline);
-  r.wire_bytes_sent = transport.bytes_sent() - sent_before;
-  r.wire_bytes_received = transport.bytes_received() - received_before;
+  r.wire_bytes_sent = transport.bytes_sent() - sent_before - eval_sent;
+  r.wire_bytes_received = transport.bytes_received() - received_before - eval_received;
   return r;
 }
 

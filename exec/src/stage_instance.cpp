@@ -313,6 +313,13 @@ class Instance {
   };
 
   void update(const Op& op) {
+    step(op);
+    const int64_t every = ctx_.options.eval_every;
+    if (every > 0 && (op.batch + 1) % every == 0 && op.batch < plan_.iterations)
+      evaluate(op.batch + 1);
+  }
+
+  void step(const Op& op) {
     while (!sends_.empty()) wait_oldest_send();
     std::lock_guard<std::mutex> lock(ctx_.compute);
     const double t0 = now_s();
@@ -335,6 +342,103 @@ class Instance {
     out_->updated = op.batch + 1;
   }
 
+  // Held-out evaluation after `done` training batches: every eval batch goes
+  // forward through the stages, micro-batch by micro-batch as in training
+  // (the codecs at their step `done`), in eval mode and without gradients.
+  void evaluate(int64_t done) {
+    std::vector<std::shared_ptr<torch::nn::Module>> modules;
+    for (int u = parts_.first_unit; u <= parts_.last_unit; ++u)
+      modules.push_back(ctx_.model.units[static_cast<size_t>(u)]);
+    if (parts_.fwd_dec) modules.push_back(parts_.fwd_dec);
+    if (parts_.fwd_enc) modules.push_back(parts_.fwd_enc);
+    for (auto& m : modules) m->train(false);
+    EvalStats stats;
+    stats.after_batches = done;
+    stats.trained_s = now_s();
+    if (k_ == K_ - 1) {
+      double samples = 0, correct = 0, n = 0;
+      for (const BatchStats& b : out_->stats)
+        if (b.batch >= done - ctx_.options.eval_every && b.batch < done) {
+          stats.train_loss += b.loss;
+          correct += b.correct;
+          samples += b.samples;
+          ++n;
+        }
+      if (n > 0) stats.train_loss /= n;
+      if (samples > 0) stats.train_accuracy = correct / samples;
+    }
+    const int64_t batches = ctx_.options.eval_batches;
+    for (int64_t t = 0; t < batches; ++t) {
+      std::pair<torch::Tensor, torch::Tensor> data;
+      if (k_ == 0 || k_ == K_ - 1) {
+        std::lock_guard<std::mutex> lock(ctx_.data_mutex);
+        data = ctx_.options.eval_data->batch(c_, t, plan_.batch_size);
+      }
+      for (int64_t mb = 0; mb < m_; ++mb) {
+        const Op op{OpKind::kForward, done, mb};  // layouts and codecs at step `done`
+        // Tags past every training batch of the run: nothing in flight shares them.
+        const Op tagged{OpKind::kForward, ctx_.batches + eval_serial_, mb};
+        torch::Tensor x;
+        if (k_ == 0) {
+          x = data.first.narrow(0, mb_offset(mb), mb_size(mb)).to(ctx_.device);
+        } else {
+          std::vector<torch::Tensor> wire;
+          int64_t bytes = 0;
+          for (const WireTensor& w : layout(k_ - 1, false, op)) {
+            wire.push_back(torch::empty(w.shape, torch::dtype(to_torch(w.dtype))));
+            bytes += w.bytes();
+          }
+          ctx_.transport->recv(wire, ctx_.topo.rank_of(k_ - 1, c_), tag(k_ - 1, false, tagged))
+              ->wait(ctx_.options.timeout);
+          if (remote(k_ - 1)) out_->eval_bytes_received += bytes;
+          for (auto& w : wire) w = w.to(ctx_.device);
+          std::lock_guard<std::mutex> lock(ctx_.compute);
+          torch::NoGradGuard no_grad;
+          parts_.fwd_dec->set_step(done);
+          x = parts_.fwd_dec->expand(parts_.fwd_dec->unpack(wire, mb_size(mb)).to(torch::kFloat));
+        }
+        std::vector<torch::Tensor> wire;
+        {
+          std::lock_guard<std::mutex> lock(ctx_.compute);
+          torch::NoGradGuard no_grad;
+          torch::Tensor out = ctx_.model.forward(x, parts_.first_unit, parts_.last_unit);
+          if (k_ == K_ - 1) {
+            const int64_t n = mb_size(mb);
+            torch::Tensor target = data.second.narrow(0, mb_offset(mb), n).to(ctx_.device);
+            stats.loss += ctx_.model.loss(out, target).item<double>() * static_cast<double>(n);
+            stats.samples += static_cast<double>(n);
+            if (ctx_.model.task == TaskKind::kImageClassification ||
+                ctx_.model.task == TaskKind::kSequenceClassification)
+              stats.correct += out.argmax(1).eq(target).sum().item<double>();
+          } else {
+            parts_.fwd_enc->set_step(done);
+            wire = parts_.fwd_enc->pack(parts_.fwd_enc->carry(out));
+          }
+        }
+        if (k_ == K_ - 1) continue;
+        const auto want = layout(k_, false, op);
+        int64_t bytes = 0;
+        for (size_t i = 0; i < wire.size() && i < want.size(); ++i) {
+          wire[i] = wire[i].detach().to(torch::kCPU, to_torch(want[i].dtype))
+                        .reshape(want[i].shape)
+                        .contiguous();
+          bytes += static_cast<int64_t>(wire[i].nbytes());
+        }
+        ctx_.transport->send(wire, ctx_.topo.rank_of(k_ + 1, c_), tag(k_, false, tagged))
+            ->wait(ctx_.options.timeout);
+        if (remote(k_ + 1)) out_->eval_bytes_sent += bytes;
+      }
+      ++eval_serial_;
+    }
+    for (auto& m : modules) m->train(true);
+    if (k_ == K_ - 1) {
+      if (stats.samples > 0) stats.loss /= stats.samples;
+      stats.eval_s = now_s() - stats.trained_s;
+      out_->evals.push_back(stats);
+      if (ctx_.options.on_eval) ctx_.options.on_eval(stats);
+    }
+  }
+
   PartyContext& ctx_;
   const Plan& plan_;
   StageParts& parts_;
@@ -344,6 +448,7 @@ class Instance {
   bool stash_weights_ = false;  // pipedream
   InstanceResult* out_;
   size_t next_post_ = 0;
+  int64_t eval_serial_ = 0;  // eval batches so far (their tags)
   std::map<size_t, PostedRecv> recvs_;
   std::deque<PendingSend> sends_;
   std::map<std::pair<int64_t, int64_t>, Stash> stash_;

@@ -47,8 +47,21 @@ std::string installed_fashion_mnist_dir();
 // replicated to `input_shape` ([C, H, W], per sample).
 std::unique_ptr<BatchSource> make_image_source(LabeledImages data, std::vector<int64_t> input_shape,
                                                uint64_t seed);
+// The samples in order, batch `index` = samples [index * B, (index + 1) * B)
+// (wrapping): held-out evaluation, the same on every process.
+std::unique_ptr<BatchSource> make_ordered_image_source(LabeledImages data,
+                                                       std::vector<int64_t> input_shape);
+// The first `n` samples (all of them when n <= 0 or n is not less than their count).
+LabeledImages first_samples(LabeledImages data, int64_t n);
 // SplitModel::make_input / make_target with per-(client, batch) seeds.
 std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed);
+
+// The labeled images of `dataset` ("fashion_mnist" | "cifar10"), `split`
+// "train" or "test" (Fashion-MNIST t10k-*, CIFAR-10 test_batch.bin).
+// `data_dir` (--data) overrides the default location; cifar10 requires it.
+// Throws InputError naming --data or $.dataset.
+LabeledImages load_labeled_images(const std::string& dataset, const std::string& data_dir,
+                                  const std::string& split);
 
 // The source for `dataset` ("synthetic" | "fashion_mnist" | "cifar10").
 // `data_dir` (--data) overrides the default location; cifar10 requires it.

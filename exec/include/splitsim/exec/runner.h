@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +31,19 @@
 
 namespace splitsim {
 
+// One held-out evaluation, scored by the last stage.
+struct EvalStats {
+  int64_t after_batches = 0;  // training batches done before it
+  double loss = 0;            // mean loss per sample
+  double correct = 0;         // correctly classified samples (classification)
+  double samples = 0;
+  // The training batches since the previous evaluation: mean batch loss and
+  // the fraction of their samples classified right (before each step).
+  double train_loss = 0, train_accuracy = 0;
+  double trained_s = 0;  // when the evaluation began (seconds since the run's start)
+  double eval_s = 0;     // how long it took
+};
+
 struct RunOptions {
   std::chrono::milliseconds timeout{60000};  // per transfer
   std::string device = "cpu";                // "cpu" | "cuda"
@@ -41,6 +55,16 @@ struct RunOptions {
   // `data_dir`, the --data flag).
   BatchSource* data = nullptr;
   std::string data_dir;
+  // Held-out evaluation (splitsim train): after every `eval_every` batches
+  // (> 0; sequential, gpipe and 1f1b with one client), `eval_batches`
+  // batches of `eval_data` go forward through the stages in eval mode, no
+  // gradients, the codecs as on the wire; the last stage scores them. Their
+  // transfers are neither in the timeline nor in the wire byte counts.
+  BatchSource* eval_data = nullptr;
+  int64_t eval_every = 0;
+  int64_t eval_batches = 0;
+  // Called by the last stage after each evaluation (progress output).
+  std::function<void(const EvalStats&)> on_eval;
 };
 
 struct BatchStats {
@@ -63,6 +87,8 @@ struct RunResult {
   std::map<int, std::vector<torch::Tensor>> parameters;
   int64_t wire_bytes_sent = 0;  // counted at the transport, to other ranks
   int64_t wire_bytes_received = 0;
+  std::vector<EvalStats> evals;  // on the rank holding the last stage, in order
+  int64_t eval_bytes = 0;        // sent and received for the evaluations (not in wire_bytes_*)
 };
 
 // Runs `plan` (built from `scenario`) on rank `rank` of `transport` for

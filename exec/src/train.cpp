@@ -1,0 +1,378 @@
+#include "splitsim/exec/train.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/heap.h"
+#include "splitsim/costmodel/workspace.h"
+#include "splitsim/exec/dataset.h"
+#include "splitsim/exec/gloo_transport.h"
+#include "splitsim/exec/loopback_transport.h"
+#include "splitsim/exec/runner.h"
+#include "splitsim/exec/session.h"
+#include "splitsim/exec/topology.h"
+
+namespace splitsim {
+namespace {
+
+constexpr int kTagEvals = (1 << 26) + 20;  // beside session.cpp's tags
+constexpr int64_t kEvalFields = 8;
+
+// What every process derives alike from the options: the variant, its plan
+// for the whole training, and the data.
+struct Setup {
+  Scenario scenario;
+  Plan plan;    // the training: iterations = epochs x batches per epoch, no warm-up
+  Plan deploy;  // the variant's plan as the scenario has it (what simulate sees)
+  std::string label;
+  nlohmann::json identity;  // what the handshake compares
+  std::string dataset;
+  LabeledImages train, test;
+  std::vector<int64_t> input_shape;
+  int64_t batches_per_epoch = 0, test_batches = 0;
+};
+
+void check_options(const TrainOptions& o) {
+  if (o.epochs < 1) throw InputError("--epochs", "must be at least 1");
+  if (o.train_samples < 0) throw InputError("--train-samples", "must not be negative");
+  if (o.test_samples < 0) throw InputError("--test-samples", "must not be negative");
+}
+
+// The train and test splits by dataset, read once for every variant.
+using SplitCache = std::map<std::string, std::pair<LabeledImages, LabeledImages>>;
+
+Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, SplitCache* cache) {
+  Setup s;
+  s.scenario = v.scenario;
+  s.label = v.label;
+  s.dataset = o.dataset.empty() ? s.scenario.dataset : o.dataset;
+  if (s.dataset != "fashion_mnist" && s.dataset != "cifar10")
+    throw InputError(o.dataset.empty() ? "$.dataset" : "--dataset",
+                     "train needs labeled images with a test split: fashion_mnist or cifar10, "
+                     "not \"" + s.dataset + "\"");
+  s.input_shape = model_input_shape(resolve_model_defaults(s.scenario.model, "$.model"));
+  if (s.input_shape.size() != 3)
+    throw InputError("$.model", "train reads images: an image classification model, not " +
+                                    s.scenario.model.name);
+  auto it = cache->find(s.dataset);
+  if (it == cache->end())
+    it = cache
+             ->emplace(s.dataset,
+                       std::make_pair(first_samples(load_labeled_images(s.dataset, o.data, "train"),
+                                                    o.train_samples),
+                                      first_samples(load_labeled_images(s.dataset, o.data, "test"),
+                                                    o.test_samples)))
+             .first;
+  s.train = it->second.first;
+  s.test = it->second.second;
+  s.plan = s.deploy = ws.plan(v);
+  const int64_t batch = s.plan.batch_size;
+  s.batches_per_epoch = s.train.labels.size(0) / batch;
+  s.test_batches = s.test.labels.size(0) / batch;
+  if (s.batches_per_epoch < 1)
+    throw InputError("--train-samples", std::to_string(s.train.labels.size(0)) +
+                                            " training samples make no batch of " +
+                                            std::to_string(batch));
+  if (s.test_batches < 1)
+    throw InputError("--test-samples", std::to_string(s.test.labels.size(0)) +
+                                           " test samples make no batch of " + std::to_string(batch));
+  s.scenario.dataset = s.dataset;
+  s.scenario.iterations = s.plan.iterations = o.epochs * s.batches_per_epoch;
+  s.scenario.warmup = s.plan.warmup = 0;
+  s.identity = v.json;
+  s.identity["train"] = {{"epochs", o.epochs},
+                         {"dataset", s.dataset},
+                         {"train_samples", s.train.labels.size(0)},
+                         {"test_samples", s.test.labels.size(0)}};
+  return s;
+}
+
+RunOptions run_options(const Setup& s, const TrainOptions& o, BatchSource* train,
+                       BatchSource* test) {
+  RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  ro.data = train;
+  ro.eval_data = test;
+  ro.eval_every = s.batches_per_epoch;
+  ro.eval_batches = s.test_batches;
+  return ro;
+}
+
+nlohmann::json compression_json(const Plan& plan) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PlanBoundary& b : plan.boundaries)
+    out.push_back({{"forward", codec_to_json(b.forward.codec)},
+                   {"backward", codec_to_json(b.backward.codec)}});
+  return out;
+}
+
+std::string percent(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f%%", 100 * x);
+  return b;
+}
+
+// The report from the merged results (the last stage's evaluations and
+// batch statistics; the wire bytes of every rank given).
+nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::string& mode,
+                           const std::vector<EvalStats>& evals,
+                           const std::vector<BatchStats>& stats, int64_t wire_bytes,
+                           double wall_s) {
+  nlohmann::json epochs = nlohmann::json::array();
+  double best = -1;
+  int best_epoch = 0;
+  double previous_end = 0;
+  for (size_t e = 0; e < evals.size(); ++e) {
+    const EvalStats& ev = evals[e];
+    const double accuracy = ev.samples > 0 ? ev.correct / ev.samples : 0;
+    epochs.push_back({{"epoch", e + 1},
+                      {"batches", ev.after_batches},
+                      {"train_loss", ev.train_loss},
+                      {"train_accuracy", ev.train_accuracy},
+                      {"test_loss", ev.loss},
+                      {"test_accuracy", accuracy},
+                      {"train_s", ev.trained_s - previous_end},
+                      {"eval_s", ev.eval_s}});
+    previous_end = ev.trained_s + ev.eval_s;
+    if (accuracy > best) {
+      best = accuracy;
+      best_epoch = static_cast<int>(e) + 1;
+    }
+  }
+  nlohmann::json losses = nlohmann::json::array();
+  std::vector<BatchStats> sorted = stats;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const BatchStats& a, const BatchStats& b) { return a.batch < b.batch; });
+  for (const BatchStats& b : sorted) losses.push_back(b.loss);
+  const int64_t batches = s.plan.iterations;
+  return {{"schema", "splitsim.train/1"},
+          {"scenario", o.scenario},
+          {"variant", s.label},
+          {"mode", mode},
+          {"dataset", s.dataset},
+          {"seed", s.scenario.seed},
+          {"batch_size", s.plan.batch_size},
+          {"chunks", s.plan.chunks()},
+          {"compression", compression_json(s.plan)},
+          {"train_samples", s.train.labels.size(0)},
+          {"test_samples", s.test_batches * s.plan.batch_size},
+          {"batches_per_epoch", s.batches_per_epoch},
+          {"epochs", epochs},
+          {"best_test_accuracy", best},
+          {"best_epoch", best_epoch},
+          {"batch_losses", losses},
+          {"wire_bytes_per_batch",
+           batches > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(batches) : 0.0},
+          {"wall_s", wall_s},
+          {"complete", static_cast<int64_t>(evals.size()) == o.epochs}};
+}
+
+std::function<void(const EvalStats&)> epoch_progress(
+    const Setup& s, const TrainOptions& o,
+    const std::function<void(const std::string&)>& progress) {
+  return [&s, &o, progress](const EvalStats& ev) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "train: epoch %lld/%lld (%lld batches): train loss %.4f, test loss %.4f, "
+                  "test accuracy %s, %.1f s",
+                  static_cast<long long>(ev.after_batches / s.batches_per_epoch),
+                  static_cast<long long>(o.epochs), static_cast<long long>(ev.after_batches),
+                  ev.train_loss, ev.loss,
+                  percent(ev.samples > 0 ? ev.correct / ev.samples : 0).c_str(), ev.trained_s);
+    progress(line);
+  };
+}
+
+TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
+                              const std::function<void(const std::string&)>& progress) {
+  const ExecTopology topo = make_topology(s.plan);
+  const int world = topo.world_size();
+  auto hub = std::make_shared<LoopbackHub>(world);
+  std::vector<RunResult> results(static_cast<size_t>(world));
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  const ExecClock::time_point start = ExecClock::now();
+  std::vector<std::thread> threads;
+  const auto on_eval = epoch_progress(s, o, progress);
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        LoopbackTransport t(hub, r);
+        auto train = make_image_source(s.train, s.input_shape, s.scenario.seed);
+        auto test = make_ordered_image_source(s.test, s.input_shape);
+        RunOptions ro = run_options(s, o, train.get(), test.get());
+        ro.on_eval = on_eval;
+        results[static_cast<size_t>(r)] = run_party(s.scenario, s.plan, t, r, ro, start);
+        if (!results[static_cast<size_t>(r)].complete) hub->fail(results[static_cast<size_t>(r)].error);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+        hub->fail(e.what());
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors)
+    if (!e.empty()) throw InputError("train", e);
+  const double wall = std::chrono::duration<double>(ExecClock::now() - start).count();
+  std::vector<EvalStats> evals;
+  std::vector<BatchStats> stats;
+  int64_t wire = 0;
+  TrainOutcome out;
+  for (const RunResult& r : results) {
+    evals.insert(evals.end(), r.evals.begin(), r.evals.end());
+    stats.insert(stats.end(), r.stats.begin(), r.stats.end());
+    wire += r.wire_bytes_sent;
+    if (!r.complete && out.complete) {
+      out.complete = false;
+      out.error = r.error;
+    }
+  }
+  out.report = make_report(s, o, "in_process", evals, stats, wire, wall);
+  out.plan = s.deploy;
+  return out;
+}
+
+// The last stage's evaluations, from its rank to rank 0.
+void gather_evals(Transport& t, int holder, RunResult* r, int64_t count,
+                  std::chrono::milliseconds timeout) {
+  if (holder == 0) return;
+  if (t.rank() == holder) {
+    torch::Tensor rows = torch::zeros({count, kEvalFields}, torch::kFloat64);
+    for (int64_t i = 0; i < count && i < static_cast<int64_t>(r->evals.size()); ++i) {
+      const EvalStats& e = r->evals[static_cast<size_t>(i)];
+      const double v[kEvalFields] = {static_cast<double>(e.after_batches), e.loss, e.correct,
+                                     e.samples, e.train_loss, e.train_accuracy, e.trained_s,
+                                     e.eval_s};
+      for (int64_t f = 0; f < kEvalFields; ++f) rows[i][f] = v[f];
+    }
+    t.send({rows}, 0, kTagEvals)->wait(timeout);
+  } else if (t.rank() == 0) {
+    torch::Tensor rows = torch::empty({count, kEvalFields}, torch::kFloat64);
+    t.recv({rows}, holder, kTagEvals)->wait(timeout);
+    for (int64_t i = 0; i < count; ++i) {
+      auto row = rows[i];
+      EvalStats e;
+      e.after_batches = static_cast<int64_t>(row[0].item<double>());
+      e.loss = row[1].item<double>();
+      e.correct = row[2].item<double>();
+      e.samples = row[3].item<double>();
+      e.train_loss = row[4].item<double>();
+      e.train_accuracy = row[5].item<double>();
+      e.trained_s = row[6].item<double>();
+      e.eval_s = row[7].item<double>();
+      r->evals.push_back(e);
+    }
+  }
+}
+
+TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
+                               const std::function<void(const std::string&)>& progress) {
+  const ExecTopology topo = make_topology(s.plan);
+  if (topo.world_size() < 2) throw InputError("$.partition", "train needs at least two parties");
+  const int rank = rank_of_role(topo, o.role, 0);
+  GlooOptions go;
+  go.rank = rank;
+  go.world_size = topo.world_size();
+  go.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  if (rank == 0 && o.listen.empty())
+    throw InputError("--listen", "rank 0 (party \"" + topo.server_party +
+                                     "\") listens: pass --listen ADDR:PORT");
+  if (rank != 0 && o.connect.empty())
+    throw InputError("--connect", "party \"" + o.role + "\" connects to the server: pass "
+                                                        "--connect ADDR:PORT");
+  parse_address(rank == 0 ? o.listen : o.connect, rank == 0 ? "--listen" : "--connect", &go.host,
+                &go.port);
+  std::string token = o.token;
+  if (const char* env = std::getenv("SPLITSIM_TOKEN"); token.empty() && env != nullptr) token = env;
+  progress("train: rank " + std::to_string(rank) + " of " + std::to_string(go.world_size) + " (" +
+           o.role + "), " + (rank == 0 ? "listening on " : "connecting to ") + go.host + ":" +
+           std::to_string(go.port));
+  std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
+  TrainOutcome out;
+  out.plan = s.deploy;
+  RunResult result;
+  double wall = 0;
+  try {
+    handshake(*transport, {s.label, s.identity.dump(), o.version, token}, go.timeout);
+    std::vector<double> offsets;
+    const ExecClock::time_point start = synchronise(*transport, go.timeout, &offsets);
+    auto train = make_image_source(s.train, s.input_shape, s.scenario.seed);
+    auto test = make_ordered_image_source(s.test, s.input_shape);
+    RunOptions ro = run_options(s, o, train.get(), test.get());
+    ro.on_eval = epoch_progress(s, o, progress);
+    result = run_party(s.scenario, s.plan, *transport, rank, ro, start);
+    wall = std::chrono::duration<double>(ExecClock::now() - start).count();
+    if (result.complete) {
+      const int holder = topo.rank_of(static_cast<int>(s.plan.stages.size()) - 1, 0);
+      gather_evals(*transport, holder, &result, o.epochs, go.timeout);
+      gather(*transport, offsets, &result, go.timeout);
+    }
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    result.complete = false;
+    if (result.error.empty())
+      result.error = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+  }
+  out.complete = result.complete;
+  out.error = result.error;
+  if (!result.complete) (void)transport.release();  // a failed Gloo pair may block in its destructor
+  if (rank == 0) {
+    // Two parties: rank 0's traffic is all of it; more: rank 0's share.
+    out.report = make_report(s, o, "two_process", result.evals, result.stats,
+                             result.wire_bytes_sent + result.wire_bytes_received, wall);
+  } else {
+    out.report = {{"schema", "splitsim.train/1"}, {"role", o.role}, {"complete", out.complete}};
+  }
+  if (!out.complete) out.report["error"] = out.error;
+  return out;
+}
+
+}  // namespace
+
+std::vector<TrainOutcome> run_train(const TrainOptions& o,
+                                    const std::function<void(const std::string&)>& progress) {
+  check_options(o);
+  hold_freed_heap_memory();  // as exec (heap.h)
+  torch::set_num_threads(o.threads);
+  Workspace ws(o.scenario, progress);
+  ws.select(o.variant);
+  if (!o.role.empty() && ws.variants().size() != 1) {
+    std::string labels;
+    for (const auto& v : ws.variants()) labels += (labels.empty() ? "\"" : ", \"") + v.label + "\"";
+    throw InputError("--variant", "two processes train exactly one variant, " +
+                                      std::to_string(ws.variants().size()) +
+                                      " match; pick one of " + labels);
+  }
+  // Every variant's data and plan first: bad input fails before any training.
+  std::vector<Setup> setups;
+  SplitCache cache;
+  for (const ScenarioVariant& v : ws.variants()) setups.push_back(prepare(o, ws, v, &cache));
+  std::vector<TrainOutcome> out;
+  for (size_t i = 0; i < setups.size(); ++i) {
+    const Setup& s = setups[i];
+    progress("train: [" + std::to_string(i + 1) + "/" + std::to_string(setups.size()) + "] " +
+             s.label + ": " + std::to_string(o.epochs) + " epoch(s) of " +
+             std::to_string(s.batches_per_epoch) + " batches of " +
+             std::to_string(s.plan.batch_size) + " (" + s.dataset + ", " +
+             std::to_string(s.train.labels.size(0)) + " training samples), " +
+             std::to_string(s.test_batches * s.plan.batch_size) + " test samples after each");
+    out.push_back(o.role.empty() ? train_in_process(s, o, progress)
+                                 : train_two_process(s, o, progress));
+    if (!out.back().complete) break;  // the report so far, with the failure
+  }
+  return out;
+}
+
+int64_t batches_to_accuracy(const nlohmann::json& report, double target) {
+  for (const auto& e : report.at("epochs"))
+    if (e.at("test_accuracy").get<double>() >= target) return e.at("batches").get<int64_t>();
+  return -1;
+}
+
+}  // namespace splitsim
