@@ -11,6 +11,7 @@
 #include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/workspace.h"
+#include "splitsim/explore/accuracy.h"
 #include "splitsim/explore/exploration.h"
 #include "splitsim/explore/report.h"
 #include "splitsim/explore/space_flags.h"
@@ -27,10 +28,19 @@ struct ExploreArgs {
   ValidateTopRequest validate;
   int top = 10;
   bool json = false, csv = false;
+  std::string accuracy;  // a train report
+  double target_accuracy_pct = -1, max_accuracy_drop_pct = -1;
 };
 
 int run_explore(ExploreArgs a) {
   if (a.top < 1) throw InputError("--top", "must be >= 1");
+  if (!a.accuracy.empty() && a.target_accuracy_pct < 0)
+    throw InputError("--target-accuracy", "--accuracy ranks by the time to a target: give it");
+  if (a.accuracy.empty() && (a.target_accuracy_pct >= 0 || a.max_accuracy_drop_pct >= 0))
+    throw InputError("--accuracy", "--target-accuracy and --max-accuracy-drop need the report "
+                                   "of splitsim train (--accuracy FILE)");
+  std::vector<MeasuredAccuracy> measured;
+  if (!a.accuracy.empty()) measured = read_accuracy_report(a.accuracy);
   auto log = [](const std::string& line) { std::cerr << line << "\n"; };
   Workspace ws(a.scenario, log);
   const ScenarioVariant& v = ws.variants().front();
@@ -45,20 +55,32 @@ int run_explore(ExploreArgs a) {
   };
   const Exploration e = run_exploration(v.scenario, ws.model(v), ws.devices(v), space, a.options);
   if (tty) std::cerr << "\n";
-  const Candidate& best = e.result.candidates[e.ranking.front()];
+  const Candidate* best = &e.result.candidates[e.ranking.front()];
+  nlohmann::json accuracy;
+  if (!measured.empty()) {
+    const AccuracyRanking ranked = rank_by_time_to_accuracy(
+        e, measured, a.target_accuracy_pct / 100,
+        a.max_accuracy_drop_pct < 0 ? -1.0 : a.max_accuracy_drop_pct / 100);
+    accuracy = accuracy_ranking_json(e, measured, ranked, static_cast<size_t>(a.top));
+    if (!ranked.rows.empty())
+      best = &e.result.candidates[ranked.rows.front().candidate];
+    else
+      std::cerr << "explore: no candidate has measured codecs that reach the target within the "
+                   "allowed drop; the best by " << objective_name(e.objective) << " stands\n";
+  }
   if (!a.emit_best.empty()) {
-    write_file_atomically(a.emit_best, candidate_scenario_json(v.json, best).dump(2) + "\n",
+    write_file_atomically(a.emit_best, candidate_scenario_json(v.json, *best).dump(2) + "\n",
                           "--emit-best");
     std::cerr << "best plan written to " << a.emit_best << "\n";
   }
   nlohmann::json validation;
   if (a.validate.top > 0) validation = validate_top(e, v.json, a.validate, log);
   if (a.json)
-    write_explore_json(std::cout, v.scenario.name, e, a.top, validation);
+    write_explore_json(std::cout, v.scenario.name, e, a.top, validation, accuracy);
   else if (a.csv)
     write_explore_csv(std::cout, e);
   else
-    write_explore_table(std::cout, v.scenario.name, e, a.top, validation);
+    write_explore_table(std::cout, v.scenario.name, e, a.top, validation, accuracy);
   return 0;
 }
 
@@ -108,6 +130,17 @@ Command add_explore_command(CLI::App& app) {
                   "run `splitsim validate --matrix` on the top N plans (interleaved) and say "
                   "whether the measured best is the predicted best, within the measured spread")
       ->check(int_range(0, 100));
+  sub->add_option("--accuracy", a->accuracy,
+                  "a report of splitsim train (one run or a sweep): also rank by the time to "
+                  "--target-accuracy, from the batches each candidate's codecs needed; the best "
+                  "plan (--emit-best) is then the first of that ranking");
+  sub->add_option("--target-accuracy", a->target_accuracy_pct,
+                  "with --accuracy: the test accuracy to reach, in percent")
+      ->check(number_range(0, 100));
+  sub->add_option("--max-accuracy-drop", a->max_accuracy_drop_pct,
+                  "with --accuracy: leave out codecs whose best test accuracy is more than this "
+                  "many percentage points below the uncompressed run's")
+      ->check(number_range(0, 100));
   sub->add_option("--validate-repeat", a->validate.repeat,
                   "with --validate-top: real runs per plan")
       ->capture_default_str()

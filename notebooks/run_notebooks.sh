@@ -2,21 +2,21 @@
 # Regenerates the notebooks' inputs with the CLI, runs the notebooks headless and checks that
 # each wrote its figures.
 #
-#   notebooks/run_notebooks.sh SPLITSIM_BIN OUT_DIR [report_figures|validation|explore]
+#   notebooks/run_notebooks.sh SPLITSIM_BIN OUT_DIR [report_figures|validation|explore|accuracy]
 #
-# With no name, runs all three. Inputs, executed notebooks and PNGs all go to OUT_DIR.
+# With no name, runs all four. Inputs, executed notebooks and PNGs all go to OUT_DIR.
 # Exits 77 (ctest: skipped) when `jupyter nbconvert` is not installed; Debian:
 #   apt-get install jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas
 set -euo pipefail
 
 if (($# < 2 || $# > 3)); then
-  echo "usage: $0 SPLITSIM_BIN OUT_DIR [report_figures|validation|explore]" >&2
+  echo "usage: $0 SPLITSIM_BIN OUT_DIR [report_figures|validation|explore|accuracy]" >&2
   exit 2
 fi
 bin="$(realpath "$1")"
 out="$(mkdir -p "$2" && realpath "$2")"
 names=("${3:-report_figures}")
-(($# == 3)) || names=(report_figures validation explore)
+(($# == 3)) || names=(report_figures validation explore accuracy)
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/.."  # the repository root: scenarios name devices and files relative to it
 
@@ -26,6 +26,10 @@ if ! jupyter nbconvert --version >/dev/null 2>&1; then
   exit 77
 fi
 [[ -x "$bin" ]] || { echo "$0: no splitsim executable at $1" >&2; exit 2; }
+if [[ " ${names[*]} " == *" accuracy "* ]] && ! compgen -G "/usr/share/datasets/fashion-mnist/train-images*" >/dev/null; then
+  echo "SKIP: the accuracy notebook trains on Fashion-MNIST: apt-get install dataset-fashion-mnist" >&2
+  exit 77
+fi
 
 # The figures each notebook must write (its own final cell asserts the same).
 expected_figures() {
@@ -37,7 +41,9 @@ expected_figures() {
       echo validation_time_per_batch.png validation_times.png validation_bandwidths.png \
         validation_bytes.png validation_calibration.png ;;
     explore) echo explore_pareto_front.png ;;
-    *) echo "$0: unknown notebook '$1' (report_figures, validation or explore)" >&2; return 2 ;;
+    accuracy) echo accuracy_vs_bytes.png accuracy_curves.png accuracy_time_to_target.png ;;
+    *) echo "$0: unknown notebook '$1' (report_figures, validation, explore or accuracy)" >&2
+       return 2 ;;
   esac
 }
 
@@ -70,6 +76,12 @@ generate_inputs() {
         --keep "$out/calibration" --json "$out/calibration.json" >"$out/calibration.log" ;;
     explore)
       "$bin" explore "$ushape" --kinds single --chunks 1,4 --csv >"$out/explore.csv" ;;
+    accuracy)
+      # Six codecs at chunks 1, two short epochs each on 512 Fashion-MNIST samples (seconds);
+      # exec/TRAINING.md has the full table.
+      "$bin" train scenarios/accuracy/resnet20_fashion_mnist.json --variant "chunks=1" \
+        --epochs 2 --train-samples 512 --test-samples 256 --target-accuracy 25 --json \
+        >"$out/train_sweep.json" ;;
   esac
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "run_cli.h"
@@ -216,6 +218,63 @@ TEST(ExploreCliTest, EmitBestRunsForRealWithExecAndValidateTopComparesTheOrder) 
   EXPECT_LE(measured_best, 3);
   EXPECT_TRUE(v["measured_best_is_predicted_best"].is_boolean());
   EXPECT_EQ(v["summary"]["runs"], 3);
+}
+
+
+// --accuracy: a train sweep report (written here: none reaches 70% after 300
+// batches, q8 after 100, pi4 never) ranks the candidates by batches to the
+// target x simulated time; --emit-best writes the first of that ranking.
+TEST(ExploreCliTest, AccuracyRanksByTimeToTheTargetAndEmitsItsBest) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("splitsim_explore_accuracy_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::create_directories(dir);
+  auto run = [](const std::string& variant, const nlohmann::json& codec, double at100,
+                double at300) {
+    return nlohmann::json{{"schema", "splitsim.train/1"},
+                          {"variant", variant},
+                          {"chunks", 1},
+                          {"compression", {{{"forward", codec}, {"backward", codec}}}},
+                          {"epochs",
+                           {{{"batches", 100}, {"test_accuracy", at100}},
+                            {{"batches", 300}, {"test_accuracy", at300}}}}};
+  };
+  const nlohmann::json sweep = {
+      {"schema", "splitsim.train_sweep/1"},
+      {"runs",
+       {run("none", {{"method", "none"}}, 0.6, 0.8),
+        run("q8", {{"method", "quantize"}, {"bits", 8}}, 0.71, 0.79),
+        run("pi4", {{"method", "power_iteration"}, {"rank", 4}, {"iters", 1}}, 0.5, 0.6)}}};
+  const std::string report = dir + "/sweep.json", best = dir + "/best.json";
+  std::ofstream(report) << sweep.dump();
+  const std::string base = "explore " + source_path("scenarios/mobilenet_v2_ushape.json") +
+                           " --kinds single --chunks 1 --max-simulations 80 --json";
+  const CliResult r = run_cli(base + " --accuracy " + report +
+                              " --target-accuracy 70 --max-accuracy-drop 5 --emit-best " + best);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = nlohmann::json::parse(r.out).at("accuracy");
+  EXPECT_DOUBLE_EQ(a["reference_accuracy"].get<double>(), 0.8);
+  EXPECT_GT(a["over_drop"].get<int>(), 0);  // pi4: 0.6 against 0.8
+  ASSERT_FALSE(a["ranking"].empty());
+  double last = 0;
+  for (const auto& row : a["ranking"]) {
+    const std::string v = row["measured_variant"];
+    EXPECT_TRUE(v == "none" || v == "q8") << v;
+    EXPECT_EQ(row["batches_to_target"], v == "q8" ? 100 : 300);
+    EXPECT_NEAR(row["time_to_target_s"].get<double>(),
+                row["batches_to_target"].get<double>() * row["time_per_batch_s"].get<double>(),
+                1e-9 * row["time_to_target_s"].get<double>());
+    EXPECT_GE(row["time_to_target_s"].get<double>(), last);
+    last = row["time_to_target_s"].get<double>();
+  }
+  const auto emitted = nlohmann::json::parse(std::ifstream(best));
+  EXPECT_EQ(emitted["compression"][0]["forward"]["method"],
+            a["ranking"][0]["measured_variant"] == "q8" ? "quantize" : "none");
+  // A target is needed, and the report must be one of train's.
+  EXPECT_EQ(run_cli(base + " --accuracy " + report).exit_code, 2);
+  EXPECT_EQ(run_cli(base + " --target-accuracy 70").exit_code, 2);
+  EXPECT_EQ(run_cli(base + " --accuracy " + best + " --target-accuracy 70").exit_code, 2);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ std::string progress_line(const ExploreProgress& p) {
 }
 
 void write_explore_json(std::ostream& out, const std::string& scenario, const Exploration& e,
-                        size_t top, const nlohmann::json& validation) {
+                        size_t top, const nlohmann::json& validation,
+                        const nlohmann::json& accuracy) {
   const ExploreResult& r = e.result;
   nlohmann::json j = {{"schema", "splitsim.explore/1"},
                       {"scenario", scenario},
@@ -44,6 +45,7 @@ void write_explore_json(std::ostream& out, const std::string& scenario, const Ex
   for (size_t k = 0; k < shown; ++k)
     j["ranking"].push_back(candidate_to_json(r.candidates[e.ranking[k]]));
   if (!validation.is_null()) j["validation"] = validation;
+  if (!accuracy.is_null()) j["accuracy"] = accuracy;
   out << j.dump(2) << "\n";
 }
 
@@ -60,7 +62,8 @@ void write_explore_csv(std::ostream& out, const Exploration& e) {
 }
 
 void write_explore_table(std::ostream& out, const std::string& scenario, const Exploration& e,
-                         size_t top, const nlohmann::json& validation) {
+                         size_t top, const nlohmann::json& validation,
+                         const nlohmann::json& accuracy) {
   const ExploreResult& r = e.result;
   const size_t shown = std::min(top, e.ranking.size());
   const char* head =
@@ -77,6 +80,24 @@ void write_explore_table(std::ostream& out, const std::string& scenario, const E
   out << "-- ranking by " << objective_name(e.objective) << " (top " << shown << ")\n"
       << head << "\n";
   for (size_t k = 0; k < shown; ++k) out << row(r.candidates[e.ranking[k]]) << "\n";
+  if (!accuracy.is_null()) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "-- ranking by time to %.2f%% test accuracy (batches measured by splitsim "
+                  "train x simulated time per batch): %zu ranked; codecs not trained %zu, over "
+                  "the accuracy drop %zu, target not reached %zu\n",
+                  100 * accuracy["target_accuracy"].get<double>(),
+                  accuracy["ranked"].get<size_t>(), accuracy["unmeasured"].get<size_t>(),
+                  accuracy["over_drop"].get<size_t>(), accuracy["not_reached"].get<size_t>());
+    out << line << "  to target s  batches  test acc  time/batch s  candidate\n";
+    for (const auto& a : accuracy["ranking"]) {
+      std::snprintf(line, sizeof line, "  %11.2f  %7lld  %7.2f%%  %12.6f  %s\n",
+                    a["time_to_target_s"].get<double>(), a["batches_to_target"].get<long long>(),
+                    100 * a["test_accuracy"].get<double>(), a["time_per_batch_s"].get<double>(),
+                    a["label"].get<std::string>().c_str());
+      out << line;
+    }
+  }
   if (validation.is_null()) return;
   out << "-- validation of the top " << validation["plans"].size() << " (" << validation["repeat"]
       << " repetitions each)\n";

@@ -1,0 +1,157 @@
+#include "splitsim/explore/accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/input_file.h"
+
+namespace splitsim {
+namespace {
+
+MeasuredAccuracy read_run(const nlohmann::json& j, const std::string& path) {
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.is_object() || !j.contains(key))
+      throw InputError(path, std::string("a train report needs \"") + key + "\"");
+    return j.at(key);
+  };
+  MeasuredAccuracy m;
+  try {
+    m.variant = need("variant").get<std::string>();
+    m.chunks = need("chunks").get<int64_t>();
+    std::vector<BoundaryCodecs> codecs;
+    const nlohmann::json& c = need("compression");
+    for (size_t b = 0; b < c.size(); ++b) {
+      const std::string at = path + ".compression[" + std::to_string(b) + "]";
+      codecs.push_back({parse_codec(c.at(b).at("forward"), at + ".forward"),
+                        parse_codec(c.at(b).at("backward"), at + ".backward")});
+    }
+    m.codecs = codecs_key(codecs);
+    for (const auto& e : need("epochs")) {
+      const double a = e.at("test_accuracy").get<double>();
+      m.curve.push_back({e.at("batches").get<int64_t>(), a});
+      m.best_accuracy = std::max(m.best_accuracy, a);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path, std::string("not a train report: ") + e.what());
+  }
+  return m;
+}
+
+bool all_none(const std::string& key) {
+  const nlohmann::json j = nlohmann::json::parse(key);
+  for (const auto& b : j)
+    if (b.at("forward").at("method") != "none" || b.at("backward").at("method") != "none")
+      return false;
+  return true;
+}
+
+}  // namespace
+
+std::string codecs_key(const std::vector<BoundaryCodecs>& codecs) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const BoundaryCodecs& b : codecs)
+    j.push_back({{"forward", codec_to_json(b.forward)}, {"backward", codec_to_json(b.backward)}});
+  return j.dump();
+}
+
+std::vector<MeasuredAccuracy> read_accuracy_report(const std::string& file,
+                                                   const std::string& flag) {
+  const nlohmann::json j = parse_json_file(file, flag + " file");
+  const std::string schema = j.is_object() ? j.value("schema", "") : "";
+  std::vector<MeasuredAccuracy> out;
+  if (schema == "splitsim.train/1") {
+    out.push_back(read_run(j, file + ": $"));
+  } else if (schema == "splitsim.train_sweep/1" && j.contains("runs") && j["runs"].is_array()) {
+    for (size_t i = 0; i < j["runs"].size(); ++i)
+      out.push_back(read_run(j["runs"][i], file + ": $.runs[" + std::to_string(i) + "]"));
+  } else {
+    throw InputError(flag, "\"" + file +
+                               "\" is not a report of splitsim train (schema splitsim.train/1 "
+                               "or splitsim.train_sweep/1)");
+  }
+  if (out.empty()) throw InputError(flag, "\"" + file + "\" holds no trained run");
+  return out;
+}
+
+int64_t batches_to_reach(const MeasuredAccuracy& run, double target) {
+  for (const auto& [batches, accuracy] : run.curve)
+    if (accuracy >= target) return batches;
+  return -1;
+}
+
+AccuracyRanking rank_by_time_to_accuracy(const Exploration& e,
+                                         const std::vector<MeasuredAccuracy>& runs, double target,
+                                         double max_drop) {
+  AccuracyRanking r;
+  r.target = target;
+  r.max_drop = max_drop;
+  for (const MeasuredAccuracy& m : runs)
+    if (all_none(m.codecs))
+      r.reference = std::isnan(r.reference) ? m.best_accuracy : std::max(r.reference, m.best_accuracy);
+  if (max_drop >= 0 && std::isnan(r.reference))
+    throw InputError("--max-accuracy-drop",
+                     "the accuracy report has no uncompressed run (every codec none) to "
+                     "measure the drop against");
+  std::vector<std::pair<AccuracyRow, size_t>> rows;  // with the exploration's rank
+  for (size_t k = 0; k < e.ranking.size(); ++k) {
+    const Candidate& c = e.result.candidates[e.ranking[k]];
+    const std::string key = codecs_key(c.compression);
+    int match = -1;
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].codecs == key && (match < 0 || (runs[i].chunks == c.chunks &&
+                                                  runs[static_cast<size_t>(match)].chunks != c.chunks)))
+        match = static_cast<int>(i);
+    if (match < 0) {
+      ++r.unmeasured;
+      continue;
+    }
+    const MeasuredAccuracy& m = runs[static_cast<size_t>(match)];
+    if (max_drop >= 0 && m.best_accuracy < r.reference - max_drop) {
+      ++r.over_drop;
+      continue;
+    }
+    const int64_t batches = batches_to_reach(m, target);
+    if (batches < 0) {
+      ++r.not_reached;
+      continue;
+    }
+    rows.push_back({{e.ranking[k], static_cast<size_t>(match), m.best_accuracy, batches,
+                     static_cast<double>(batches) * c.time_per_batch_s},
+                    k});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.first.time_s != b.first.time_s ? a.first.time_s < b.first.time_s
+                                            : a.second < b.second;
+  });
+  for (const auto& [row, k] : rows) r.rows.push_back(row);
+  return r;
+}
+
+nlohmann::json accuracy_ranking_json(const Exploration& e, const std::vector<MeasuredAccuracy>& runs,
+                                     const AccuracyRanking& r, size_t top) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < r.rows.size() && i < top; ++i) {
+    const AccuracyRow& a = r.rows[i];
+    const Candidate& c = e.result.candidates[a.candidate];
+    rows.push_back({{"label", c.label},
+                    {"time_per_batch_s", c.time_per_batch_s},
+                    {"wire_bytes_per_batch", c.wire_bytes_per_batch},
+                    {"measured_variant", runs[a.run].variant},
+                    {"test_accuracy", a.accuracy},
+                    {"batches_to_target", a.batches},
+                    {"time_to_target_s", a.time_s}});
+  }
+  return {{"target_accuracy", r.target},
+          {"max_accuracy_drop", r.max_drop < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.max_drop)},
+          {"reference_accuracy",
+           std::isnan(r.reference) ? nlohmann::json(nullptr) : nlohmann::json(r.reference)},
+          {"ranked", r.rows.size()},
+          {"unmeasured", r.unmeasured},
+          {"over_drop", r.over_drop},
+          {"not_reached", r.not_reached},
+          {"ranking", rows}};
+}
+
+}  // namespace splitsim
