@@ -182,6 +182,9 @@ Command add_train_command(CLI::App& app) {
                   "Report the batches to reach this test accuracy (percent) and the "
                   "simulator's time for them")
       ->check(number_range(0, 100));
+  sub->add_option("--seed", o.seed,
+                  "In place of the scenario's seed: initial weights, data order, codecs")
+      ->check(int_range(0, int64_t{1} << 62));
   sub->add_option("--threads", o.threads, "torch intra-op threads")
       ->check(int_range(1, 1024))
       ->capture_default_str();

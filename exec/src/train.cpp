@@ -51,6 +51,7 @@ using SplitCache = std::map<std::string, std::pair<LabeledImages, LabeledImages>
 Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, SplitCache* cache) {
   Setup s;
   s.scenario = v.scenario;
+  if (o.seed >= 0) s.scenario.seed = static_cast<uint64_t>(o.seed);
   s.label = v.label;
   s.dataset = o.dataset.empty() ? s.scenario.dataset : o.dataset;
   if (s.dataset != "fashion_mnist" && s.dataset != "cifar10")
@@ -88,6 +89,7 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   s.scenario.warmup = s.plan.warmup = 0;
   s.identity = v.json;
   s.identity["train"] = {{"epochs", o.epochs},
+                         {"seed", s.scenario.seed},
                          {"dataset", s.dataset},
                          {"train_samples", s.train.labels.size(0)},
                          {"test_samples", s.test.labels.size(0)}};

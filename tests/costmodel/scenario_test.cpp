@@ -350,6 +350,26 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
   EXPECT_EQ(found, expected) << "every shipped scenario is listed here with its variant count";
 }
 
+// scenarios/accuracy/: what `splitsim train` sweeps for exec/TRAINING.md,
+// six codecs x chunks 1, 4 on Fashion-MNIST.
+TEST(ScenarioFiles, AccuracyScenariosSweepSixCodecsAndTwoChunkCountsOnFashionMnist) {
+  size_t files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios/accuracy")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    const auto variants = load_scenario_file(entry.path().string());
+    ASSERT_EQ(variants.size(), 12u) << entry.path();
+    EXPECT_EQ(variants.front().label, "compression=none chunks=1");
+    for (const auto& v : variants) {
+      EXPECT_EQ(v.scenario.dataset, "fashion_mnist");
+      EXPECT_EQ(v.scenario.schedule, Schedule::kGpipe);  // train evaluates between batches
+      EXPECT_EQ(v.scenario.name, "accuracy_" + entry.path().stem().string());
+    }
+  }
+  EXPECT_EQ(files, 2u);
+}
+
 TEST(ScenarioFiles, DefaultScenarioMatchesTheReports) {
   const auto v = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/mobilenet_v2_ushape.json");
   ASSERT_EQ(v.size(), 15u);

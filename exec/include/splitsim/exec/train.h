@@ -23,6 +23,7 @@ struct TrainOptions {
   std::string data;           // dataset directory ("" the installed Fashion-MNIST)
   int64_t train_samples = 0;  // the first N training samples (0: all)
   int64_t test_samples = 0;   // the first N test samples, whole batches (0: all)
+  int64_t seed = -1;          // >= 0: in place of the scenario's seed (weights, data order, codecs)
   int threads = 1;            // torch intra-op threads (per process)
   double timeout_s = 600;     // per transfer (and connect, two processes)
   // Two processes: "server" (rank 0, listens) or another party (connects);

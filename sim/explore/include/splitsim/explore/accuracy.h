@@ -56,7 +56,8 @@ struct AccuracyRow {
 struct AccuracyRanking {
   double target = 0;    // test accuracy to reach (a fraction)
   double max_drop = -1;  // largest loss against the uncompressed run (fraction; < 0: any)
-  // Best accuracy of the uncompressed run (every codec none); NaN without one.
+  // Best accuracy of the uncompressed runs (every codec none; their mean
+  // when there are several); NaN without one.
   double reference = std::numeric_limits<double>::quiet_NaN();
   std::vector<AccuracyRow> rows;  // by time to the target, then by rank of the exploration
   size_t unmeasured = 0;          // simulated candidates whose codecs no run trained
