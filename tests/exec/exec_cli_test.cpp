@@ -273,8 +273,11 @@ TEST_F(ExecCliTest, TrainInOneProcessAndInTwoGivesTheSameLossesAndLearns) {
   if (installed_fashion_mnist_dir().empty())
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string file = write_train_scenario(dir, "fashion_mnist");
-  const std::vector<std::string> common = {"train", file, "--epochs", "2", "--train-samples",
-                                           "768", "--test-samples", "256", "--json"};
+  const std::vector<std::string> common = {"train",         file,  "--epochs",
+                                           "2",             "--train-samples",
+                                           "768",           "--test-samples",
+                                           "256",           "--target-accuracy",
+                                           "20",            "--json"};
   Child alone(dir, "alone", common);
   ASSERT_EQ(alone.wait(100), 0) << alone.err();
   const int port = free_port();
@@ -306,6 +309,14 @@ TEST_F(ExecCliTest, TrainInOneProcessAndInTwoGivesTheSameLossesAndLearns) {
   // The evaluations' transfers are not counted: the training's bytes alike.
   EXPECT_EQ(a["wire_bytes_per_batch"], b["wire_bytes_per_batch"]);
   EXPECT_GT(a["predicted_time_per_batch_s"].get<double>(), 0);
+  // Time to 20%: the batches measured x the simulator's time per batch; the
+  // real (two-process) run adds its own training time.
+  const auto& t = b["time_to_accuracy"];
+  ASSERT_GT(t["batches"].get<int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(t["predicted_s"].get<double>(),
+                   t["batches"].get<double>() * b["predicted_time_per_batch_s"].get<double>());
+  EXPECT_GT(t["measured_s"].get<double>(), 0);
+  EXPECT_FALSE(a["time_to_accuracy"].contains("measured_s"));
 }
 
 TEST_F(ExecCliTest, TrainRefusesWhatItCannotTrainOn) {
@@ -313,6 +324,9 @@ TEST_F(ExecCliTest, TrainRefusesWhatItCannotTrainOn) {
   Child no_images(dir, "synthetic", {"train", synthetic});
   EXPECT_EQ(no_images.wait(60), 2);
   EXPECT_NE(no_images.err().find("$.dataset"), std::string::npos) << no_images.err();
+  Child nowhere(dir, "nowhere", {"train", synthetic, "--report", dir + "/missing/r.json"});
+  EXPECT_EQ(nowhere.wait(60), 2);
+  EXPECT_NE(nowhere.err().find("--report"), std::string::npos) << nowhere.err();
   Child zero(dir, "zero", {"train", synthetic, "--epochs", "0"});
   EXPECT_EQ(zero.wait(60), 2);
   EXPECT_NE(zero.err().find("--epochs"), std::string::npos) << zero.err();
