@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <exception>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/exec/dataset.h"
@@ -58,6 +60,13 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
     throw InputError(o.dataset.empty() ? "$.dataset" : "--dataset",
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
                      "not \"" + s.dataset + "\"");
+  if (s.scenario.schedule != Schedule::kSequential && s.scenario.schedule != Schedule::kGpipe &&
+      s.scenario.schedule != Schedule::k1F1B)
+    throw InputError("$.schedule", "train evaluates between batches: sequential, gpipe or 1f1b, "
+                                   "not " + std::string(schedule_name(s.scenario.schedule)));
+  if (s.scenario.clients != 1)
+    throw InputError("$.clients", "train runs one client, not " +
+                                      std::to_string(s.scenario.clients));
   s.input_shape = model_input_shape(resolve_model_defaults(s.scenario.model, "$.model"));
   if (s.input_shape.size() != 3)
     throw InputError("$.model", "train reads images: an image classification model, not " +
@@ -198,7 +207,7 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
   const int world = topo.world_size();
   auto hub = std::make_shared<LoopbackHub>(world);
   std::vector<RunResult> results(static_cast<size_t>(world));
-  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   const ExecClock::time_point start = ExecClock::now();
   std::vector<std::thread> threads;
   const auto on_eval = epoch_progress(s, o, progress);
@@ -213,13 +222,13 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
         results[static_cast<size_t>(r)] = run_party(s.scenario, s.plan, t, r, ro, start);
         if (!results[static_cast<size_t>(r)].complete) hub->fail(results[static_cast<size_t>(r)].error);
       } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
+        errors[static_cast<size_t>(r)] = std::current_exception();
         hub->fail(e.what());
       }
     });
   for (auto& t : threads) t.join();
   for (const auto& e : errors)
-    if (!e.empty()) throw InputError("train", e);
+    if (e) std::rethrow_exception(e);
   const double wall = std::chrono::duration<double>(ExecClock::now() - start).count();
   std::vector<EvalStats> evals;
   std::vector<BatchStats> stats;

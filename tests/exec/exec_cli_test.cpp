@@ -243,7 +243,8 @@ TEST_F(ExecCliTest, PeerKilledMidRunEndsTheOtherSideWithPartialMetrics) {
 
 // `splitsim train`: a scenario on the installed Fashion-MNIST, q8 on the
 // wire, two micro-batches.
-std::string write_train_scenario(const std::string& dir, const std::string& dataset) {
+std::string write_train_scenario(const std::string& dir, const std::string& dataset,
+                                 const std::string& schedule = "gpipe") {
   nlohmann::json s = {{"schema", "splitsim.scenario/1"},
                       {"name", "train_cli"},
                       {"model", {{"name", "resnet20"}}},
@@ -256,13 +257,13 @@ std::string write_train_scenario(const std::string& dir, const std::string& data
                        {{{"forward", {{"method", "quantize"}, {"bits", 8}}},
                          {"backward", {{"method", "none"}}}}}},
                       {"chunks", 2},
-                      {"schedule", "gpipe"},
+                      {"schedule", schedule},
                       {"optimizer", {{"name", "sgd"}, {"lr", 0.05}, {"momentum", 0.9}}},
                       {"devices", {{"client", "xeon_40core"}, {"server", "v100"}}},
                       {"iterations", 4},
                       {"warmup", 1},
                       {"seed", 3}};
-  const std::string file = dir + "/train_" + dataset + ".json";
+  const std::string file = dir + "/train_" + dataset + "_" + schedule + ".json";
   std::ofstream(file) << s.dump(2);
   return file;
 }
@@ -331,6 +332,11 @@ TEST_F(ExecCliTest, TrainRefusesWhatItCannotTrainOn) {
   EXPECT_EQ(zero.wait(60), 2);
   EXPECT_NE(zero.err().find("--epochs"), std::string::npos) << zero.err();
   if (installed_fashion_mnist_dir().empty()) return;
+  // The evaluation needs a point between batches where every stage holds
+  // the same weights: not with an asynchronous schedule.
+  Child async(dir, "async", {"train", write_train_scenario(dir, "fashion_mnist", "pipedream")});
+  EXPECT_EQ(async.wait(60), 2);
+  EXPECT_NE(async.err().find("$.schedule"), std::string::npos) << async.err();
   Child few(dir, "few", {"train", synthetic, "--dataset", "fashion_mnist", "--test-samples", "5"});
   EXPECT_EQ(few.wait(60), 2);
   EXPECT_NE(few.err().find("--test-samples"), std::string::npos) << few.err();
