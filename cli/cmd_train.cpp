@@ -40,18 +40,19 @@ std::string table(const nlohmann::json& r) {
   os << "train " << r["scenario"].get<std::string>() << " [" << r["variant"].get<std::string>()
      << "] on " << r["dataset"].get<std::string>() << " (" << r["mode"].get<std::string>()
      << ")\n  epoch  batches  train loss  train acc  test loss  test acc   train s\n";
-  for (const auto& e : r["epochs"]) {
-    std::snprintf(line, sizeof line, "  %5lld  %7lld  %10.4f  %8.2f%%  %9.4f  %7.2f%%  %8.1f\n",
-                  e["epoch"].get<long long>(), e["batches"].get<long long>(),
+  for (const auto& e : r["evaluations"]) {
+    std::snprintf(line, sizeof line, "  %5.2f  %7lld  %10.4f  %8.2f%%  %9.4f  %7.2f%%  %8.1f\n",
+                  e["epoch"].get<double>(), e["batches"].get<long long>(),
                   e["train_loss"].get<double>(), 100 * e["train_accuracy"].get<double>(),
                   e["test_loss"].get<double>(), 100 * e["test_accuracy"].get<double>(),
                   e["train_s"].get<double>());
     os << line;
   }
   std::snprintf(line, sizeof line,
-                "best test accuracy %.2f%% (epoch %d); wire %.0f B/batch; predicted %.4f s/batch "
-                "for the scenario's deployment\n",
-                100 * r["best_test_accuracy"].get<double>(), r["best_epoch"].get<int>(),
+                "best test accuracy %.2f%% (after %lld batches); wire %.0f B/batch; predicted %.4f "
+                "s/batch for the scenario's deployment\n",
+                100 * r["best_test_accuracy"].get<double>(),
+                r["best_after_batches"].get<long long>(),
                 r["wire_bytes_per_batch"].get<double>(),
                 r["predicted_time_per_batch_s"].get<double>());
   os << line;
@@ -86,7 +87,7 @@ void add_prediction(const Plan& plan, double target_pct, nlohmann::json* r) {
   if (r->value("mode", "") == "two_process" && batches >= 0) {
     // The real run's own time: its training up to that evaluation.
     double s = 0;
-    for (const auto& e : (*r)["epochs"])
+    for (const auto& e : (*r)["evaluations"])
       if (e["batches"].get<int64_t>() <= batches) s += e["train_s"].get<double>();
     t["measured_s"] = s;
   }
@@ -100,8 +101,8 @@ std::string sweep_table(const nlohmann::json& runs) {
   os << "   best acc  last acc   wire B/batch  predicted s/batch  to target: batches  "
         "predicted s  variant\n";
   for (const auto& r : runs) {
-    const auto& epochs = r["epochs"];
-    const double last = epochs.empty() ? 0 : epochs.back()["test_accuracy"].get<double>();
+    const auto& evals = r["evaluations"];
+    const double last = evals.empty() ? 0 : evals.back()["test_accuracy"].get<double>();
     std::string batches = "-", seconds = "-";
     if (r.contains("time_to_accuracy") && r["time_to_accuracy"]["batches"].get<int64_t>() >= 0) {
       batches = std::to_string(r["time_to_accuracy"]["batches"].get<int64_t>());
@@ -134,7 +135,7 @@ int run_train_command(const TrainArgs& args) {
   std::string error;
   for (const TrainOutcome& o : outs) {
     nlohmann::json r = o.report;
-    if (r.contains("epochs")) add_prediction(o.plan, args.target_accuracy_pct, &r);
+    if (r.contains("evaluations")) add_prediction(o.plan, args.target_accuracy_pct, &r);
     runs.push_back(r);
     if (!o.complete) {
       complete = false;
@@ -152,7 +153,7 @@ int run_train_command(const TrainArgs& args) {
     std::cout << report.dump(2) << "\n";
   else if (sweep)
     std::cout << sweep_table(runs);
-  else if (report.contains("epochs"))
+  else if (report.contains("evaluations"))
     std::cout << table(report);
   std::cout.flush();
   if (!complete) {
@@ -182,6 +183,9 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--epochs", o.epochs, "Passes over the training samples")
       ->check(int_range(1, 100000))
       ->capture_default_str();
+  sub->add_option("--eval-every", o.eval_every,
+                  "Training batches between held-out evaluations (default: one epoch)")
+      ->check(int_range(1, int64_t{1} << 40));
   sub->add_option("--dataset", o.dataset,
                   "fashion_mnist or cifar10 (default: the scenario's dataset)")
       ->check(CLI::IsMember({"fashion_mnist", "cifar10"}));

@@ -39,12 +39,15 @@ struct Setup {
   LabeledImages train, test;
   std::vector<int64_t> input_shape;
   int64_t batches_per_epoch = 0, test_batches = 0;
+  int64_t eval_every = 0;   // training batches between evaluations
+  int64_t evaluations = 0;  // in the whole training
 };
 
 void check_options(const TrainOptions& o) {
   if (o.epochs < 1) throw InputError("--epochs", "must be at least 1");
   if (o.train_samples < 0) throw InputError("--train-samples", "must not be negative");
   if (o.test_samples < 0) throw InputError("--test-samples", "must not be negative");
+  if (o.eval_every < 0) throw InputError("--eval-every", "must not be negative");
 }
 
 // The train and test splits by dataset, read once for every variant.
@@ -95,9 +98,16 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
                                            " test samples make no batch of " + std::to_string(batch));
   s.scenario.dataset = s.dataset;
   s.scenario.iterations = s.plan.iterations = o.epochs * s.batches_per_epoch;
+  s.eval_every = o.eval_every > 0 ? o.eval_every : s.batches_per_epoch;
+  s.evaluations = s.plan.iterations / s.eval_every;
+  if (s.evaluations < 1)
+    throw InputError("--eval-every", std::to_string(s.eval_every) +
+                                         " batches is more than the whole training (" +
+                                         std::to_string(s.plan.iterations) + " batches)");
   s.scenario.warmup = s.plan.warmup = 0;
   s.identity = v.json;
   s.identity["train"] = {{"epochs", o.epochs},
+                         {"eval_every", s.eval_every},
                          {"seed", s.scenario.seed},
                          {"dataset", s.dataset},
                          {"train_samples", s.train.labels.size(0)},
@@ -111,7 +121,7 @@ RunOptions run_options(const Setup& s, const TrainOptions& o, BatchSource* train
   ro.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   ro.data = train;
   ro.eval_data = test;
-  ro.eval_every = s.batches_per_epoch;
+  ro.eval_every = s.eval_every;
   ro.eval_batches = s.test_batches;
   return ro;
 }
@@ -136,25 +146,25 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
                            const std::vector<EvalStats>& evals,
                            const std::vector<BatchStats>& stats, int64_t wire_bytes,
                            double wall_s) {
-  nlohmann::json epochs = nlohmann::json::array();
+  nlohmann::json evaluations = nlohmann::json::array();
   double best = -1;
-  int best_epoch = 0;
+  int64_t best_batches = 0;
   double previous_end = 0;
-  for (size_t e = 0; e < evals.size(); ++e) {
-    const EvalStats& ev = evals[e];
+  for (const EvalStats& ev : evals) {
     const double accuracy = ev.samples > 0 ? ev.correct / ev.samples : 0;
-    epochs.push_back({{"epoch", e + 1},
-                      {"batches", ev.after_batches},
-                      {"train_loss", ev.train_loss},
-                      {"train_accuracy", ev.train_accuracy},
-                      {"test_loss", ev.loss},
-                      {"test_accuracy", accuracy},
-                      {"train_s", ev.trained_s - previous_end},
-                      {"eval_s", ev.eval_s}});
+    evaluations.push_back(
+        {{"batches", ev.after_batches},
+         {"epoch", static_cast<double>(ev.after_batches) / static_cast<double>(s.batches_per_epoch)},
+         {"train_loss", ev.train_loss},
+         {"train_accuracy", ev.train_accuracy},
+         {"test_loss", ev.loss},
+         {"test_accuracy", accuracy},
+         {"train_s", ev.trained_s - previous_end},
+         {"eval_s", ev.eval_s}});
     previous_end = ev.trained_s + ev.eval_s;
     if (accuracy > best) {
       best = accuracy;
-      best_epoch = static_cast<int>(e) + 1;
+      best_batches = ev.after_batches;
     }
   }
   nlohmann::json losses = nlohmann::json::array();
@@ -175,14 +185,16 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
           {"train_samples", s.train.labels.size(0)},
           {"test_samples", s.test_batches * s.plan.batch_size},
           {"batches_per_epoch", s.batches_per_epoch},
-          {"epochs", epochs},
+          {"epochs", o.epochs},
+          {"eval_every", s.eval_every},
+          {"evaluations", evaluations},
           {"best_test_accuracy", best},
-          {"best_epoch", best_epoch},
+          {"best_after_batches", best_batches},
           {"batch_losses", losses},
           {"wire_bytes_per_batch",
            batches > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(batches) : 0.0},
           {"wall_s", wall_s},
-          {"complete", static_cast<int64_t>(evals.size()) == o.epochs}};
+          {"complete", static_cast<int64_t>(evals.size()) == s.evaluations}};
 }
 
 std::function<void(const EvalStats&)> epoch_progress(
@@ -191,10 +203,12 @@ std::function<void(const EvalStats&)> epoch_progress(
   return [&s, &o, progress](const EvalStats& ev) {
     char line[256];
     std::snprintf(line, sizeof line,
-                  "train: epoch %lld/%lld (%lld batches): train loss %.4f, test loss %.4f, "
-                  "test accuracy %s, %.1f s",
-                  static_cast<long long>(ev.after_batches / s.batches_per_epoch),
-                  static_cast<long long>(o.epochs), static_cast<long long>(ev.after_batches),
+                  "train: evaluation %lld/%lld (%lld batches, epoch %.2f of %lld): train loss "
+                  "%.4f, test loss %.4f, test accuracy %s, %.1f s",
+                  static_cast<long long>(ev.after_batches / s.eval_every),
+                  static_cast<long long>(s.evaluations), static_cast<long long>(ev.after_batches),
+                  static_cast<double>(ev.after_batches) / static_cast<double>(s.batches_per_epoch),
+                  static_cast<long long>(o.epochs),
                   ev.train_loss, ev.loss,
                   percent(ev.samples > 0 ? ev.correct / ev.samples : 0).c_str(), ev.trained_s);
     progress(line);
@@ -320,7 +334,7 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
     wall = std::chrono::duration<double>(ExecClock::now() - start).count();
     if (result.complete) {
       const int holder = topo.rank_of(static_cast<int>(s.plan.stages.size()) - 1, 0);
-      gather_evals(*transport, holder, &result, o.epochs, go.timeout);
+      gather_evals(*transport, holder, &result, s.evaluations, go.timeout);
       gather(*transport, offsets, &result, go.timeout);
     }
   } catch (const InputError&) {
@@ -372,7 +386,8 @@ std::vector<TrainOutcome> run_train(const TrainOptions& o,
              std::to_string(s.batches_per_epoch) + " batches of " +
              std::to_string(s.plan.batch_size) + " (" + s.dataset + ", " +
              std::to_string(s.train.labels.size(0)) + " training samples), " +
-             std::to_string(s.test_batches * s.plan.batch_size) + " test samples after each");
+             std::to_string(s.test_batches * s.plan.batch_size) + " test samples every " +
+             std::to_string(s.eval_every) + " batches");
     out.push_back(o.role.empty() ? train_in_process(s, o, progress)
                                  : train_two_process(s, o, progress));
     if (!out.back().complete) break;  // the report so far, with the failure
@@ -381,7 +396,7 @@ std::vector<TrainOutcome> run_train(const TrainOptions& o,
 }
 
 int64_t batches_to_accuracy(const nlohmann::json& report, double target) {
-  for (const auto& e : report.at("epochs"))
+  for (const auto& e : report.at("evaluations"))
     if (e.at("test_accuracy").get<double>() >= target) return e.at("batches").get<int64_t>();
   return -1;
 }

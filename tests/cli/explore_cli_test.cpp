@@ -235,7 +235,7 @@ TEST(ExploreCliTest, AccuracyRanksByTimeToTheTargetAndEmitsItsBest) {
                           {"variant", variant},
                           {"chunks", 1},
                           {"compression", {{{"forward", codec}, {"backward", codec}}}},
-                          {"epochs",
+                          {"evaluations",
                            {{{"batches", 100}, {"test_accuracy", at100}},
                             {{"batches", 300}, {"test_accuracy", at300}}}}};
   };

@@ -278,7 +278,8 @@ TEST_F(ExecCliTest, TrainInOneProcessAndInTwoGivesTheSameLossesAndLearns) {
                                            "2",             "--train-samples",
                                            "768",           "--test-samples",
                                            "256",           "--target-accuracy",
-                                           "20",            "--json"};
+                                           "20",            "--eval-every",
+                                           "24",            "--json"};
   Child alone(dir, "alone", common);
   ASSERT_EQ(alone.wait(100), 0) << alone.err();
   const int port = free_port();
@@ -298,15 +299,18 @@ TEST_F(ExecCliTest, TrainInOneProcessAndInTwoGivesTheSameLossesAndLearns) {
   EXPECT_EQ(b["mode"], "two_process");
   ASSERT_EQ(a["batch_losses"].size(), 96u);  // 2 epochs x 768 / 16
   EXPECT_EQ(a["batch_losses"], b["batch_losses"]);
-  ASSERT_EQ(a["epochs"].size(), 2u);
-  for (size_t e = 0; e < 2; ++e) {
-    EXPECT_EQ(a["epochs"][e]["test_accuracy"], b["epochs"][e]["test_accuracy"]);
-    EXPECT_EQ(a["epochs"][e]["test_loss"], b["epochs"][e]["test_loss"]);
-    EXPECT_EQ(a["epochs"][e]["batches"], 48 * (e + 1));
+  // --eval-every 24: four evaluations, two per epoch.
+  ASSERT_EQ(a["evaluations"].size(), 4u);
+  for (size_t e = 0; e < 4; ++e) {
+    EXPECT_EQ(a["evaluations"][e]["test_accuracy"], b["evaluations"][e]["test_accuracy"]);
+    EXPECT_EQ(a["evaluations"][e]["test_loss"], b["evaluations"][e]["test_loss"]);
+    EXPECT_EQ(a["evaluations"][e]["batches"], 24 * (e + 1));
+    EXPECT_DOUBLE_EQ(a["evaluations"][e]["epoch"].get<double>(), 0.5 * static_cast<double>(e + 1));
   }
   EXPECT_EQ(a["test_samples"], 256);
   EXPECT_GT(a["best_test_accuracy"].get<double>(), 0.3);
-  EXPECT_GT(a["epochs"][0]["train_loss"].get<double>(), a["epochs"][1]["train_loss"].get<double>());
+  EXPECT_GT(a["evaluations"][0]["train_loss"].get<double>(),
+            a["evaluations"][3]["train_loss"].get<double>());
   // The evaluations' transfers are not counted: the training's bytes alike.
   EXPECT_EQ(a["wire_bytes_per_batch"], b["wire_bytes_per_batch"]);
   EXPECT_GT(a["predicted_time_per_batch_s"].get<double>(), 0);

@@ -32,7 +32,7 @@ nlohmann::json run_json(const std::string& variant, const CodecSpec& c, int64_t 
           {"variant", variant},
           {"chunks", chunks},
           {"compression", {{{"forward", codec_to_json(c)}, {"backward", codec_to_json(c)}}}},
-          {"epochs", epochs}};
+          {"evaluations", epochs}};
 }
 
 struct AccuracyTest : ::testing::Test {

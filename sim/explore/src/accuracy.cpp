@@ -28,7 +28,7 @@ MeasuredAccuracy read_run(const nlohmann::json& j, const std::string& path) {
                         parse_codec(c.at(b).at("backward"), at + ".backward")});
     }
     m.codecs = codecs_key(codecs);
-    for (const auto& e : need("epochs")) {
+    for (const auto& e : need("evaluations")) {
       const double a = e.at("test_accuracy").get<double>();
       m.curve.push_back({e.at("batches").get<int64_t>(), a});
       m.best_accuracy = std::max(m.best_accuracy, a);

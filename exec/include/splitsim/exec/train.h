@@ -19,6 +19,7 @@ struct TrainOptions {
   std::string scenario;  // scenario file
   std::string variant;   // label filter: every variant it leaves (one with a role)
   int64_t epochs = 1;
+  int64_t eval_every = 0;     // training batches between evaluations (0: one epoch)
   std::string dataset;        // "" the scenario's; fashion_mnist | cifar10
   std::string data;           // dataset directory ("" the installed Fashion-MNIST)
   int64_t train_samples = 0;  // the first N training samples (0: all)
