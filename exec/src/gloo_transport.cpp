@@ -105,6 +105,26 @@ void parse_address(const std::string& address, const std::string& flag, std::str
   *port = p;
 }
 
+GlooOptions party_gloo_options(const ExecTopology& topo, const std::string& role, int client_index,
+                               const std::string& listen, const std::string& connect,
+                               double timeout_s, const std::string& command) {
+  if (topo.world_size() < 2)
+    throw InputError("$.partition", command + " needs at least two parties");
+  GlooOptions go;
+  go.rank = rank_of_role(topo, role, client_index);
+  go.world_size = topo.world_size();
+  go.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  if (go.rank == 0 && listen.empty())
+    throw InputError("--listen", "rank 0 (party \"" + topo.server_party +
+                                     "\") listens: pass --listen ADDR:PORT");
+  if (go.rank != 0 && connect.empty())
+    throw InputError("--connect",
+                     "party \"" + role + "\" connects to the server: pass --connect ADDR:PORT");
+  parse_address(go.rank == 0 ? listen : connect, go.rank == 0 ? "--listen" : "--connect", &go.host,
+                &go.port);
+  return go;
+}
+
 struct GlooTransport::Impl {
   GlooOptions options;
   c10::intrusive_ptr<c10d::TCPStore> store;

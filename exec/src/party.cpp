@@ -23,21 +23,6 @@
 namespace splitsim {
 namespace {
 
-// The shared secret: --token, else $SPLITSIM_TOKEN (preferred: the command
-// line is visible to every user in ps), else none.
-std::string exec_token(const ExecPartyOptions& o) {
-  std::string token = o.token;
-  if (token.empty()) {
-    if (const char* env = std::getenv("SPLITSIM_TOKEN"); env != nullptr) token = env;
-  }
-  if (token.size() > kMaxTokenBytes) {
-    throw InputError(o.token.empty() ? "SPLITSIM_TOKEN" : "--token",
-                     "the token is " + std::to_string(token.size()) + " bytes; the limit is " +
-                         std::to_string(kMaxTokenBytes));
-  }
-  return token;
-}
-
 // The most events a rank can legitimately report: per batch (warm-up and
 // the ones after included) and stage, each micro-batch's forward, backward,
 // recompute, codec work and transfers, and an update.
@@ -97,23 +82,11 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
     plan.warmup = sc.warmup = std::min(sc.warmup, args.iterations - 1);
     identity_json["iterations"] = args.iterations;
   }
-  const std::string token = exec_token(args);
+  const std::string token = shared_token(args.token);
   const ExecTopology topo = make_topology(plan);
-  if (topo.world_size() < 2) throw InputError("$.partition", "exec needs at least two parties");
-  const int rank = rank_of_role(topo, args.role, args.client_index);
-  GlooOptions go;
-  go.rank = rank;
-  go.world_size = topo.world_size();
-  go.timeout = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
-  if (rank == 0 && args.listen.empty())
-    throw InputError("--listen", "rank 0 (party \"" + topo.server_party +
-                                     "\") listens: pass --listen ADDR:PORT");
-  if (rank != 0 && args.connect.empty())
-    throw InputError("--connect", "party \"" + args.role +
-                                      "\" connects to the server: pass "
-                                      "--connect ADDR:PORT");
-  parse_address(rank == 0 ? args.listen : args.connect, rank == 0 ? "--listen" : "--connect",
-                &go.host, &go.port);
+  const GlooOptions go = party_gloo_options(topo, args.role, args.client_index, args.listen,
+                                            args.connect, args.timeout_s, "exec");
+  const int rank = go.rank;
   RunOptions ro;
   ro.timeout = go.timeout;
   ro.data_dir = args.data;

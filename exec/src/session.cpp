@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <tuple>
 
+#include "splitsim/costmodel/errors.h"
 #include "splitsim/sim/metrics.h"
 
 namespace splitsim {
@@ -75,6 +77,18 @@ double seconds(ExecClock::time_point t, ExecClock::time_point origin) {
 }
 
 }  // namespace
+
+std::string shared_token(const std::string& flag_value) {
+  std::string token = flag_value;
+  if (token.empty()) {
+    if (const char* env = std::getenv("SPLITSIM_TOKEN"); env != nullptr) token = env;
+  }
+  if (token.size() > kMaxTokenBytes)
+    throw InputError(flag_value.empty() ? "SPLITSIM_TOKEN" : "--token",
+                     "the token is " + std::to_string(token.size()) + " bytes; the limit is " +
+                         std::to_string(kMaxTokenBytes));
+  return token;
+}
 
 std::string stable_hash(const std::string& text) {
   uint64_t h = 1469598103934665603ull;

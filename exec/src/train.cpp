@@ -298,22 +298,10 @@ void gather_evals(Transport& t, int holder, RunResult* r, int64_t count,
 TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
                                const std::function<void(const std::string&)>& progress) {
   const ExecTopology topo = make_topology(s.plan);
-  if (topo.world_size() < 2) throw InputError("$.partition", "train needs at least two parties");
-  const int rank = rank_of_role(topo, o.role, 0);
-  GlooOptions go;
-  go.rank = rank;
-  go.world_size = topo.world_size();
-  go.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
-  if (rank == 0 && o.listen.empty())
-    throw InputError("--listen", "rank 0 (party \"" + topo.server_party +
-                                     "\") listens: pass --listen ADDR:PORT");
-  if (rank != 0 && o.connect.empty())
-    throw InputError("--connect", "party \"" + o.role + "\" connects to the server: pass "
-                                                        "--connect ADDR:PORT");
-  parse_address(rank == 0 ? o.listen : o.connect, rank == 0 ? "--listen" : "--connect", &go.host,
-                &go.port);
-  std::string token = o.token;
-  if (const char* env = std::getenv("SPLITSIM_TOKEN"); token.empty() && env != nullptr) token = env;
+  const GlooOptions go =
+      party_gloo_options(topo, o.role, 0, o.listen, o.connect, o.timeout_s, "train");
+  const int rank = go.rank;
+  const std::string token = shared_token(o.token);
   progress("train: rank " + std::to_string(rank) + " of " + std::to_string(go.world_size) + " (" +
            o.role + "), " + (rank == 0 ? "listening on " : "connecting to ") + go.host + ":" +
            std::to_string(go.port));

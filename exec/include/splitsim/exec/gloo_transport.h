@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "splitsim/exec/topology.h"
 #include "splitsim/exec/transport.h"
 
 namespace splitsim {
@@ -48,5 +49,14 @@ int restrict_listeners_to(const std::string& host, int port);
 
 void parse_address(const std::string& address, const std::string& flag, std::string* host,
                    int* port);
+
+// The Gloo options of the party `role` (client `client_index` of several)
+// of `topo` in a run of `command` ("exec", "train"): its rank, rank 0
+// listening on `listen`, the others connecting to `connect`. Throws
+// InputError naming --role, --listen or --connect, or $.partition when the
+// plan has fewer than two parties.
+GlooOptions party_gloo_options(const ExecTopology& topo, const std::string& role, int client_index,
+                               const std::string& listen, const std::string& connect,
+                               double timeout_s, const std::string& command);
 
 }  // namespace splitsim

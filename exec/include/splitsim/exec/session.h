@@ -29,6 +29,10 @@ struct RunIdentity {
 
 // Longest token: the handshake carries it in a 4096-byte buffer.
 constexpr size_t kMaxTokenBytes = 4095;
+// The shared secret: `flag_value` (--token), else $SPLITSIM_TOKEN
+// (preferred: a command line is visible to every user in ps), else none.
+// Throws InputError naming its source when it is longer than kMaxTokenBytes.
+std::string shared_token(const std::string& flag_value);
 // FNV-1a 64 of `text`, as 16 hex digits.
 std::string stable_hash(const std::string& text);
 
