@@ -137,7 +137,7 @@ TEST_F(HardeningCliTest, SimulatorEdgeValuesAreExit2) {
 }
 
 TEST_F(HardeningCliTest, UnknownSubcommandNamesItselfAndTheValidOnes) {
-  for (const char* args : {"train", "train --help", "simulat x.json"}) {
+  for (const char* args : {"trian", "trian --help", "simulat x.json"}) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find("unknown subcommand"), std::string::npos) << r.err;
