@@ -13,4 +13,10 @@ inline std::string error_reason(const std::exception& e) {
   return e.what();
 }
 
+// The first line of the reason: what a party's summary and report carry.
+inline std::string first_line_of(const std::exception& e) {
+  const std::string r = error_reason(e);
+  return r.substr(0, r.find('\n'));
+}
+
 }  // namespace splitsim

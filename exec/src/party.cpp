@@ -10,6 +10,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "error_reason.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/workspace.h"
@@ -114,9 +115,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
     throw;
   } catch (const std::exception& e) {
     result.complete = false;
-    // One line: LibTorch's and Gloo's errors append a backtrace.
-    if (result.error.empty())
-      result.error = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    if (result.error.empty()) result.error = first_line_of(e);
   }
   write_outputs(args, plan, result, out, progress);
   // A failed Gloo pair may block in its destructor: the transport is left

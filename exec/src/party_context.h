@@ -83,6 +83,16 @@ struct InstanceResult {
   int64_t eval_bytes_sent = 0, eval_bytes_received = 0;
 };
 
+// Samples of `output` whose top class is `target` (classification tasks;
+// 0 for the others).
+inline double correctly_classified(const SplitModel& model, const torch::Tensor& output,
+                                   const torch::Tensor& target) {
+  if (model.task != TaskKind::kImageClassification &&
+      model.task != TaskKind::kSequenceClassification)
+    return 0;
+  return output.argmax(1).eq(target).sum().item<double>();
+}
+
 // Runs stage `stage` for client `client`. Never throws: a failure ends the
 // instance with out->error set.
 void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out);

@@ -7,6 +7,7 @@
 #include "error_reason.h"
 #include "party_context.h"
 #include "splitsim/costmodel/schedule.h"
+#include "stage_wire.h"
 
 namespace splitsim::exec_internal {
 namespace {
@@ -34,7 +35,13 @@ struct PendingSend {
 class Instance {
  public:
   Instance(PartyContext& ctx, int k, int c, InstanceResult* out)
-      : ctx_(ctx), plan_(*ctx.plan), parts_(ctx.stages[k]), k_(k), c_(c), out_(out) {
+      : ctx_(ctx),
+        plan_(*ctx.plan),
+        parts_(ctx.stages[k]),
+        wire_(ctx, k, c),
+        k_(k),
+        c_(c),
+        out_(out) {
     K_ = static_cast<int>(plan_.stages.size());
     m_ = plan_.chunks();
     fr_ = plan_.schedule == Schedule::kFr;
@@ -64,21 +71,13 @@ class Instance {
   double at_s(ExecClock::time_point t) const {
     return std::chrono::duration<double>(t - ctx_.start).count();
   }
-  int64_t mb_size(int64_t mb) const { return plan_.microbatch_sizes[static_cast<size_t>(mb)]; }
-  int64_t mb_offset(int64_t mb) const {
-    int64_t off = 0;
-    for (int64_t i = 0; i < mb; ++i) off += mb_size(i);
-    return off;
-  }
-  int nb() const { return static_cast<int>(plan_.boundaries.size()); }
+  int64_t mb_size(int64_t mb) const { return wire_.mb_size(mb); }
+  int64_t mb_offset(int64_t mb) const { return wire_.mb_offset(mb); }
   int tag(int boundary, bool backward, const Op& op) const {
-    const int64_t t =
-        ((((op.batch * m_ + op.microbatch) * nb() + boundary) * 2 + backward) * ctx_.topo.clients +
-         c_);
-    return static_cast<int>(t % (int64_t{1} << 26));
+    return wire_.tag(boundary, backward, op.batch, op.microbatch);
   }
-  int party() const { return ctx_.topo.party_of(k_, c_); }
-  bool remote(int other_stage) const { return ctx_.topo.party_of(other_stage, c_) != party(); }
+  int party() const { return wire_.party(); }
+  bool remote(int other_stage) const { return wire_.remote(other_stage); }
 
   size_t record(EventKind kind, const Op& op, double t0, double t1, int boundary = -1,
                 int backward = 0, int peer = -1, int64_t bytes = 0) {
@@ -99,16 +98,6 @@ class Instance {
     return out_->events.size() - 1;
   }
 
-  // The wire layout of boundary b in one direction for `op`'s micro-batch.
-  std::vector<WireTensor> layout(int b, bool backward, const Op& op) const {
-    const PlanBoundary& bd = plan_.boundaries[static_cast<size_t>(b)];
-    std::vector<int64_t> shape(bd.activation_shape.begin() + 1, bd.activation_shape.end());
-    if (!backward)
-      return wire_layout(bd.forward.codec, shape, mb_size(op.microbatch), ctx_.act_dtype, op.batch);
-    return wire_layout(bd.backward.codec, carried_shape(bd.forward.codec, shape, op.batch),
-                       mb_size(op.microbatch), ctx_.act_dtype, op.batch);
-  }
-
   void post_receive(size_t j, const Op& op) {
     const bool fwd = op.kind == OpKind::kForward && k_ > 0;
     const bool bwd = op.kind == OpKind::kBackward && k_ < K_ - 1;
@@ -116,13 +105,9 @@ class Instance {
     const int b = fwd ? k_ - 1 : k_;
     const int peer_stage = fwd ? k_ - 1 : k_ + 1;
     PostedRecv r;
-    for (const WireTensor& w : layout(b, bwd, op)) {
-      r.buffers.push_back(torch::empty(w.shape, torch::dtype(to_torch(w.dtype))));
-      r.bytes += w.bytes();
-    }
+    r.buffers = wire_.buffers(b, bwd, op.batch, op.microbatch, &r.bytes);
     r.post_s = now_s();
-    r.transfer =
-        ctx_.transport->recv(r.buffers, ctx_.topo.rank_of(peer_stage, c_), tag(b, bwd, op));
+    r.transfer = ctx_.transport->recv(r.buffers, wire_.rank_of(peer_stage), tag(b, bwd, op));
     recvs_[j] = std::move(r);
   }
 
@@ -134,7 +119,7 @@ class Instance {
     r.transfer->wait(ctx_.options.timeout);
     if (remote(peer_stage))
       record(EventKind::kRecv, op, r.post_s, at_s(r.transfer->completed_at()), b, backward,
-             ctx_.topo.party_of(peer_stage, c_), r.bytes);
+             wire_.party_of(peer_stage), r.bytes);
     std::vector<torch::Tensor> out;
     for (auto& t : r.buffers) out.push_back(t.to(ctx_.device));
     return out;
@@ -143,26 +128,12 @@ class Instance {
   // Packs are checked against the cost model's layout (the wire bytes
   // formula) and sent; the send completes in the background.
   void send(const Op& op, int b, bool backward, std::vector<torch::Tensor> wire, int peer_stage) {
-    const auto want = layout(b, backward, op);
-    if (wire.size() != want.size())
-      throw std::logic_error("codec packed " + std::to_string(wire.size()) +
-                             " tensors, layout has " + std::to_string(want.size()));
-    int64_t bytes = 0;
-    for (size_t i = 0; i < wire.size(); ++i) {
-      torch::Tensor t = wire[i].detach().to(torch::kCPU, to_torch(want[i].dtype));
-      if (t.numel() != want[i].numel())
-        throw std::logic_error("boundary " + std::to_string(b) + ": packed tensor " +
-                               std::to_string(i) + " has " + std::to_string(t.numel()) +
-                               " values, the cost model says " + std::to_string(want[i].numel()));
-      wire[i] = t.reshape(want[i].shape).contiguous();
-      bytes += static_cast<int64_t>(wire[i].nbytes());
-    }
+    const int64_t bytes = wire_.to_wire(b, backward, op.batch, op.microbatch, &wire);
     const double t0 = now_s();
-    auto transfer =
-        ctx_.transport->send(wire, ctx_.topo.rank_of(peer_stage, c_), tag(b, backward, op));
+    auto transfer = ctx_.transport->send(wire, wire_.rank_of(peer_stage), tag(b, backward, op));
     if (!remote(peer_stage)) return;  // kept: the transfer object holds the tensors
-    const size_t e = record(EventKind::kSend, op, t0, t0, b, backward,
-                            ctx_.topo.party_of(peer_stage, c_), bytes);
+    const size_t e =
+        record(EventKind::kSend, op, t0, t0, b, backward, wire_.party_of(peer_stage), bytes);
     sends_.push_back({transfer, e});
   }
 
@@ -195,9 +166,7 @@ class Instance {
       BatchStats& st = stats(op.batch);
       st.loss += s->loss.item<double>();
       st.samples += static_cast<double>(n);
-      if (ctx_.model.task == TaskKind::kImageClassification ||
-          ctx_.model.task == TaskKind::kSequenceClassification)
-        st.correct += out.argmax(1).eq(target).sum().item<double>();
+      st.correct += correctly_classified(ctx_.model, out, target);
     } else {
       s->y = parts_.fwd_enc->carry(out);
     }
@@ -316,7 +285,7 @@ class Instance {
     step(op);
     const int64_t every = ctx_.options.eval_every;
     if (every > 0 && (op.batch + 1) % every == 0 && op.batch < plan_.iterations)
-      evaluate(op.batch + 1);
+      evaluate_stage(ctx_, wire_, op.batch + 1, &eval_serial_, out_);
   }
 
   void step(const Op& op) {
@@ -342,106 +311,10 @@ class Instance {
     out_->updated = op.batch + 1;
   }
 
-  // Held-out evaluation after `done` training batches: every eval batch goes
-  // forward through the stages, micro-batch by micro-batch as in training
-  // (the codecs at their step `done`), in eval mode and without gradients.
-  void evaluate(int64_t done) {
-    std::vector<std::shared_ptr<torch::nn::Module>> modules;
-    for (int u = parts_.first_unit; u <= parts_.last_unit; ++u)
-      modules.push_back(ctx_.model.units[static_cast<size_t>(u)]);
-    if (parts_.fwd_dec) modules.push_back(parts_.fwd_dec);
-    if (parts_.fwd_enc) modules.push_back(parts_.fwd_enc);
-    for (auto& m : modules) m->train(false);
-    EvalStats stats;
-    stats.after_batches = done;
-    stats.trained_s = now_s();
-    if (k_ == K_ - 1) {
-      double samples = 0, correct = 0, n = 0;
-      for (const BatchStats& b : out_->stats)
-        if (b.batch >= done - ctx_.options.eval_every && b.batch < done) {
-          stats.train_loss += b.loss;
-          correct += b.correct;
-          samples += b.samples;
-          ++n;
-        }
-      if (n > 0) stats.train_loss /= n;
-      if (samples > 0) stats.train_accuracy = correct / samples;
-    }
-    const int64_t batches = ctx_.options.eval_batches;
-    for (int64_t t = 0; t < batches; ++t) {
-      std::pair<torch::Tensor, torch::Tensor> data;
-      if (k_ == 0 || k_ == K_ - 1) {
-        std::lock_guard<std::mutex> lock(ctx_.data_mutex);
-        data = ctx_.options.eval_data->batch(c_, t, plan_.batch_size);
-      }
-      for (int64_t mb = 0; mb < m_; ++mb) {
-        const Op op{OpKind::kForward, done, mb};  // layouts and codecs at step `done`
-        // Tags past every training batch of the run: nothing in flight shares them.
-        const Op tagged{OpKind::kForward, ctx_.batches + eval_serial_, mb};
-        torch::Tensor x;
-        if (k_ == 0) {
-          x = data.first.narrow(0, mb_offset(mb), mb_size(mb)).to(ctx_.device);
-        } else {
-          std::vector<torch::Tensor> wire;
-          int64_t bytes = 0;
-          for (const WireTensor& w : layout(k_ - 1, false, op)) {
-            wire.push_back(torch::empty(w.shape, torch::dtype(to_torch(w.dtype))));
-            bytes += w.bytes();
-          }
-          ctx_.transport->recv(wire, ctx_.topo.rank_of(k_ - 1, c_), tag(k_ - 1, false, tagged))
-              ->wait(ctx_.options.timeout);
-          if (remote(k_ - 1)) out_->eval_bytes_received += bytes;
-          for (auto& w : wire) w = w.to(ctx_.device);
-          std::lock_guard<std::mutex> lock(ctx_.compute);
-          torch::NoGradGuard no_grad;
-          parts_.fwd_dec->set_step(done);
-          x = parts_.fwd_dec->expand(parts_.fwd_dec->unpack(wire, mb_size(mb)).to(torch::kFloat));
-        }
-        std::vector<torch::Tensor> wire;
-        {
-          std::lock_guard<std::mutex> lock(ctx_.compute);
-          torch::NoGradGuard no_grad;
-          torch::Tensor out = ctx_.model.forward(x, parts_.first_unit, parts_.last_unit);
-          if (k_ == K_ - 1) {
-            const int64_t n = mb_size(mb);
-            torch::Tensor target = data.second.narrow(0, mb_offset(mb), n).to(ctx_.device);
-            stats.loss += ctx_.model.loss(out, target).item<double>() * static_cast<double>(n);
-            stats.samples += static_cast<double>(n);
-            if (ctx_.model.task == TaskKind::kImageClassification ||
-                ctx_.model.task == TaskKind::kSequenceClassification)
-              stats.correct += out.argmax(1).eq(target).sum().item<double>();
-          } else {
-            parts_.fwd_enc->set_step(done);
-            wire = parts_.fwd_enc->pack(parts_.fwd_enc->carry(out));
-          }
-        }
-        if (k_ == K_ - 1) continue;
-        const auto want = layout(k_, false, op);
-        int64_t bytes = 0;
-        for (size_t i = 0; i < wire.size() && i < want.size(); ++i) {
-          wire[i] = wire[i].detach().to(torch::kCPU, to_torch(want[i].dtype))
-                        .reshape(want[i].shape)
-                        .contiguous();
-          bytes += static_cast<int64_t>(wire[i].nbytes());
-        }
-        ctx_.transport->send(wire, ctx_.topo.rank_of(k_ + 1, c_), tag(k_, false, tagged))
-            ->wait(ctx_.options.timeout);
-        if (remote(k_ + 1)) out_->eval_bytes_sent += bytes;
-      }
-      ++eval_serial_;
-    }
-    for (auto& m : modules) m->train(true);
-    if (k_ == K_ - 1) {
-      if (stats.samples > 0) stats.loss /= stats.samples;
-      stats.eval_s = now_s() - stats.trained_s;
-      out_->evals.push_back(stats);
-      if (ctx_.options.on_eval) ctx_.options.on_eval(stats);
-    }
-  }
-
   PartyContext& ctx_;
   const Plan& plan_;
   StageParts& parts_;
+  StageWire wire_;
   int k_, c_, K_ = 0;
   int64_t m_ = 1;
   bool fr_ = false;

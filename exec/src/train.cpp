@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "splitsim/costmodel/codec.h"
+#include "error_reason.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/heap.h"
@@ -329,8 +330,7 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
     throw;
   } catch (const std::exception& e) {
     result.complete = false;
-    if (result.error.empty())
-      result.error = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    if (result.error.empty()) result.error = first_line_of(e);
   }
   out.complete = result.complete;
   out.error = result.error;
