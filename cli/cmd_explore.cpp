@@ -37,8 +37,9 @@ int run_explore(ExploreArgs a) {
   if (!a.accuracy.empty() && a.target_accuracy_pct < 0)
     throw InputError("--target-accuracy", "--accuracy ranks by the time to a target: give it");
   if (a.accuracy.empty() && (a.target_accuracy_pct >= 0 || a.max_accuracy_drop_pct >= 0))
-    throw InputError("--accuracy", "--target-accuracy and --max-accuracy-drop need the report "
-                                   "of splitsim train (--accuracy FILE)");
+    throw InputError("--accuracy",
+                     "--target-accuracy and --max-accuracy-drop need the report "
+                     "of splitsim train (--accuracy FILE)");
   std::vector<MeasuredAccuracy> measured;
   if (!a.accuracy.empty()) measured = read_accuracy_report(a.accuracy);
   auto log = [](const std::string& line) { std::cerr << line << "\n"; };
@@ -66,7 +67,8 @@ int run_explore(ExploreArgs a) {
       best = &e.result.candidates[ranked.rows.front().candidate];
     else
       std::cerr << "explore: no candidate has measured codecs that reach the target within the "
-                   "allowed drop; the best by " << objective_name(e.objective) << " stands\n";
+                   "allowed drop; the best by "
+                << objective_name(e.objective) << " stands\n";
   }
   if (!a.emit_best.empty()) {
     write_file_atomically(a.emit_best, candidate_scenario_json(v.json, *best).dump(2) + "\n",

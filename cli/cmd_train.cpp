@@ -52,8 +52,7 @@ std::string table(const nlohmann::json& r) {
                 "best test accuracy %.2f%% (after %lld batches); wire %.0f B/batch; predicted %.4f "
                 "s/batch for the scenario's deployment\n",
                 100 * r["best_test_accuracy"].get<double>(),
-                r["best_after_batches"].get<long long>(),
-                r["wire_bytes_per_batch"].get<double>(),
+                r["best_after_batches"].get<long long>(), r["wire_bytes_per_batch"].get<double>(),
                 r["predicted_time_per_batch_s"].get<double>());
   os << line;
   if (r.contains("time_to_accuracy")) {
@@ -143,11 +142,10 @@ int run_train_command(const TrainArgs& args) {
     }
   }
   const bool sweep = runs.size() > 1;
-  const nlohmann::json report =
-      sweep ? nlohmann::json{{"schema", "splitsim.train_sweep/1"},
-                             {"scenario", args.options.scenario},
-                             {"runs", runs}}
-            : runs.front();
+  const nlohmann::json report = sweep ? nlohmann::json{{"schema", "splitsim.train_sweep/1"},
+                                                       {"scenario", args.options.scenario},
+                                                       {"runs", runs}}
+                                      : runs.front();
   if (!args.report.empty()) write_file_atomically(args.report, report.dump(2) + "\n", "--report");
   if (args.json)
     std::cout << report.dump(2) << "\n";
@@ -215,8 +213,7 @@ Command add_train_command(CLI::App& app) {
                   "default: every party in this process");
   sub->add_option("--listen", o.listen, "With --role server: ADDR:PORT to listen on");
   sub->add_option("--connect", o.connect, "With another --role: the server's ADDR:PORT");
-  sub->add_option("--token", o.token,
-                  "Shared secret both sides present (else $SPLITSIM_TOKEN)");
+  sub->add_option("--token", o.token, "Shared secret both sides present (else $SPLITSIM_TOKEN)");
   sub->add_flag("--json", args->json, "Print the report (splitsim.train/1) on stdout");
   sub->add_option("--report", args->report, "Also write the report to FILE");
   return {sub, [args] { return run_train_command(*args); }};

@@ -36,12 +36,11 @@ int main(int argc, char** argv) {
   // plan files; every other command measures or runs a model.
 #ifdef SPLITSIM_WITH_TORCH
   const std::vector<splitsim::Command> commands = {
-      splitsim::add_plan_command(app),     splitsim::add_profile_command(app),
-      splitsim::add_simulate_command(app), splitsim::add_bench_command(app),
-      splitsim::add_exec_command(app),     splitsim::add_validate_command(app),
-      splitsim::add_explore_command(app),
-      splitsim::add_link_probe_command(app), splitsim::add_calibrate_command(app),
-      splitsim::add_train_command(app),
+      splitsim::add_plan_command(app),      splitsim::add_profile_command(app),
+      splitsim::add_simulate_command(app),  splitsim::add_bench_command(app),
+      splitsim::add_exec_command(app),      splitsim::add_validate_command(app),
+      splitsim::add_explore_command(app),   splitsim::add_link_probe_command(app),
+      splitsim::add_calibrate_command(app), splitsim::add_train_command(app),
   };
 #else
   const std::vector<splitsim::Command> commands = {splitsim::add_simulate_command(app)};

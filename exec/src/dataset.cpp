@@ -157,7 +157,7 @@ std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint
 }
 
 LabeledImages load_labeled_images(const std::string& dataset, const std::string& data_dir,
-                                 const std::string& split) {
+                                  const std::string& split) {
   namespace fs = std::filesystem;
   const bool test = split == "test";
   if (dataset == "fashion_mnist") {
@@ -185,11 +185,13 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
       }
     }
     if (files.empty())
-      throw InputError("--data", std::string("no ") + (test ? "test_batch.bin" : "data_batch_*.bin") +
-                                     " in " + data_dir);
+      throw InputError(
+          "--data",
+          std::string("no ") + (test ? "test_batch.bin" : "data_batch_*.bin") + " in " + data_dir);
     return read_cifar10(files);
   }
-  throw InputError("$.dataset", "\"" + dataset + "\" has no labeled images (fashion_mnist or cifar10)");
+  throw InputError("$.dataset",
+                   "\"" + dataset + "\" has no labeled images (fashion_mnist or cifar10)");
 }
 
 std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,

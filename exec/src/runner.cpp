@@ -79,7 +79,8 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
         plan.schedule != Schedule::k1F1B)
       throw InputError("--eval-every",
                        "held-out evaluation runs between batches: schedule sequential, gpipe or "
-                       "1f1b, not " + std::string(schedule_name(plan.schedule)));
+                       "1f1b, not " +
+                           std::string(schedule_name(plan.schedule)));
   }
   const int64_t sent_before = transport.bytes_sent();
   const int64_t received_before = transport.bytes_received();

@@ -3,17 +3,17 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <exception>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <memory>
 #include <thread>
 
-#include "splitsim/costmodel/codec.h"
 #include "error_reason.h"
+#include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/heap.h"
+#include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/exec/dataset.h"
 #include "splitsim/exec/gloo_transport.h"
@@ -63,27 +63,31 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   if (s.dataset != "fashion_mnist" && s.dataset != "cifar10")
     throw InputError(o.dataset.empty() ? "$.dataset" : "--dataset",
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
-                     "not \"" + s.dataset + "\"");
+                     "not \"" +
+                         s.dataset + "\"");
   if (s.scenario.schedule != Schedule::kSequential && s.scenario.schedule != Schedule::kGpipe &&
       s.scenario.schedule != Schedule::k1F1B)
-    throw InputError("$.schedule", "train evaluates between batches: sequential, gpipe or 1f1b, "
-                                   "not " + std::string(schedule_name(s.scenario.schedule)));
+    throw InputError("$.schedule",
+                     "train evaluates between batches: sequential, gpipe or 1f1b, "
+                     "not " +
+                         std::string(schedule_name(s.scenario.schedule)));
   if (s.scenario.clients != 1)
-    throw InputError("$.clients", "train runs one client, not " +
-                                      std::to_string(s.scenario.clients));
+    throw InputError("$.clients",
+                     "train runs one client, not " + std::to_string(s.scenario.clients));
   s.input_shape = model_input_shape(resolve_model_defaults(s.scenario.model, "$.model"));
   if (s.input_shape.size() != 3)
     throw InputError("$.model", "train reads images: an image classification model, not " +
                                     s.scenario.model.name);
   auto it = cache->find(s.dataset);
   if (it == cache->end())
-    it = cache
-             ->emplace(s.dataset,
-                       std::make_pair(first_samples(load_labeled_images(s.dataset, o.data, "train"),
-                                                    o.train_samples),
-                                      first_samples(load_labeled_images(s.dataset, o.data, "test"),
-                                                    o.test_samples)))
-             .first;
+    it =
+        cache
+            ->emplace(
+                s.dataset,
+                std::make_pair(
+                    first_samples(load_labeled_images(s.dataset, o.data, "train"), o.train_samples),
+                    first_samples(load_labeled_images(s.dataset, o.data, "test"), o.test_samples)))
+            .first;
   s.train = it->second.first;
   s.test = it->second.second;
   s.plan = s.deploy = ws.plan(v);
@@ -96,7 +100,8 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
                                             std::to_string(batch));
   if (s.test_batches < 1)
     throw InputError("--test-samples", std::to_string(s.test.labels.size(0)) +
-                                           " test samples make no batch of " + std::to_string(batch));
+                                           " test samples make no batch of " +
+                                           std::to_string(batch));
   s.scenario.dataset = s.dataset;
   s.scenario.iterations = s.plan.iterations = o.epochs * s.batches_per_epoch;
   s.eval_every = o.eval_every > 0 ? o.eval_every : s.batches_per_epoch;
@@ -153,15 +158,15 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
   double previous_end = 0;
   for (const EvalStats& ev : evals) {
     const double accuracy = ev.samples > 0 ? ev.correct / ev.samples : 0;
-    evaluations.push_back(
-        {{"batches", ev.after_batches},
-         {"epoch", static_cast<double>(ev.after_batches) / static_cast<double>(s.batches_per_epoch)},
-         {"train_loss", ev.train_loss},
-         {"train_accuracy", ev.train_accuracy},
-         {"test_loss", ev.loss},
-         {"test_accuracy", accuracy},
-         {"train_s", ev.trained_s - previous_end},
-         {"eval_s", ev.eval_s}});
+    evaluations.push_back({{"batches", ev.after_batches},
+                           {"epoch", static_cast<double>(ev.after_batches) /
+                                         static_cast<double>(s.batches_per_epoch)},
+                           {"train_loss", ev.train_loss},
+                           {"train_accuracy", ev.train_accuracy},
+                           {"test_loss", ev.loss},
+                           {"test_accuracy", accuracy},
+                           {"train_s", ev.trained_s - previous_end},
+                           {"eval_s", ev.eval_s}});
     previous_end = ev.trained_s + ev.eval_s;
     if (accuracy > best) {
       best = accuracy;
@@ -209,8 +214,7 @@ std::function<void(const EvalStats&)> epoch_progress(
                   static_cast<long long>(ev.after_batches / s.eval_every),
                   static_cast<long long>(s.evaluations), static_cast<long long>(ev.after_batches),
                   static_cast<double>(ev.after_batches) / static_cast<double>(s.batches_per_epoch),
-                  static_cast<long long>(o.epochs),
-                  ev.train_loss, ev.loss,
+                  static_cast<long long>(o.epochs), ev.train_loss, ev.loss,
                   percent(ev.samples > 0 ? ev.correct / ev.samples : 0).c_str(), ev.trained_s);
     progress(line);
   };
@@ -235,7 +239,8 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
         RunOptions ro = run_options(s, o, train.get(), test.get());
         ro.on_eval = on_eval;
         results[static_cast<size_t>(r)] = run_party(s.scenario, s.plan, t, r, ro, start);
-        if (!results[static_cast<size_t>(r)].complete) hub->fail(results[static_cast<size_t>(r)].error);
+        if (!results[static_cast<size_t>(r)].complete)
+          hub->fail(results[static_cast<size_t>(r)].error);
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(r)] = std::current_exception();
         hub->fail(e.what());
@@ -271,8 +276,13 @@ void gather_evals(Transport& t, int holder, RunResult* r, int64_t count,
     torch::Tensor rows = torch::zeros({count, kEvalFields}, torch::kFloat64);
     for (int64_t i = 0; i < count && i < static_cast<int64_t>(r->evals.size()); ++i) {
       const EvalStats& e = r->evals[static_cast<size_t>(i)];
-      const double v[kEvalFields] = {static_cast<double>(e.after_batches), e.loss, e.correct,
-                                     e.samples, e.train_loss, e.train_accuracy, e.trained_s,
+      const double v[kEvalFields] = {static_cast<double>(e.after_batches),
+                                     e.loss,
+                                     e.correct,
+                                     e.samples,
+                                     e.train_loss,
+                                     e.train_accuracy,
+                                     e.trained_s,
                                      e.eval_s};
       for (int64_t f = 0; f < kEvalFields; ++f) rows[i][f] = v[f];
     }
@@ -334,7 +344,8 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
   }
   out.complete = result.complete;
   out.error = result.error;
-  if (!result.complete) (void)transport.release();  // a failed Gloo pair may block in its destructor
+  if (!result.complete)
+    (void)transport.release();  // a failed Gloo pair may block in its destructor
   if (rank == 0) {
     // Two parties: rank 0's traffic is all of it; more: rank 0's share.
     out.report = make_report(s, o, "two_process", result.evals, result.stats,

@@ -220,7 +220,6 @@ TEST(ExploreCliTest, EmitBestRunsForRealWithExecAndValidateTopComparesTheOrder) 
   EXPECT_EQ(v["summary"]["runs"], 3);
 }
 
-
 // --accuracy: a train sweep report (written here: none reaches 70% after 300
 // batches, q8 after 100, pi4 never) ranks the candidates by batches to the
 // target x simulated time; --emit-best writes the first of that ranking.

@@ -240,29 +240,28 @@ TEST_F(ExecCliTest, PeerKilledMidRunEndsTheOtherSideWithPartialMetrics) {
   EXPECT_TRUE(j.contains("error"));
 }
 
-
 // `splitsim train`: a scenario on the installed Fashion-MNIST, q8 on the
 // wire, two micro-batches.
 std::string write_train_scenario(const std::string& dir, const std::string& dataset,
                                  const std::string& schedule = "gpipe") {
-  nlohmann::json s = {{"schema", "splitsim.scenario/1"},
-                      {"name", "train_cli"},
-                      {"model", {{"name", "resnet20"}}},
-                      {"batch_size", 16},
-                      {"dataset", dataset},
-                      {"partition",
-                       {{{"party", "client"}, {"from", "conv1"}, {"to", "layer1.2"}},
-                        {{"party", "server"}, {"from", "layer2.0"}, {"to", "head"}}}},
-                      {"compression",
-                       {{{"forward", {{"method", "quantize"}, {"bits", 8}}},
-                         {"backward", {{"method", "none"}}}}}},
-                      {"chunks", 2},
-                      {"schedule", schedule},
-                      {"optimizer", {{"name", "sgd"}, {"lr", 0.05}, {"momentum", 0.9}}},
-                      {"devices", {{"client", "xeon_40core"}, {"server", "v100"}}},
-                      {"iterations", 4},
-                      {"warmup", 1},
-                      {"seed", 3}};
+  nlohmann::json s = {
+      {"schema", "splitsim.scenario/1"},
+      {"name", "train_cli"},
+      {"model", {{"name", "resnet20"}}},
+      {"batch_size", 16},
+      {"dataset", dataset},
+      {"partition",
+       {{{"party", "client"}, {"from", "conv1"}, {"to", "layer1.2"}},
+        {{"party", "server"}, {"from", "layer2.0"}, {"to", "head"}}}},
+      {"compression",
+       {{{"forward", {{"method", "quantize"}, {"bits", 8}}}, {"backward", {{"method", "none"}}}}}},
+      {"chunks", 2},
+      {"schedule", schedule},
+      {"optimizer", {{"name", "sgd"}, {"lr", 0.05}, {"momentum", 0.9}}},
+      {"devices", {{"client", "xeon_40core"}, {"server", "v100"}}},
+      {"iterations", 4},
+      {"warmup", 1},
+      {"seed", 3}};
   const std::string file = dir + "/train_" + dataset + "_" + schedule + ".json";
   std::ofstream(file) << s.dump(2);
   return file;
@@ -274,12 +273,10 @@ TEST_F(ExecCliTest, TrainInOneProcessAndInTwoGivesTheSameLossesAndLearns) {
   if (installed_fashion_mnist_dir().empty())
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string file = write_train_scenario(dir, "fashion_mnist");
-  const std::vector<std::string> common = {"train",         file,  "--epochs",
-                                           "2",             "--train-samples",
-                                           "768",           "--test-samples",
-                                           "256",           "--target-accuracy",
-                                           "20",            "--eval-every",
-                                           "24",            "--json"};
+  const std::vector<std::string> common = {
+      "train",          file,  "--epochs",          "2",  "--train-samples", "768",
+      "--test-samples", "256", "--target-accuracy", "20", "--eval-every",    "24",
+      "--json"};
   Child alone(dir, "alone", common);
   ASSERT_EQ(alone.wait(100), 0) << alone.err();
   const int port = free_port();

@@ -22,7 +22,8 @@ struct TwoRanks {
   const RunResult& last_stage() const { return ranks[0].evals.empty() ? ranks[1] : ranks[0]; }
 };
 
-TwoRanks run(const Scenario& sc, const Plan& plan, int64_t eval_every, bool keep_gradients = false) {
+TwoRanks run(const Scenario& sc, const Plan& plan, int64_t eval_every,
+             bool keep_gradients = false) {
   const std::vector<int64_t> shape = model_input_shape(sc.model);
   auto hub = std::make_shared<LoopbackHub>(2);
   TwoRanks r;

@@ -1,6 +1,8 @@
 // explore --accuracy: train reports read back, candidates matched to the
 // run with their codecs, ranked by batches to the target x simulated time
 // per batch, the accuracy drop against the uncompressed run enforced.
+#include "splitsim/explore/accuracy.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <fstream>
 
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/explore/accuracy.h"
 
 namespace splitsim {
 namespace {

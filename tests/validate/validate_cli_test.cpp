@@ -221,7 +221,8 @@ TEST(ValidateCliTest, CalibrationAppliesToThePrediction) {
   const CliResult scaled = run_cli(base + " --calibration " + cal);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(scaled.exit_code, 0) << scaled.err;
-  const nlohmann::json jp = nlohmann::json::parse(plain.out), jq = nlohmann::json::parse(scaled.out);
+  const nlohmann::json jp = nlohmann::json::parse(plain.out),
+                       jq = nlohmann::json::parse(scaled.out);
   // Each run measures the profile again after its round and predicts on the
   // mean, so the two stand on slightly different profiles: compare busy time
   // per second of profile.

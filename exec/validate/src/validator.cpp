@@ -324,11 +324,11 @@ void Validator::resample_profiles(const std::string& when) {
   for (auto& [key, r] : resampled_) {
     const Scenario& s = r.item->variant->scenario;
     const auto [microbatch, in_flight] = profile_point(s);
-    r.again.push_back(profile_for_validation(
-                          s.model, r.item->workspace->model(*r.item->variant), microbatch,
-                          in_flight, options_.threads, s.optimizer,
-                          options_.profile_cache + "/again", true, endpoints_.server_cpus.front(),
-                          {}, [](const std::string&) {})
+    r.again.push_back(profile_for_validation(s.model, r.item->workspace->model(*r.item->variant),
+                                             microbatch, in_flight, options_.threads, s.optimizer,
+                                             options_.profile_cache + "/again", true,
+                                             endpoints_.server_cpus.front(), {},
+                                             [](const std::string&) {})
                           .device);
     const double first = unit_seconds(profiles_.at(key).device);
     log_("profile of " + s.model.name + " at micro-batch " + std::to_string(microbatch) + " " +

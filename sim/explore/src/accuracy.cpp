@@ -107,8 +107,9 @@ AccuracyRanking rank_by_time_to_accuracy(const Exploration& e,
     const std::string key = codecs_key(c.compression);
     int match = -1;
     for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i].codecs == key && (match < 0 || (runs[i].chunks == c.chunks &&
-                                                  runs[static_cast<size_t>(match)].chunks != c.chunks)))
+      if (runs[i].codecs == key &&
+          (match < 0 ||
+           (runs[i].chunks == c.chunks && runs[static_cast<size_t>(match)].chunks != c.chunks)))
         match = static_cast<int>(i);
     if (match < 0) {
       ++r.unmeasured;
@@ -129,14 +130,14 @@ AccuracyRanking rank_by_time_to_accuracy(const Exploration& e,
                     k});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return a.first.time_s != b.first.time_s ? a.first.time_s < b.first.time_s
-                                            : a.second < b.second;
+    return a.first.time_s != b.first.time_s ? a.first.time_s < b.first.time_s : a.second < b.second;
   });
   for (const auto& [row, k] : rows) r.rows.push_back(row);
   return r;
 }
 
-nlohmann::json accuracy_ranking_json(const Exploration& e, const std::vector<MeasuredAccuracy>& runs,
+nlohmann::json accuracy_ranking_json(const Exploration& e,
+                                     const std::vector<MeasuredAccuracy>& runs,
                                      const AccuracyRanking& r, size_t top) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < r.rows.size() && i < top; ++i) {
@@ -150,15 +151,16 @@ nlohmann::json accuracy_ranking_json(const Exploration& e, const std::vector<Mea
                     {"batches_to_target", a.batches},
                     {"time_to_target_s", a.time_s}});
   }
-  return {{"target_accuracy", r.target},
-          {"max_accuracy_drop", r.max_drop < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.max_drop)},
-          {"reference_accuracy",
-           std::isnan(r.reference) ? nlohmann::json(nullptr) : nlohmann::json(r.reference)},
-          {"ranked", r.rows.size()},
-          {"unmeasured", r.unmeasured},
-          {"over_drop", r.over_drop},
-          {"not_reached", r.not_reached},
-          {"ranking", rows}};
+  return {
+      {"target_accuracy", r.target},
+      {"max_accuracy_drop", r.max_drop < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.max_drop)},
+      {"reference_accuracy",
+       std::isnan(r.reference) ? nlohmann::json(nullptr) : nlohmann::json(r.reference)},
+      {"ranked", r.rows.size()},
+      {"unmeasured", r.unmeasured},
+      {"over_drop", r.over_drop},
+      {"not_reached", r.not_reached},
+      {"ranking", rows}};
 }
 
 }  // namespace splitsim

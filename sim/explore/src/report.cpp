@@ -86,9 +86,9 @@ void write_explore_table(std::ostream& out, const std::string& scenario, const E
                   "-- ranking by time to %.2f%% test accuracy (batches measured by splitsim "
                   "train x simulated time per batch): %zu ranked; codecs not trained %zu, over "
                   "the accuracy drop %zu, target not reached %zu\n",
-                  100 * accuracy["target_accuracy"].get<double>(),
-                  accuracy["ranked"].get<size_t>(), accuracy["unmeasured"].get<size_t>(),
-                  accuracy["over_drop"].get<size_t>(), accuracy["not_reached"].get<size_t>());
+                  100 * accuracy["target_accuracy"].get<double>(), accuracy["ranked"].get<size_t>(),
+                  accuracy["unmeasured"].get<size_t>(), accuracy["over_drop"].get<size_t>(),
+                  accuracy["not_reached"].get<size_t>());
     out << line << "  to target s  batches  test acc  time/batch s  candidate\n";
     for (const auto& a : accuracy["ranking"]) {
       std::snprintf(line, sizeof line, "  %11.2f  %7lld  %7.2f%%  %12.6f  %s\n",

@@ -77,7 +77,7 @@ struct ValidationRun {
   std::string scenario, variant;
   std::string model;  // model name: the summary reports each model family apart
   LinkInfo link;
-  std::string profile;          // "measured now (...)" or "cached FILE"
+  std::string profile;  // "measured now (...)" or "cached FILE"
   // Its sum over units of forward + backward seconds per micro-batch: the
   // compute the prediction stands on (the mean over the rounds).
   double profile_unit_s = 0;

@@ -46,15 +46,15 @@ std::vector<MeasuredAccuracy> read_accuracy_report(const std::string& file,
 int64_t batches_to_reach(const MeasuredAccuracy& run, double target);
 
 struct AccuracyRow {
-  size_t candidate = 0;   // index into the exploration's candidates
-  size_t run = 0;         // index into the measured runs
-  double accuracy = 0;    // the run's best test accuracy
-  int64_t batches = 0;    // to reach the target
-  double time_s = 0;      // batches x the candidate's simulated time per batch
+  size_t candidate = 0;  // index into the exploration's candidates
+  size_t run = 0;        // index into the measured runs
+  double accuracy = 0;   // the run's best test accuracy
+  int64_t batches = 0;   // to reach the target
+  double time_s = 0;     // batches x the candidate's simulated time per batch
 };
 
 struct AccuracyRanking {
-  double target = 0;    // test accuracy to reach (a fraction)
+  double target = 0;     // test accuracy to reach (a fraction)
   double max_drop = -1;  // largest loss against the uncompressed run (fraction; < 0: any)
   // Best accuracy of the uncompressed runs (every codec none; their mean
   // when there are several); NaN without one.
@@ -73,7 +73,8 @@ AccuracyRanking rank_by_time_to_accuracy(const Exploration& e,
                                          double max_drop);
 
 // The ranking as JSON (the explore report's "accuracy"), its first `top` rows.
-nlohmann::json accuracy_ranking_json(const Exploration& e, const std::vector<MeasuredAccuracy>& runs,
+nlohmann::json accuracy_ranking_json(const Exploration& e,
+                                     const std::vector<MeasuredAccuracy>& runs,
                                      const AccuracyRanking& r, size_t top);
 
 }  // namespace splitsim
