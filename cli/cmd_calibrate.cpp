@@ -106,7 +106,7 @@ Command add_calibrate_command(CLI::App& app) {
   sub->add_flag("--no-leave-one-out", args->no_loo,
                 "skip refitting without each row (faster; no leave-one-out error)");
   sub->add_option("--jobs", args->jobs,
-                  "simulations run at once, one child process each (default: the CPU count)")
+                  "simulations run at once, each in a process of its own (default: the CPU count)")
       ->check(int_range(1, 1024));
   return {sub, [args] { return run_calibrate(*args); }};
 }

@@ -54,15 +54,15 @@ int run_simulate(const SimulateArgs& args) {
   SimOptions options;
   options.server_order = order;
   std::cerr << "simulating " << plans.size() << " variant(s)\n";
-  const std::vector<Timeline> timelines = simulate_many(plans, options, jobs);
   std::vector<Metrics> metrics;
-  for (size_t i = 0; i < plans.size(); ++i)
-    metrics.push_back(compute_metrics(timelines[i], plans[i], plans[i].warmup));
-
-  if (!args.trace.empty()) {
+  if (args.trace.empty()) {
+    metrics = simulate_metrics(plans, options, jobs);
+  } else {  // one plan, whose timeline is written too
+    const Timeline timeline = simulate(plans.front(), options);
+    metrics.push_back(compute_metrics(timeline, plans.front(), plans.front().warmup));
     std::ofstream out(args.trace);
     if (!out) throw InputError("--trace", "cannot write \"" + args.trace + "\"");
-    write_chrome_trace(timelines.front(), out);
+    write_chrome_trace(timeline, out);
     if (!out) throw InputError("--trace", "error while writing \"" + args.trace + "\"");
     std::cerr << "trace of \"" << plans.front().variant << "\" written to " << args.trace << "\n";
   }
@@ -114,7 +114,7 @@ Command add_simulate_command(CLI::App& app) {
                   "scale, overhead per operation and codec scale; link bandwidth factor, "
                   "overhead per message, host work per byte) to every plan before simulating");
   sub->add_option("--jobs", args->jobs,
-                  "simulations run at once, one child process each (default: the CPU count)")
+                  "simulations run at once, each in a process of its own (default: the CPU count)")
       ->check(int_range(1, 1024));
   return {sub, [args] { return run_simulate(*args); }};
 }

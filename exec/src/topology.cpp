@@ -8,6 +8,12 @@
 namespace splitsim {
 
 ExecTopology make_topology(const Plan& plan) {
+  // Real processes on this machine: the clients are alike (one device, the
+  // link validate shapes), so groups that differ have nothing to run on.
+  if (!plan.client_groups.empty())
+    throw InputError("$.clients",
+                     "client groups (clients that differ in device or link) are simulated only; "
+                     "exec runs alike clients: give \"clients\": N");
   const RunParties rp = run_parties(plan);
   ExecTopology t;
   t.clients = rp.clients;

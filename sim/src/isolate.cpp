@@ -1,191 +1,277 @@
-// The many-simulations path: each simulation in a forked child process
-// (SimGrid allows one Engine per process). The child runs
-// simulate_in_process and writes its Timeline to a pipe as a status byte
-// then raw bytes; the parent reads every child's pipe with poll() so no
-// child blocks on a full pipe. See sim/README.md "Many simulations".
+// The many-simulations path (sim/README.md "Many simulations"): a pool of
+// simulation workers, kept for the life of this process and grown up to the
+// `jobs` asked for. A worker is the small splitsim-simworker executable when
+// it is found (at $SPLITSIM_SIMWORKER, or beside this executable), else a
+// forked copy of this process running the same loop; either way each
+// simulation runs in a child the worker forks for it (worker.h). Requests go
+// to idle workers in input order and the answers are read with poll(), so no
+// worker blocks on a full socket; results come back in input order.
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
+#include <vector>
 
-#include "splitsim/costmodel/errors.h"
 #include "splitsim/sim/simulator.h"
+#include "worker.h"
+
+extern char** environ;
 
 namespace splitsim {
 namespace {
 
-static_assert(std::is_trivially_copyable_v<TimelineEvent>, "events travel as raw bytes");
+using sim_internal::Want;
 
-enum Status : char { kOk = 0, kInputError = 1, kFailure = 2 };
-
-void append(std::string* out, const void* p, size_t n) {
-  out->append(static_cast<const char*>(p), n);
-}
-void append_i64(std::string* out, int64_t v) { append(out, &v, sizeof v); }
-void append_str(std::string* out, const std::string& s) {
-  append_i64(out, static_cast<int64_t>(s.size()));
-  out->append(s);
+bool executable(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         ::access(path.c_str(), X_OK) == 0;
 }
 
-std::string encode(const Timeline& tl) {
-  std::string out(1, kOk);
-  append_i64(&out, tl.clients);
-  append_i64(&out, static_cast<int64_t>(tl.parties.size()));
-  for (const auto& p : tl.parties) append_str(&out, p);
-  append_i64(&out, static_cast<int64_t>(tl.client_parties.size()));
-  append(&out, tl.client_parties.data(), tl.client_parties.size() * sizeof(int32_t));
-  append_i64(&out, static_cast<int64_t>(tl.events.size()));
-  append(&out, tl.events.data(), tl.events.size() * sizeof(TimelineEvent));
-  return out;
+// The worker executable: $SPLITSIM_SIMWORKER (a path; "fork" for none),
+// else splitsim-simworker beside this executable when it is there. "": none,
+// forked copies of this process serve instead. Throws for a
+// $SPLITSIM_SIMWORKER that is not an executable file.
+std::string find_worker_executable() {
+  if (const char* env = std::getenv("SPLITSIM_SIMWORKER"); env && *env) {
+    if (std::string(env) == "fork") return "";
+    if (!executable(env))
+      throw std::runtime_error(std::string("$SPLITSIM_SIMWORKER is \"") + env +
+                               "\", not an executable file (the path of splitsim-simworker, or "
+                               "\"fork\")");
+    return env;
+  }
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::string beside = (exe.parent_path() / "splitsim-simworker").string();
+  return executable(beside) ? beside : "";
 }
 
-class Reader {
+bool fork_asked() {
+  const char* env = std::getenv("SPLITSIM_SIMWORKER");
+  return env != nullptr && std::string(env) == "fork";
+}
+
+struct Worker {
+  pid_t pid = -1;
+  int fd = -1;         // our end of the socket
+  std::string in;      // bytes of the answer read so far
+  size_t request = 0;  // index of the request it works on
+  bool busy = false;
+};
+
+class WorkerPool {
  public:
-  explicit Reader(const std::string& s) : s_(s) {}
-  void read(void* p, size_t n) {
-    if (pos_ + n > s_.size()) throw std::runtime_error("simulation child: truncated result");
-    std::memcpy(p, s_.data() + pos_, n);
-    pos_ += n;
+  ~WorkerPool() {
+    for (Worker& w : workers_) retire(&w);
   }
-  int64_t i64() {
-    int64_t v = 0;
-    read(&v, sizeof v);
-    return v;
+
+  // Runs every request; returns the responses in input order.
+  std::vector<std::string> run(const std::vector<std::string>& requests, int jobs) {
+    std::lock_guard<std::mutex> lock(mu_);
+    try {
+      return run_locked(requests, static_cast<size_t>(jobs));
+    } catch (...) {
+      // Answers still on their way would be read as the next call's.
+      for (Worker& w : workers_)
+        if (w.busy) retire(&w);
+      drop_retired();
+      throw;
+    }
   }
-  std::string str() {
-    std::string v(static_cast<size_t>(i64()), '\0');
-    read(v.data(), v.size());
-    return v;
+
+  // Forgets the workers without waiting for them: called in a forked child,
+  // whose copies of the sockets are not its own to use.
+  void forget_in_child() {
+    for (Worker& w : workers_) ::close(w.fd);
+    workers_.clear();
   }
 
  private:
-  const std::string& s_;
-  size_t pos_ = 1;  // after the status byte
-};
+  std::vector<std::string> run_locked(const std::vector<std::string>& requests, size_t jobs) {
+    std::vector<std::string> out(requests.size());
+    size_t next = 0, pending = 0;
+    while (next < requests.size() || pending > 0) {
+      for (Worker& w : workers_)
+        if (!w.busy && next < requests.size() && pending < jobs)
+          start(&w, requests, next++, &pending);
+      while (next < requests.size() && pending < jobs) {
+        workers_.push_back(spawn());
+        start(&workers_.back(), requests, next++, &pending);
+      }
+      std::vector<pollfd> fds;
+      std::vector<Worker*> polled;
+      for (Worker& w : workers_)
+        if (w.busy) {
+          fds.push_back({w.fd, POLLIN, 0});
+          polled.push_back(&w);
+        }
+      if (fds.empty()) continue;
+      if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        Worker* w = polled[i];
+        if (!drain(w)) {  // the worker died: its request failed, the others go on
+          out[w->request] = sim_internal::failure_response("the simulation worker died");
+          --pending;
+          retire(w);
+          continue;
+        }
+        if (frame_complete(*w)) {
+          out[w->request] = w->in.substr(sizeof(uint64_t));
+          w->in.clear();
+          w->busy = false;
+          --pending;
+        }
+      }
+      drop_retired();
+    }
+    return out;
+  }
 
-// Returns the timeline, or throws what the child reported.
-Timeline decode(const std::string& bytes, const std::string& variant) {
-  Reader r(bytes);
-  if (bytes[0] == kInputError) {
-    const std::string where = r.str();
-    const std::string what = r.str();
-    throw InputError(where, what);
+  void drop_retired() {
+    workers_.erase(
+        std::remove_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.fd < 0; }),
+        workers_.end());
   }
-  if (bytes[0] != kOk)
-    throw std::runtime_error("simulation of \"" + variant + "\" failed: " + r.str());
-  Timeline tl;
-  tl.clients = r.i64();
-  tl.parties.resize(static_cast<size_t>(r.i64()));
-  for (auto& p : tl.parties) p = r.str();
-  tl.client_parties.resize(static_cast<size_t>(r.i64()));
-  r.read(tl.client_parties.data(), tl.client_parties.size() * sizeof(int32_t));
-  tl.events.resize(static_cast<size_t>(r.i64()));
-  r.read(tl.events.data(), tl.events.size() * sizeof(TimelineEvent));
-  return tl;
-}
 
-void write_all(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the parent went away: nothing to tell
-    done += static_cast<size_t>(n);
-  }
-}
-
-// In the child: simulate, write, exit without running the parent's atexit
-// handlers or flushing its stdio buffers.
-[[noreturn]] void child_main(int fd, const Plan& plan, const SimOptions& options) {
-  std::string out;
-  try {
-    out = encode(simulate_in_process(plan, options));
-  } catch (const InputError& e) {
-    out.assign(1, kInputError);
-    append_str(&out, e.where());
-    append_str(&out, e.message());
-  } catch (const std::exception& e) {
-    out.assign(1, kFailure);
-    append_str(&out, e.what());
-  }
-  write_all(fd, out);
-  ::close(fd);
-  ::_exit(0);
-}
-
-struct Child {
-  pid_t pid = -1;
-  int fd = -1;
-  size_t index = 0;
-  std::string bytes;
-};
-
-Child spawn(const Plan& plan, const SimOptions& options, size_t index) {
-  // Unwritten output would be written again by the child.
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    // SimGrid flushes stdio: keep the child off the parent's stdout.
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDOUT_FILENO);
-    child_main(fds[1], plan, options);
-  }
-  ::close(fds[1]);
-  return {pid, fds[0], index, {}};
-}
-
-// Reads what is available; returns true at end of file (child done
-// writing). A child that wrote its result is reaped later (its address space
-// takes milliseconds to tear down); one that wrote nothing is waited for now,
-// to report how it ended.
-bool drain(Child* c, std::vector<pid_t>* to_reap) {
-  char buf[1 << 16];
-  const ssize_t n = ::read(c->fd, buf, sizeof buf);
-  if (n < 0 && errno == EINTR) return false;
-  if (n > 0) {
-    c->bytes.append(buf, static_cast<size_t>(n));
-    return false;
-  }
-  ::close(c->fd);
-  if (!c->bytes.empty()) {
-    to_reap->push_back(c->pid);
-    return true;
-  }
-  int status = 0;
-  while (::waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  c->bytes.assign(1, kFailure);
-  append_str(&c->bytes, WIFSIGNALED(status)
-                            ? "the child process died of signal " + std::to_string(WTERMSIG(status))
-                            : "the child process exited without a result");
-  return true;
-}
-
-void reap(const std::vector<pid_t>& pids) {
-  for (pid_t pid : pids) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  void start(Worker* w, const std::vector<std::string>& requests, size_t i, size_t* pending) {
+    w->request = i;
+    w->busy = true;
+    ++*pending;
+    try {
+      sim_internal::write_frame(w->fd, requests[i]);
+    } catch (const std::exception&) {
+      // A dead worker: drain() sees the end of its stream and reports it.
     }
   }
+
+  // Reads what is there; false at end of stream.
+  static bool drain(Worker* w) {
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::recv(w->fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+      if (n <= 0) return false;
+      w->in.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  static bool frame_complete(const Worker& w) {
+    uint64_t size = 0;
+    if (w.in.size() < sizeof size) return false;
+    std::memcpy(&size, w.in.data(), sizeof size);
+    return w.in.size() >= sizeof size + size;
+  }
+
+  static void retire(Worker* w) {
+    if (w->fd >= 0) ::close(w->fd);  // the worker reads end of file and ends
+    w->fd = -1;
+    int status = 0;
+    if (w->pid > 0)
+      while (::waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    w->pid = -1;
+  }
+
+  Worker spawn() {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    Worker w;
+    w.fd = sv[0];
+    const std::string exe = find_worker_executable();
+    if (!exe.empty()) {
+      // stdin is the socket, stdout /dev/null (SimGrid flushes stdio).
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_adddup2(&fa, sv[1], STDIN_FILENO);
+      posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+      char arg0[] = "splitsim-simworker";
+      char* argv[] = {arg0, nullptr};
+      // The worker binds every symbol of SimGrid when it starts: its
+      // children then inherit them bound instead of each resolving the
+      // hundreds a simulation calls (a tenth of a short simulation's cost).
+      std::vector<char*> env;
+      for (char** e = environ; *e != nullptr; ++e)
+        if (std::strncmp(*e, "LD_BIND_NOW=", 12) != 0) env.push_back(*e);
+      char bind_now[] = "LD_BIND_NOW=1";
+      env.push_back(bind_now);
+      env.push_back(nullptr);
+      const int rc = ::posix_spawn(&w.pid, exe.c_str(), &fa, nullptr, argv, env.data());
+      posix_spawn_file_actions_destroy(&fa);
+      ::close(sv[1]);
+      if (rc != 0) {
+        ::close(sv[0]);
+        throw std::runtime_error("cannot start " + exe + ": " + std::strerror(rc));
+      }
+      return w;
+    }
+    // No worker executable: a forked copy of this process serves instead
+    // (each simulation then costs a fork of this larger process).
+    static bool told = false;
+    if (!told && !fork_asked()) {
+      std::cerr << "splitsim: no splitsim-simworker beside this executable; simulating in forked "
+                   "copies of this process (slower; see $SPLITSIM_SIMWORKER)\n";
+      told = true;
+    }
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    ::malloc_trim(0);  // heap pages LibTorch freed need not be mapped into the copy
+    w.pid = ::fork();
+    if (w.pid < 0) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    }
+    if (w.pid == 0) {
+      ::close(sv[0]);
+      forget_in_child();
+      const int null = ::open("/dev/null", O_WRONLY);
+      if (null >= 0) ::dup2(null, STDOUT_FILENO);
+      sim_internal::serve_simulations(sv[1]);
+      ::_exit(0);
+    }
+    ::close(sv[1]);
+    return w;
+  }
+
+  std::mutex mu_;
+  std::vector<Worker> workers_;
+};
+
+WorkerPool& pool() {
+  static WorkerPool p;
+  return p;
+}
+
+std::vector<std::string> run_requests(const std::vector<Plan>& plans, const SimOptions& options,
+                                      int jobs, Want want) {
+  if (jobs < 1) throw std::invalid_argument("simulate_many: jobs must be >= 1");
+  for (const Plan& p : plans) check_simulatable(p);  // input errors before any work
+  std::vector<std::string> requests;
+  requests.reserve(plans.size());
+  for (const Plan& p : plans) requests.push_back(sim_internal::encode_request(p, options, want));
+  return pool().run(requests, jobs);
 }
 
 }  // namespace
@@ -196,46 +282,21 @@ Timeline simulate(const Plan& plan, const SimOptions& options) {
 
 std::vector<Timeline> simulate_many(const std::vector<Plan>& plans, const SimOptions& options,
                                     int jobs) {
-  if (jobs < 1) throw std::invalid_argument("simulate_many: jobs must be >= 1");
-  for (const Plan& p : plans) check_simulatable(p);  // input errors before any fork
-  // Freed heap pages (LibTorch's, after measuring) need not be mapped into
-  // every child: give them back first.
-  ::malloc_trim(0);
-  std::vector<std::string> results(plans.size());
-  std::vector<Child> running;
-  std::vector<pid_t> to_reap;
-  // On every way out (errors included) no child is left behind.
-  struct Cleanup {
-    std::vector<Child>* running;
-    std::vector<pid_t>* to_reap;
-    ~Cleanup() {
-      for (Child& c : *running) {
-        ::close(c.fd);  // the child gets EPIPE and ends
-        to_reap->push_back(c.pid);
-      }
-      reap(*to_reap);
-    }
-  } cleanup{&running, &to_reap};
-  size_t next = 0;
-  while (next < plans.size() || !running.empty()) {
-    while (next < plans.size() && running.size() < static_cast<size_t>(jobs)) {
-      running.push_back(spawn(plans[next], options, next));
-      ++next;
-    }
-    std::vector<pollfd> fds;
-    for (const Child& c : running) fds.push_back({c.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
-      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
-    for (size_t i = running.size(); i-- > 0;) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (!drain(&running[i], &to_reap)) continue;
-      results[running[i].index] = std::move(running[i].bytes);
-      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-    }
-  }
+  const std::vector<std::string> responses = run_requests(plans, options, jobs, Want::kTimeline);
   std::vector<Timeline> out;
   out.reserve(plans.size());
-  for (size_t i = 0; i < plans.size(); ++i) out.push_back(decode(results[i], plans[i].variant));
+  for (size_t i = 0; i < plans.size(); ++i)
+    out.push_back(sim_internal::decode_timeline(responses[i], plans[i].variant));
+  return out;
+}
+
+std::vector<Metrics> simulate_metrics(const std::vector<Plan>& plans, const SimOptions& options,
+                                      int jobs) {
+  const std::vector<std::string> responses = run_requests(plans, options, jobs, Want::kMetrics);
+  std::vector<Metrics> out;
+  out.reserve(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i)
+    out.push_back(sim_internal::decode_metrics(responses[i], plans[i].variant));
   return out;
 }
 

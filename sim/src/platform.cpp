@@ -24,6 +24,14 @@ double down_bytes_per_s(const NetworkSpec& net) {
   return bits / 8.0 * net.bandwidth_factor;
 }
 
+double client_up_bytes_per_s(const Plan& plan, int64_t c) {
+  return plan.client_up_bit_per_s(c) / 8.0 * plan.network.bandwidth_factor;
+}
+
+double client_down_bytes_per_s(const Plan& plan, int64_t c) {
+  return plan.client_down_bit_per_s(c) / 8.0 * plan.network.bandwidth_factor;
+}
+
 namespace {
 
 // SimGrid 3.32 reads link bandwidth profile values as bytes/s (not as the
@@ -42,15 +50,18 @@ simgrid::kernel::profile::Profile* scaled_profile(const sg4::Link* link,
 
 }  // namespace
 
-std::vector<sg4::Host*> build_platform(const Deployment& d, const NetworkSpec& net,
+std::vector<sg4::Host*> build_platform(const Deployment& d, const Plan& plan,
                                        const std::string& bandwidth_trace,
                                        double co_compute_slowdown) {
   sg4::NetZone* zone = sg4::create_full_zone("splitsim");
+  const NetworkSpec& net = plan.network;
   const double up = up_bytes_per_s(net), down = down_bytes_per_s(net);
+  const double server = net.server_bandwidth_bit_per_s / 8.0 * net.bandwidth_factor;
 
   std::vector<sg4::Host*> hosts;
   std::vector<sg4::SplitDuplexLink*> links;
-  for (const auto& p : d.parties) {
+  for (size_t i = 0; i < d.parties.size(); ++i) {
+    const RunParty& p = d.parties[i];
     if (co_compute_slowdown != 1.0)
       hosts.push_back(zone->create_host(
           p.name, std::vector<double>{kFlopsPerSecond, kFlopsPerSecond / co_compute_slowdown}));
@@ -59,12 +70,17 @@ std::vector<sg4::Host*> build_platform(const Deployment& d, const NetworkSpec& n
     sg4::SplitDuplexLink* link = zone->create_split_duplex_link("link_" + p.name, up);
     // UP = party -> switch, DOWN = switch -> party. The client role sends
     // client->server traffic (up), the others send server->client (down).
-    link->get_link_up()->set_bandwidth(p.client_role ? up : down);
-    link->get_link_down()->set_bandwidth(p.client_role ? down : up);
+    // Party i < clients is client i's replica of the client role.
+    const auto c = static_cast<int64_t>(i);
+    const double out = p.client_role ? client_up_bytes_per_s(plan, c) : server > 0 ? server : down;
+    const double in = p.client_role ? client_down_bytes_per_s(plan, c) : server > 0 ? server : up;
+    link->get_link_up()->set_bandwidth(out);
+    link->get_link_down()->set_bandwidth(in);
     for (sg4::Link* dir : {link->get_link_up(), link->get_link_down()}) {
-      // With several clients the shared parties' links are fat pipes: each
-      // client's transfers are limited by its own link only.
-      if (d.clients > 1 && !p.client_role)
+      // Without a server link, with several clients, the shared parties'
+      // links are fat pipes: each client's transfers are limited by its own
+      // link only.
+      if (d.clients > 1 && !p.client_role && !(server > 0))
         dir->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
       if (!bandwidth_trace.empty())
         dir->set_bandwidth_profile(scaled_profile(dir, bandwidth_trace));

@@ -76,8 +76,16 @@ void PairSender::run() {
   // Host work by the Plan's party names (a client replica is its party's).
   const std::string& from_party = ctx_->deployment->parties[from_].plan_party;
   const std::string& to_party = ctx_->deployment->parties[to_].plan_party;
-  const double rate =
-      ctx_->deployment->parties[from_].client_role ? up_bytes_per_s(net) : down_bytes_per_s(net);
+  // A client's link (party c < clients is client c's) sets the pace and the
+  // latency of what it sends and receives.
+  const Deployment& d = *ctx_->deployment;
+  const bool from_client = d.parties[from_].client_role, to_client = d.parties[to_].client_role;
+  const double rate = from_client ? client_up_bytes_per_s(*ctx_->plan, from_)
+                      : to_client ? client_down_bytes_per_s(*ctx_->plan, to_)
+                                  : down_bytes_per_s(net);
+  const double latency = from_client ? ctx_->plan->client_latency_s(from_)
+                         : to_client ? ctx_->plan->client_latency_s(to_)
+                                     : net.latency_s;
   // A token-bucket shaper (network.burst_bytes): the bucket refills at the
   // rate while this direction idles, up to the burst; the bytes it holds
   // pass at once, the rest at the rate. Messages of a direction go one after
@@ -112,7 +120,7 @@ void PairSender::run() {
     if (recv_work) recv_work->wait();
     const double sent = sg4::Engine::get_clock();
     idle_since = sent;
-    complete_transfer(ctx_, &o, start, sent + net.latency_s);
+    complete_transfer(ctx_, &o, start, sent + latency);
   }
 }
 
@@ -155,7 +163,7 @@ class StageActor {
           backward(in, op);
           break;
         case OpKind::kUpdate:
-          compute(in, op, {{EventKind::kUpdate, ctx_->plan->stages[in.stage].update_s}});
+          compute(in, op, {{EventKind::kUpdate, ctx_->plan->update_s(in.stage, in.client)}});
           break;
         case OpKind::kBarrier:
           ctx_->barriers[in.client]->wait();
@@ -172,7 +180,7 @@ class StageActor {
     if (k > 0) expect(ctx_->fwd_inbox[id_].take(), op);
     const double dec = k > 0 ? plan.boundaries[k - 1].forward.decode_s[i] : 0.0;
     const double enc = k + 1 < K ? plan.boundaries[k].forward.encode_s[i] : 0.0;
-    const double model = std::max(0.0, plan.stages[k].fwd_s[i] - dec - enc);
+    const double model = std::max(0.0, plan.fwd_s(k, in.client)[i] - dec - enc);
     compute(in, op,
             {{EventKind::kDecode, dec, k - 1, false},
              {EventKind::kForward, model},
@@ -187,14 +195,14 @@ class StageActor {
     if (k + 1 < K) expect(ctx_->bwd_inbox[id_].take(), op);
     double replay = 0;  // fr: the stage's forward again, without the codec work
     if (plan.schedule == Schedule::kFr) {
-      replay = plan.stages[k].fwd_s[i];
+      replay = plan.fwd_s(k, in.client)[i];
       if (k > 0) replay -= plan.boundaries[k - 1].forward.decode_s[i];
       if (k + 1 < K) replay -= plan.boundaries[k].forward.encode_s[i];
       replay = std::max(0.0, replay);
     }
     const double dec = k + 1 < K ? plan.boundaries[k].backward.decode_s[i] : 0.0;
     const double enc = k > 0 ? plan.boundaries[k - 1].backward.encode_s[i] : 0.0;
-    const double model = std::max(0.0, plan.stages[k].bwd_s[i] - dec - enc);
+    const double model = std::max(0.0, plan.bwd_s(k, in.client)[i] - dec - enc);
     compute(in, op,
             {{EventKind::kRecompute, replay},
              {EventKind::kDecode, dec, k, true},
@@ -222,7 +230,13 @@ class StageActor {
       ctx_->set_computing(in.party, true);
     }
     const double start = sg4::Engine::get_clock();
-    if (busy) sg4::this_actor::execute(total * kFlopsPerSecond);
+    // The arbiter gives the host to one computation at a time; only host
+    // work beside transfers or a co-compute slowdown can change its pace,
+    // so without them the computation is a plain wait (cheaper to simulate).
+    if (busy && ctx_->plan->platform.any())
+      sg4::this_actor::execute(total * kFlopsPerSecond);
+    else if (busy)
+      sg4::this_actor::sleep_for(total);
     const double end = sg4::Engine::get_clock();
     if (busy) {
       ctx_->set_computing(in.party, false);

@@ -16,6 +16,7 @@
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/limits.h"
+#include "worker.h"
 
 XBT_LOG_EXTERNAL_CATEGORY(XBT_LOG_ROOT_CAT);
 
@@ -114,6 +115,42 @@ void check_finished(const Plan& plan, const Timeline& timeline) {
       "range, such as a tiny bandwidth or a huge latency, can cause this); no metrics");
 }
 
+// The groups hold plan.clients clients, with per-client figures and stage
+// costs the simulator can use.
+void check_client_groups(const Plan& plan) {
+  if (plan.client_groups.empty()) return;
+  int64_t total = 0;
+  const size_t m = plan.microbatch_sizes.size();
+  for (size_t i = 0; i < plan.client_groups.size(); ++i) {
+    const PlanClientGroup& g = plan.client_groups[i];
+    const std::string at = "$.client_groups[" + std::to_string(i) + "]";
+    if (g.count < 1) throw InputError(at + ".count", "must be at least 1");
+    total += g.count;
+    for (const auto* v : {&g.bandwidth_bit_per_s, &g.latency_s})
+      if (!v->empty() && static_cast<int64_t>(v->size()) != g.count)
+        throw std::invalid_argument("inconsistent Plan: " + at + " needs one value per client");
+    for (double b : g.bandwidth_bit_per_s)
+      if (!(b * plan.network.bandwidth_factor > 0))
+        throw InputError(at + ".bandwidth_bit_per_s", "must be positive");
+    for (double l : g.latency_s)
+      if (!(l >= 0 && l <= limits::kMaxLatencyS))
+        throw InputError(at + ".latency_s", "must be in [0, 3600] s");
+    for (const PlanStageCosts& c : g.stage_costs) {
+      if (c.stage < 0 || static_cast<size_t>(c.stage) >= plan.stages.size())
+        throw std::invalid_argument("inconsistent Plan: " + at + " has costs for no stage");
+      check_length(c.fwd_s.size(), m, at + " fwd_s");
+      check_length(c.bwd_s.size(), m, at + " bwd_s");
+      check_seconds(c.fwd_s, g.name + " forward");
+      check_seconds(c.bwd_s, g.name + " backward");
+      check_seconds({c.update_s}, g.name + " update");
+    }
+  }
+  if (total != plan.clients)
+    throw InputError("$.client_groups", "the groups hold " + std::to_string(total) +
+                                            " clients; the plan has " +
+                                            std::to_string(plan.clients));
+}
+
 }  // namespace
 
 void check_simulatable(const Plan& plan) {
@@ -134,6 +171,12 @@ void check_simulatable(const Plan& plan) {
       !(net.per_message_overhead_s <= limits::kMaxOverheadS))
     throw InputError("$.network", "latency_s and per_message_overhead_s must be at most 3600 s");
   if (!net.bandwidth_trace.empty()) load_bandwidth_trace(net.bandwidth_trace);
+  if (!(net.server_bandwidth_bit_per_s >= 0) || !(net.server_latency_s >= 0) ||
+      !(net.server_latency_s <= limits::kMaxLatencyS))
+    throw InputError("$.network",
+                     "server_bandwidth_bit_per_s must be >= 0 and server_latency_s "
+                     "in [0, 3600] s");
+  check_client_groups(plan);
   const size_t m = plan.microbatch_sizes.size();
   const size_t K = plan.stages.size();
   if (plan.boundaries.size() + 1 != K)
@@ -164,13 +207,15 @@ void check_simulatable(const Plan& plan) {
   }
 }
 
-Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
+namespace sim_internal {
+
+Timeline simulate_unsorted(const Plan& plan, const SimOptions& options) {
   // SimGrid keeps one Engine per process (sim/README.md "Many simulations").
   static bool engine_created = false;
   if (engine_created)
     throw std::logic_error(
         "simulate_in_process: this process already ran a SimGrid engine; "
-        "use simulate() (a child process per simulation)");
+        "use simulate() (each simulation in a process of its own)");
   engine_created = true;
   check_simulatable(plan);
 
@@ -181,7 +226,10 @@ Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
   int argc = 1;
   char arg0[] = "splitsim";
   char* argv[] = {arg0, nullptr};
-  simgrid::s4u::Engine engine(&argc, argv);
+  // Never destroyed: this process runs no other simulation (see above), and
+  // tearing SimGrid's platform and actors down costs more than a short
+  // simulation's bookkeeping; the process's end frees it all.
+  auto* engine = new simgrid::s4u::Engine(&argc, argv);
   // A lone N-byte transfer takes exactly latency + N / bandwidth.
   simgrid::s4u::Engine::set_config("network/model:CM02");
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
@@ -196,6 +244,15 @@ Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
     timeline.parties.push_back(d.parties[p].name);
     if (d.parties[p].client_role) timeline.client_parties.push_back(static_cast<int32_t>(p));
   }
+  // Every event, reserved at once: forward and backward of every stage and
+  // their codec slices, and two per transfer, per micro-batch and client.
+  const int64_t batches =
+      plan.iterations +
+      cooldown_batches(plan.schedule, static_cast<int>(plan.stages.size()), plan.chunks());
+  timeline.events.reserve(static_cast<size_t>(
+      batches * d.clients *
+      (plan.chunks() * static_cast<int64_t>(6 * plan.stages.size() + 4 * plan.boundaries.size()) +
+       static_cast<int64_t>(plan.stages.size()))));
   sim_internal::SimContext ctx;
   ctx.plan = &plan;
   ctx.deployment = &d;
@@ -205,16 +262,23 @@ Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
                                 ? ""
                                 : load_bandwidth_trace(plan.network.bandwidth_trace);
   const PlatformSpec& pf = plan.platform;
-  ctx.hosts = sim_internal::build_platform(d, plan.network, trace,
+  ctx.hosts = sim_internal::build_platform(d, plan, trace,
                                            pf.shared_machine ? pf.co_compute_slowdown : 1.0);
   sim_internal::deploy_actors(&ctx);
-  engine.run();
+  engine->run();
   check_finished(plan, timeline);
   // The cool-down batches only kept the pipeline full behind the last one.
   auto& ev = timeline.events;
   ev.erase(std::remove_if(ev.begin(), ev.end(),
                           [&](const TimelineEvent& e) { return e.batch >= plan.iterations; }),
            ev.end());
+  return timeline;
+}
+
+}  // namespace sim_internal
+
+Timeline simulate_in_process(const Plan& plan, const SimOptions& options) {
+  Timeline timeline = sim_internal::simulate_unsorted(plan, options);
   sort_events(&timeline);
   return timeline;
 }

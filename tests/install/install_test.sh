@@ -15,6 +15,7 @@ cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 bin=$tmp/prefix/bin/splitsim
 data=$tmp/prefix/share/splitsim/scenarios
 [[ -x $bin ]] || fail "no installed binary $bin"
+[[ -x $tmp/prefix/bin/splitsim-simworker ]] || fail "no installed simulation worker"
 for f in mobilenet_v2_ushape.json FORMAT.md devices/v100.json validation/resnet20_ushape.json; do
   [[ -f $data/$f ]] || fail "not installed: share/splitsim/scenarios/$f"
 done
@@ -30,6 +31,18 @@ variant="chunks=1 compression=none"
 "$bin" plan "$data/mobilenet_v2_ushape.json" --variant "$variant" >plan.txt 2>plan.err ||
   fail "plan of the installed default scenario: $(cat plan.err)"
 grep -q "gtx1080" plan.txt || fail "plan names no gtx1080 device: $(cat plan.txt)"
+
+# Its simulations run in the installed splitsim-simworker (no note that it
+# fell back to forked copies of itself).
+"$bin" plan "$data/mobilenet_v2_ushape.json" --variant "$variant" --json >plan.json 2>/dev/null ||
+  fail "plan --json of the installed default scenario"
+env -u SPLITSIM_SIMWORKER "$bin" simulate plan.json >sim.txt 2>sim.err ||
+  fail "simulate with the installed binary: $(cat sim.err)"
+if grep -q "no splitsim-simworker" sim.err; then fail "the installed binary found no worker"; fi
+grep -q "time/batch" sim.txt || fail "simulate printed no table: $(cat sim.txt)"
+if grep -q -a -F "$src" "$tmp/prefix/bin/splitsim-simworker"; then
+  fail "the installed worker contains the source path $src"
+fi
 
 # A scenario with no devices/ beside it: the device names (v100) resolve in
 # the installed data.

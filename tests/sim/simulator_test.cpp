@@ -1,4 +1,4 @@
-// The SimGrid simulator against analytical cases (one child process each).
+// The SimGrid simulator against analytical cases (each simulation in a process of its own).
 #include "splitsim/sim/simulator.h"
 
 #include <gtest/gtest.h>

@@ -96,6 +96,19 @@ Plan apply_calibration(const Plan& plan, const Calibration& c) {
     }
     st.update_s = in.update_s * p.compute_scale * p.op_class_scale.elementwise + p.op_overhead_s;
   }
+  // A client group's own stage costs change as the plan's stage did (the
+  // calibration is the party's; the group's device only moves the base).
+  for (PlanClientGroup& g : out.client_groups)
+    for (PlanStageCosts& sc : g.stage_costs) {
+      const PlanStage& in = plan.stages.at(static_cast<size_t>(sc.stage));
+      const PlanStage& st = out.stages.at(static_cast<size_t>(sc.stage));
+      auto ratio = [](double after, double before) { return before > 0 ? after / before : 1.0; };
+      for (size_t m = 0; m < sc.fwd_s.size() && m < in.fwd_s.size(); ++m) {
+        sc.fwd_s[m] *= ratio(st.fwd_s[m], in.fwd_s[m]);
+        sc.bwd_s[m] *= ratio(st.bwd_s[m], in.bwd_s[m]);
+      }
+      sc.update_s *= ratio(st.update_s, in.update_s);
+    }
   for (PlanBoundary& b : out.boundaries) {
     const double sender = party_calibration(c, plan.stages.at(b.from_stage).party).codec_scale;
     const double receiver = party_calibration(c, plan.stages.at(b.to_stage).party).codec_scale;

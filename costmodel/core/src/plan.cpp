@@ -1,10 +1,9 @@
 #include "splitsim/costmodel/plan.h"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <ostream>
-
-#include <nlohmann/json.hpp>
 
 namespace splitsim {
 
@@ -61,6 +60,9 @@ nlohmann::json network_json(const NetworkSpec& n) {
   if (n.down_bandwidth_bit_per_s > 0) j["down_bandwidth_bit_per_s"] = n.down_bandwidth_bit_per_s;
   if (!n.bandwidth_trace.empty()) j["bandwidth_trace"] = n.bandwidth_trace;
   if (n.burst_bytes > 0) j["burst_bytes"] = n.burst_bytes;
+  if (n.server_bandwidth_bit_per_s > 0)
+    j["server_bandwidth_bit_per_s"] = n.server_bandwidth_bit_per_s;
+  if (n.server_latency_s > 0) j["server_latency_s"] = n.server_latency_s;
   return j;
 }
 
@@ -98,9 +100,12 @@ std::string si(double v, const char* unit) {
 
 std::string seconds(double s) {
   char buf[32];
-  if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  if (s >= 1)
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
   return buf;
 }
 
@@ -168,32 +173,115 @@ void to_json(nlohmann::json& j, const Plan& p) {
        {"iterations", p.iterations},
        {"warmup", p.warmup},
        {"clients", p.clients}};
+  if (!p.client_groups.empty()) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const PlanClientGroup& g : p.client_groups) {
+      nlohmann::json costs = nlohmann::json::array();
+      for (const PlanStageCosts& c : g.stage_costs)
+        costs.push_back({{"stage", c.stage},
+                         {"fwd_s_per_microbatch", c.fwd_s},
+                         {"bwd_s_per_microbatch", c.bwd_s},
+                         {"update_s_per_batch", c.update_s}});
+      nlohmann::json gj = {{"name", g.name}, {"device", g.device}, {"count", g.count}};
+      if (!g.bandwidth_bit_per_s.empty()) gj["bandwidth_bit_per_s"] = g.bandwidth_bit_per_s;
+      if (!g.latency_s.empty()) gj["latency_s"] = g.latency_s;
+      if (!costs.empty()) gj["stage_costs"] = costs;
+      groups.push_back(gj);
+    }
+    j["client_groups"] = groups;
+  }
+}
+
+const PlanClientGroup* Plan::group_of(int64_t c) const {
+  for (const PlanClientGroup& g : client_groups) {
+    if (c < g.count) return &g;
+    c -= g.count;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// Client c's index within its group.
+int64_t index_in_group(const Plan& p, int64_t c) {
+  for (const PlanClientGroup& g : p.client_groups) {
+    if (c < g.count) return c;
+    c -= g.count;
+  }
+  return 0;
+}
+
+const PlanStageCosts* group_costs(const Plan& p, int stage, int64_t c) {
+  const PlanClientGroup* g = p.group_of(c);
+  if (g == nullptr) return nullptr;
+  for (const PlanStageCosts& s : g->stage_costs)
+    if (s.stage == stage) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+double Plan::client_up_bit_per_s(int64_t c) const {
+  const PlanClientGroup* g = group_of(c);
+  if (g != nullptr && !g->bandwidth_bit_per_s.empty())
+    return g->bandwidth_bit_per_s[static_cast<size_t>(index_in_group(*this, c))];
+  return network.up_bandwidth_bit_per_s > 0 ? network.up_bandwidth_bit_per_s
+                                            : network.bandwidth_bit_per_s;
+}
+
+double Plan::client_down_bit_per_s(int64_t c) const {
+  const PlanClientGroup* g = group_of(c);
+  if (g != nullptr && !g->bandwidth_bit_per_s.empty())
+    return g->bandwidth_bit_per_s[static_cast<size_t>(index_in_group(*this, c))];
+  return network.down_bandwidth_bit_per_s > 0 ? network.down_bandwidth_bit_per_s
+                                              : network.bandwidth_bit_per_s;
+}
+
+double Plan::client_latency_s(int64_t c) const {
+  const PlanClientGroup* g = group_of(c);
+  const double own = g != nullptr && !g->latency_s.empty()
+                         ? g->latency_s[static_cast<size_t>(index_in_group(*this, c))]
+                         : network.latency_s;
+  return own + network.server_latency_s;
+}
+
+const std::vector<double>& Plan::fwd_s(int stage, int64_t c) const {
+  const PlanStageCosts* s = group_costs(*this, stage, c);
+  return s != nullptr ? s->fwd_s : stages[static_cast<size_t>(stage)].fwd_s;
+}
+
+const std::vector<double>& Plan::bwd_s(int stage, int64_t c) const {
+  const PlanStageCosts* s = group_costs(*this, stage, c);
+  return s != nullptr ? s->bwd_s : stages[static_cast<size_t>(stage)].bwd_s;
+}
+
+double Plan::update_s(int stage, int64_t c) const {
+  const PlanStageCosts* s = group_costs(*this, stage, c);
+  return s != nullptr ? s->update_s : stages[static_cast<size_t>(stage)].update_s;
 }
 
 void print_plan(std::ostream& os, const Plan& p) {
   char line[512];
   os << "== " << p.scenario << " [" << p.variant << "]: " << p.model << ", batch " << p.batch_size
-     << " in " << p.chunks() << " micro-batch(es), schedule " << schedule_name(p.schedule)
-     << "\n";
+     << " in " << p.chunks() << " micro-batch(es), schedule " << schedule_name(p.schedule) << "\n";
   std::snprintf(line, sizeof line, "%-7s %-7s %-12s %-34s %11s %11s %10s %11s %11s %10s %10s\n",
-                "stage", "party", "device", "units", "fwd MACs", "bwd MACs", "params",
-                "fwd/batch", "bwd/batch", "update", "peak mem");
+                "stage", "party", "device", "units", "fwd MACs", "bwd MACs", "params", "fwd/batch",
+                "bwd/batch", "update", "peak mem");
   os << line;
   for (const auto& s : p.stages) {
     std::string units = s.units.front();
     if (s.units.size() > 1) units += " .. " + s.units.back();
     units += " (" + std::to_string(s.units.size()) + ")";
-    std::snprintf(line, sizeof line,
-                  "%-7s %-7s %-12s %-34s %11s %11s %10s %11s %11s %10s %10s%s\n", s.name.c_str(),
-                  s.party.c_str(), s.device.c_str(), units.c_str(),
+    std::snprintf(line, sizeof line, "%-7s %-7s %-12s %-34s %11s %11s %10s %11s %11s %10s %10s%s\n",
+                  s.name.c_str(), s.party.c_str(), s.device.c_str(), units.c_str(),
                   si(s.fwd_per_batch.macs(), "").c_str(), si(s.bwd_per_batch.macs(), "").c_str(),
                   si(s.param_bytes, "B").c_str(), seconds(sum(s.fwd_s)).c_str(),
                   seconds(sum(s.bwd_s)).c_str(), seconds(s.update_s).c_str(),
                   si(s.peak_memory_bytes, "B").c_str(), s.timed_from_measurement ? "" : " *");
     os << line;
   }
-  std::snprintf(line, sizeof line, "%-9s %-20s %-30s %12s   %-30s %12s\n", "boundary",
-                "activation", "forward codec", "fwd B/batch", "backward codec", "bwd B/batch");
+  std::snprintf(line, sizeof line, "%-9s %-20s %-30s %12s   %-30s %12s\n", "boundary", "activation",
+                "forward codec", "fwd B/batch", "backward codec", "bwd B/batch");
   os << line;
   for (const auto& b : p.boundaries) {
     const std::string name = std::to_string(b.from_stage) + "->" + std::to_string(b.to_stage);

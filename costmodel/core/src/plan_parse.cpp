@@ -23,9 +23,13 @@ namespace jr = json_read;
 using nlohmann::json;
 
 const std::vector<std::string> kTopKeys = {
-    "schema",  "scenario",         "variant",    "model",  "batch_size",
-    "chunks",  "microbatch_sizes", "schedule",   "stages", "boundaries",
-    "network", "platform",         "iterations", "warmup", "clients"};
+    "schema",           "scenario", "variant", "model",        "batch_size", "chunks",
+    "microbatch_sizes", "schedule", "stages",  "boundaries",   "network",    "platform",
+    "iterations",       "warmup",   "clients", "client_groups"};
+const std::vector<std::string> kGroupKeys = {
+    "name", "device", "count", "bandwidth_bit_per_s", "latency_s", "stage_costs"};
+const std::vector<std::string> kStageCostKeys = {"stage", "fwd_s_per_microbatch",
+                                                 "bwd_s_per_microbatch", "update_s_per_batch"};
 const std::vector<std::string> kStageKeys = {"name",
                                              "party",
                                              "device",
@@ -165,6 +169,62 @@ OpCounts read_work(const json& v, const std::string& path) {
   }
   check_count_total(v, path, "macs", c.macs(), "conv + depthwise + matmul MACs");
   return c;
+}
+
+// One of "client_groups": its per-client lists have `count` entries, its
+// stage costs name stages of the client role (`client_party`), once each.
+PlanClientGroup read_group(const json& j, const std::string& path, const Plan& p,
+                           const std::string& client_party) {
+  jr::require_object(j, path, "a client group such as {\"name\": \"g0\", \"count\": 3, ...}");
+  jr::check_keys(j, path, kGroupKeys);
+  for (const char* key : {"name", "count"}) jr::require_key(j, path, key, "see the plan format");
+  PlanClientGroup g;
+  g.name = jr::read_string(j.at("name"), path + ".name");
+  if (j.contains("device")) g.device = jr::read_string(j.at("device"), path + ".device", true);
+  g.count = jr::read_int(j.at("count"), path + ".count", 1, limits::kMaxClients);
+  const auto per_client = [&](const char* key, const jr::NumberRange& range) {
+    std::vector<double> v;
+    if (!j.contains(key)) return v;
+    const std::string at = jr::member_path(path, key);
+    v = read_list<double>(
+        j.at(key), at, "a list with one number per client of the group",
+        [&](const json& x, const std::string& a) { return jr::read_number(x, a, range); });
+    if (static_cast<int64_t>(v.size()) != g.count)
+      throw InputError(at, "has " + std::to_string(v.size()) +
+                               " entries; expected one per client (" + std::to_string(g.count) +
+                               ")");
+    return v;
+  };
+  g.bandwidth_bit_per_s = per_client("bandwidth_bit_per_s", {limits::kMinBandwidthBitPerS, false,
+                                                             limits::kMaxBandwidthBitPerS, false});
+  g.latency_s = per_client("latency_s", {0, false, limits::kMaxLatencyS, false});
+  if (j.contains("stage_costs")) {
+    const std::string at = path + ".stage_costs";
+    jr::require_array(j.at("stage_costs"), at, "a list of stage costs");
+    const size_t m = p.microbatch_sizes.size();
+    for (size_t i = 0; i < j.at("stage_costs").size(); ++i) {
+      const json& c = j.at("stage_costs")[i];
+      const std::string ci = jr::index_path(at, i);
+      jr::require_object(c, ci, "{\"stage\": k, \"fwd_s_per_microbatch\": [...], ...}");
+      jr::check_keys(c, ci, kStageCostKeys);
+      for (const std::string& key : kStageCostKeys)
+        jr::require_key(c, ci, key.c_str(), "see the plan format");
+      PlanStageCosts sc;
+      sc.stage = static_cast<int>(
+          jr::read_int(c.at("stage"), ci + ".stage", 0, static_cast<int64_t>(p.stages.size()) - 1));
+      if (p.stages[static_cast<size_t>(sc.stage)].party != client_party)
+        throw InputError(ci + ".stage", "stage " + std::to_string(sc.stage) +
+                                            " is not the client role's (\"" + client_party + "\")");
+      for (const PlanStageCosts& other : g.stage_costs)
+        if (other.stage == sc.stage)
+          throw InputError(ci + ".stage", "stage " + std::to_string(sc.stage) + " appears twice");
+      sc.fwd_s = per_microbatch<double>(c, ci, "fwd_s_per_microbatch", m, read_seconds);
+      sc.bwd_s = per_microbatch<double>(c, ci, "bwd_s_per_microbatch", m, read_seconds);
+      sc.update_s = read_seconds(c.at("update_s_per_batch"), ci + ".update_s_per_batch");
+      g.stage_costs.push_back(sc);
+    }
+  }
+  return g;
 }
 
 PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m) {
@@ -361,6 +421,19 @@ Plan parse_plan(const json& j, const std::string& path) {
   p.iterations = jr::read_int(j.at("iterations"), path + ".iterations", 1, limits::kMaxIterations);
   p.warmup = jr::read_int(j.at("warmup"), path + ".warmup", 0, p.iterations - 1);
   p.clients = jr::read_int(j.at("clients"), path + ".clients", 1, limits::kMaxClients);
+  if (j.contains("client_groups")) {
+    const std::string at = path + ".client_groups";
+    jr::require_array(j.at("client_groups"), at, "a list of client groups", 1);
+    int64_t total = 0;
+    for (size_t i = 0; i < j.at("client_groups").size(); ++i) {
+      p.client_groups.push_back(
+          read_group(j.at("client_groups")[i], jr::index_path(at, i), p, p.stages.front().party));
+      total += p.client_groups.back().count;
+    }
+    if (total != p.clients)
+      throw InputError(at, "the groups hold " + std::to_string(total) + " clients; $.clients is " +
+                               std::to_string(p.clients));
+  }
   // Each factor is bounded: no overflow.
   const int64_t passes =
       p.iterations * p.chunks() * p.clients * static_cast<int64_t>(p.stages.size());

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/unit_graph.h"
 
@@ -121,10 +123,82 @@ void check_counts_fit(const Scenario& sc, const ModelProfile& model) {
                        std::to_string(static_cast<long long>(most)));
 }
 
+// A 64-bit mix of x (splitmix64's finaliser): one independent stream per
+// (seed, group, field).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// `count` values of `d`, drawn with the stream of (seed, group, field); a
+// lognormal draw is clamped to [lo, hi], the range the scenario allows.
+std::vector<double> draw(const DrawnValue& d, int64_t count, uint64_t seed, size_t group, int field,
+                         double lo, double hi) {
+  std::vector<double> out;
+  std::mt19937_64 rng(mix(seed ^ mix(group * 2 + static_cast<uint64_t>(field))));
+  auto uniform01 = [&rng] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
+  for (int64_t i = 0; i < count; ++i) {
+    if (d.distribution.empty()) {
+      out.push_back(d.value);
+    } else if (d.distribution == "uniform") {
+      out.push_back(d.min + (d.max - d.min) * uniform01());
+    } else {  // lognormal: median x exp(sigma x z), z standard normal (Box-Muller)
+      const double u1 = uniform01(), u2 = uniform01();
+      const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+      out.push_back(std::clamp(d.median * std::exp(d.sigma * z), lo, hi));
+    }
+  }
+  return out;
+}
+
+// The plan of a scenario with client groups: the plan without them, then
+// per group its clients' links (drawn) and, on a device of its own, the
+// client-role stages' costs on it (the same planning with that device).
+Plan plan_with_groups(const Scenario& sc, const ModelProfile& model,
+                      const std::map<std::string, DeviceProfile>& devices,
+                      const std::string& label) {
+  Scenario alike = sc;
+  alike.client_groups.clear();
+  Plan plan = make_plan(alike, model, devices, label);
+  const std::string& client = sc.partition.front().party;
+  for (size_t i = 0; i < sc.client_groups.size(); ++i) {
+    const ClientGroupSpec& g = sc.client_groups[i];
+    const std::string at = "$.clients[" + std::to_string(i) + "]";
+    PlanClientGroup pg;
+    pg.name = g.name;
+    pg.count = g.count;
+    pg.device = plan.stages.front().device;
+    if (g.has_bandwidth)
+      pg.bandwidth_bit_per_s = draw(g.bandwidth_bit_per_s, g.count, sc.seed, i, 0,
+                                    limits::kMinBandwidthBitPerS, limits::kMaxBandwidthBitPerS);
+    if (g.has_latency)
+      pg.latency_s = draw(g.latency_s, g.count, sc.seed, i, 1, 0, limits::kMaxLatencyS);
+    if (!g.device.empty()) {
+      const auto dev = devices.find(client_group_device_key(g));
+      if (dev == devices.end())
+        throw InputError(at + ".device", "no device profile \"" + g.device +
+                                             "\" was loaded for the group (a Workspace loads it)");
+      std::map<std::string, DeviceProfile> theirs = devices;
+      theirs[client] = dev->second;
+      const Plan on_theirs = make_plan(alike, model, theirs, label);
+      pg.device = dev->second.name;
+      for (size_t k = 0; k < on_theirs.stages.size(); ++k)
+        if (on_theirs.stages[k].party == client)
+          pg.stage_costs.push_back({static_cast<int>(k), on_theirs.stages[k].fwd_s,
+                                    on_theirs.stages[k].bwd_s, on_theirs.stages[k].update_s});
+    }
+    plan.client_groups.push_back(pg);
+  }
+  return plan;
+}
+
 }  // namespace
 
 Plan make_plan(const Scenario& sc, const ModelProfile& model,
                const std::map<std::string, DeviceProfile>& devices, const std::string& label) {
+  if (!sc.client_groups.empty()) return plan_with_groups(sc, model, devices, label);
   const auto ranges = resolve_parts(sc, model);
   const int K = static_cast<int>(ranges.size());
   check_counts_fit(sc, model);
@@ -213,10 +287,10 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     bd.forward.carried_shape = carried;
     bd.backward.codec = codecs.backward;
     bd.backward.carried_shape = carried;
-    bd.forward.wire_messages =
-        static_cast<int64_t>(wire_layout(codecs.forward, shape, plan.microbatch_sizes[0], act).size());
-    bd.backward.wire_messages =
-        static_cast<int64_t>(wire_layout(codecs.backward, carried, plan.microbatch_sizes[0], act).size());
+    bd.forward.wire_messages = static_cast<int64_t>(
+        wire_layout(codecs.forward, shape, plan.microbatch_sizes[0], act).size());
+    bd.backward.wire_messages = static_cast<int64_t>(
+        wire_layout(codecs.backward, carried, plan.microbatch_sizes[0], act).size());
     // Measured codec timings, where a device has them, else the formulas.
     const std::string fkey = codec_to_json(codecs.forward).dump();
     const std::string bkey = codec_to_json(codecs.backward).dump();

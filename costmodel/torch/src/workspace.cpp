@@ -28,7 +28,8 @@ void Workspace::select(const std::string& filter) {
     if (v.label.find(filter) != std::string::npos) kept.push_back(v);
   }
   if (kept.empty())
-    throw InputError("--variant", "no variant label contains \"" + filter + "\"; labels: " + labels);
+    throw InputError("--variant",
+                     "no variant label contains \"" + filter + "\"; labels: " + labels);
   variants_ = kept;
 }
 
@@ -48,6 +49,17 @@ std::map<std::string, DeviceProfile> Workspace::devices(const ScenarioVariant& v
       it = device_cache_.emplace(name, load_device(name, device_dirs_, "$.devices." + party)).first;
     out.emplace(party, it->second);
   }
+  for (size_t i = 0; i < v.scenario.client_groups.size(); ++i) {
+    const ClientGroupSpec& g = v.scenario.client_groups[i];
+    if (g.device.empty()) continue;
+    auto it = device_cache_.find(g.device);
+    if (it == device_cache_.end())
+      it = device_cache_
+               .emplace(g.device, load_device(g.device, device_dirs_,
+                                              "$.clients[" + std::to_string(i) + "].device"))
+               .first;
+    out.emplace(client_group_device_key(g), it->second);
+  }
   return out;
 }
 
@@ -56,8 +68,7 @@ Plan Workspace::plan(const ScenarioVariant& v) {
     return make_plan(v.scenario, model(v), devices(v), v.label);
   } catch (const InputError& e) {
     if (variants_.size() <= 1) throw;
-    throw InputError("variant \"" + v.label + "\" " + e.where(),
-                     e.message());
+    throw InputError("variant \"" + v.label + "\" " + e.where(), e.message());
   }
 }
 

@@ -68,10 +68,7 @@ class Problem {
         index[r.row] = static_cast<int>(run.size());
         run.push_back(apply_calibration(plans_[r.row], c));
       }
-    const std::vector<Timeline> t = simulate_many(run, SimOptions{}, o_.jobs);
-    std::vector<Metrics> m;
-    for (size_t i = 0; i < run.size(); ++i)
-      m.push_back(compute_metrics(t[i], run[i], run[i].warmup));
+    const std::vector<Metrics> m = simulate_metrics(run, SimOptions{}, o_.jobs);
     std::vector<double> out(res_.size(), kNaN);
     for (size_t i = 0; i < res_.size(); ++i)
       if (use[res_[i].row])

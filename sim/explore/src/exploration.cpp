@@ -36,10 +36,9 @@ Exploration run_exploration(const Scenario& base, const ModelProfile& model,
     std::vector<Plan> plans;
     for (size_t k = s; k < std::min(to_sim.size(), s + kExploreSimulationBatch); ++k)
       plans.push_back(candidates[to_sim[k]].plan);
-    const auto timelines = simulate_many(plans, SimOptions{}, jobs);
+    const std::vector<Metrics> metrics = simulate_metrics(plans, SimOptions{}, jobs);
     for (size_t k = 0; k < plans.size(); ++k)
-      candidates[to_sim[s + k]].time_per_batch_s =
-          compute_metrics(timelines[k], plans[k], plans[k].warmup).time_per_batch_s;
+      candidates[to_sim[s + k]].time_per_batch_s = metrics[k].time_per_batch_s;
     if (options.progress)
       options.progress(
           {candidates.size(), std::min(to_sim.size(), s + kExploreSimulationBatch), to_sim.size()});

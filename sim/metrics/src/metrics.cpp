@@ -31,7 +31,7 @@ double union_length(std::vector<Interval>* iv) {
   return total;
 }
 
-double rate(const TimelineEvent& e) {
+double rate_of(const TimelineEvent& e) {
   const double d = e.duration_s();
   return d > 0 && e.bytes > 0 ? static_cast<double>(e.bytes) / d : 0.0;
 }
@@ -94,6 +94,104 @@ void stage_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, double 
   }
 }
 
+// With several clients: per client its own steady time per batch, busy
+// time and bytes, gathered into the plan's groups (or one group of all),
+// and per steady round how long it waited for its last client.
+void client_group_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, int64_t batches,
+                          double t0, Metrics* m) {
+  const size_t n = tl.client_parties.size();
+  if (n < 2) return;
+  std::vector<std::vector<double>> end(n, std::vector<double>(static_cast<size_t>(batches), t0));
+  for (const auto& e : tl.events)
+    if (e.client >= 0 && static_cast<size_t>(e.client) < n)
+      end[e.client][e.batch] = std::max(end[e.client][e.batch], e.end_s);
+  const double steady = static_cast<double>(batches - warmup);
+  std::vector<double> per_batch(n);
+  for (size_t c = 0; c < n; ++c)
+    per_batch[c] = (end[c][batches - 1] - (warmup > 0 ? end[c][warmup - 1] : t0)) / steady;
+  std::vector<double> waits;
+  for (int64_t b = warmup; b < batches; ++b) {
+    double first = std::numeric_limits<double>::infinity(), last = 0;
+    for (size_t c = 0; c < n; ++c) {
+      first = std::min(first, end[c][b]);
+      last = std::max(last, end[c][b]);
+    }
+    waits.push_back(last - first);
+  }
+  m->round_wait_spread = spread_of(waits);
+  std::vector<std::pair<std::string, int64_t>> groups;
+  int64_t listed = 0;
+  for (const PlanClientGroup& g : plan.client_groups) {
+    groups.emplace_back(g.name, g.count);
+    listed += g.count;
+  }
+  if (listed != static_cast<int64_t>(n)) groups = {{"clients", static_cast<int64_t>(n)}};
+  size_t c = 0;
+  for (const auto& [name, count] : groups) {
+    ClientGroupMetrics g;
+    g.name = name;
+    g.clients = count;
+    std::vector<double> times;
+    for (int64_t i = 0; i < count; ++i, ++c) {
+      const PartyMetrics& p = m->parties[static_cast<size_t>(tl.client_parties[c])];
+      times.push_back(per_batch[c]);
+      g.busy_s_per_batch += p.busy_s_per_batch / count;
+      g.bytes_sent_per_batch += p.bytes_sent_per_batch / count;
+      g.bytes_received_per_batch += p.bytes_received_per_batch / count;
+    }
+    g.time_per_batch = spread_of(times);
+    m->client_groups.push_back(g);
+  }
+}
+
+// With a server link (network.server_bandwidth_bit_per_s): its two
+// directions as links "clients->P" and "P->clients" for each party P that
+// clients talk to, busy for their bytes at its rate; and each client's own
+// link busy for its bytes at that client's rate (under sharing, a transfer
+// lasts longer than its bytes need, so its interval says little).
+void server_link_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, double steady,
+                         Metrics* m) {
+  const double rate = plan.network.server_bandwidth_bit_per_s / 8.0 * plan.network.bandwidth_factor;
+  if (!(rate > 0)) return;
+  std::map<int32_t, int64_t> client_of;  // party -> client index
+  for (size_t c = 0; c < tl.client_parties.size(); ++c)
+    client_of[tl.client_parties[c]] = static_cast<int64_t>(c);
+  std::map<std::pair<std::string, std::string>, LinkAcc> shared;
+  for (const auto& e : tl.events) {
+    if (e.batch < warmup || e.kind != EventKind::kSend) continue;
+    const bool from_client = client_of.count(e.party) > 0, to_client = client_of.count(e.peer) > 0;
+    if (from_client == to_client) continue;
+    const auto key = from_client ? std::make_pair(std::string("clients"), tl.parties[e.peer])
+                                 : std::make_pair(tl.parties[e.party], std::string("clients"));
+    LinkAcc& l = shared[key];
+    l.bytes += e.bytes;
+    l.peak = std::max(l.peak, rate_of(e));
+  }
+  for (LinkMetrics& l : m->links) {
+    const int32_t from = tl.party_index(l.from), to = tl.party_index(l.to);
+    const bool from_client = client_of.count(from) > 0, to_client = client_of.count(to) > 0;
+    if (from_client == to_client) continue;
+    const double bytes_per_s = (from_client ? plan.client_up_bit_per_s(client_of[from])
+                                            : plan.client_down_bit_per_s(client_of[to])) /
+                               8.0 * plan.network.bandwidth_factor;
+    l.busy_s_per_batch = l.bytes_per_batch / bytes_per_s;
+    l.utilisation = m->time_per_batch_s > 0 ? l.busy_s_per_batch / m->time_per_batch_s : 0;
+  }
+  for (const auto& [key, acc] : shared) {
+    LinkMetrics lm;
+    lm.from = key.first;
+    lm.to = key.second;
+    lm.bytes_per_batch = acc.bytes / steady;
+    lm.busy_s_per_batch = lm.bytes_per_batch / rate;
+    lm.utilisation = m->time_per_batch_s > 0 ? lm.busy_s_per_batch / m->time_per_batch_s : 0;
+    lm.peak_Bps = acc.peak;
+    m->links.push_back(lm);
+  }
+  std::sort(m->links.begin(), m->links.end(), [](const LinkMetrics& a, const LinkMetrics& b) {
+    return std::tie(a.from, a.to) < std::tie(b.from, b.to);
+  });
+}
+
 }  // namespace
 
 const PartyMetrics* Metrics::party(const std::string& name) const {
@@ -146,14 +244,14 @@ Metrics compute_metrics(const Timeline& tl, const Plan& plan, int64_t warmup) {
       p.busy.emplace_back(e.start_s, e.end_s);
     } else if (e.kind == EventKind::kSend) {
       p.sent += e.bytes;
-      p.peak_send = std::max(p.peak_send, rate(e));
+      p.peak_send = std::max(p.peak_send, rate_of(e));
       LinkAcc& l = links[{e.party, e.peer}];
       l.bytes += e.bytes;
-      l.peak = std::max(l.peak, rate(e));
+      l.peak = std::max(l.peak, rate_of(e));
       l.busy.emplace_back(e.start_s, e.end_s);
     } else {
       p.received += e.bytes;
-      p.peak_recv = std::max(p.peak_recv, rate(e));
+      p.peak_recv = std::max(p.peak_recv, rate_of(e));
     }
   }
   double computation = 0;
@@ -210,6 +308,8 @@ Metrics compute_metrics(const Timeline& tl, const Plan& plan, int64_t warmup) {
   std::sort(m.links.begin(), m.links.end(), [](const LinkMetrics& a, const LinkMetrics& b) {
     return std::tie(a.from, a.to) < std::tie(b.from, b.to);
   });
+  server_link_metrics(tl, plan, warmup, steady, &m);
+  client_group_metrics(tl, plan, warmup, batches, t0, &m);
 
   for (const auto& p : m.parties)
     if (p.utilisation > m.busiest_utilisation) {

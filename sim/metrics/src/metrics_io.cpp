@@ -62,7 +62,32 @@ void to_json(nlohmann::json& j, const Metrics& m) {
        {"bubble_fraction", m.bubble_fraction},
        {"busiest_resource", m.busiest_resource},
        {"busiest_utilisation", m.busiest_utilisation}};
+  if (!m.client_groups.empty()) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& g : m.client_groups)
+      groups.push_back({{"name", g.name},
+                        {"clients", g.clients},
+                        {"time_per_batch_s",
+                         {{"min", g.time_per_batch.min_s},
+                          {"median", g.time_per_batch.median_s},
+                          {"max", g.time_per_batch.max_s}}},
+                        {"busy_s_per_batch", g.busy_s_per_batch},
+                        {"bytes_sent_per_batch", g.bytes_sent_per_batch},
+                        {"bytes_received_per_batch", g.bytes_received_per_batch}});
+    j["client_groups"] = groups;
+    j["round_wait_s"] = {{"min", m.round_wait_spread.min_s},
+                         {"median", m.round_wait_spread.median_s},
+                         {"max", m.round_wait_spread.max_s}};
+  }
 }
+
+namespace {
+
+Spread spread_from_json(const nlohmann::json& s) {
+  return {s.at("min").get<double>(), s.at("median").get<double>(), s.at("max").get<double>()};
+}
+
+}  // namespace
 
 void from_json(const nlohmann::json& j, Metrics& m) {
   if (j.value("schema", "") != "splitsim.metrics/1")
@@ -115,6 +140,13 @@ void from_json(const nlohmann::json& j, Metrics& m) {
   m.bubble_fraction = j.value("bubble_fraction", 0.0);
   m.busiest_resource = j.value("busiest_resource", "");
   m.busiest_utilisation = j.value("busiest_utilisation", 0.0);
+  for (const auto& g : j.value("client_groups", nlohmann::json::array()))
+    m.client_groups.push_back({g.at("name").get<std::string>(), g.at("clients").get<int64_t>(),
+                               spread_from_json(g.at("time_per_batch_s")),
+                               g.at("busy_s_per_batch").get<double>(),
+                               g.at("bytes_sent_per_batch").get<double>(),
+                               g.at("bytes_received_per_batch").get<double>()});
+  if (j.contains("round_wait_s")) m.round_wait_spread = spread_from_json(j.at("round_wait_s"));
 }
 
 namespace {

@@ -98,6 +98,23 @@ void print_metrics_table(std::ostream& os, const std::vector<Metrics>& all) {
                   percent(m.bubble_fraction).c_str(), busiest.c_str(), stash.c_str(),
                   party_bytes(m).c_str());
     os << line;
+    // With several clients: each group's clients (stragglers show in the
+    // spread of their own times per batch) and the rounds' wait for the last.
+    for (const ClientGroupMetrics& g : m.client_groups) {
+      std::snprintf(line, sizeof line,
+                    "  %-*s %5lld client(s): time/batch %s (%s..%s), busy %s, sent/received "
+                    "%s/%s B per client\n",
+                    static_cast<int>(width), g.name.c_str(), static_cast<long long>(g.clients),
+                    seconds(g.time_per_batch.median_s).c_str(),
+                    seconds(g.time_per_batch.min_s).c_str(),
+                    seconds(g.time_per_batch.max_s).c_str(), seconds(g.busy_s_per_batch).c_str(),
+                    si(g.bytes_sent_per_batch).c_str(), si(g.bytes_received_per_batch).c_str());
+      os << line;
+    }
+    if (!m.client_groups.empty())
+      os << "  round wait for the last client: " << seconds(m.round_wait_spread.median_s) << " ("
+         << seconds(m.round_wait_spread.min_s) << ".." << seconds(m.round_wait_spread.max_s)
+         << ")\n";
   }
   os << "avg = bytes of the client (the party of stage 0) / computation time (the reports' "
         "definition); peak = the fastest single transfer sent by a client / received by the "

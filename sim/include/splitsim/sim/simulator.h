@@ -2,13 +2,16 @@
 // The SimGrid simulator: Plan -> Timeline (then compute_metrics, write_chrome_trace).
 //
 // SimGrid allows one Engine per process (a second one keeps the first one's
-// clock, configuration and callbacks), so every simulation runs in a child
-// process forked for it (simulate, simulate_many); simulate_in_process is
-// the body those children run. See sim/README.md "Many simulations".
+// clock, configuration and callbacks), so every simulation runs in a process
+// of its own: simulate, simulate_many and simulate_metrics hand plans to
+// simulation workers (small processes that fork a child per simulation);
+// simulate_in_process is the body those children run. See sim/README.md
+// "Many simulations".
 #include <string>
 #include <vector>
 
 #include "splitsim/costmodel/plan.h"
+#include "splitsim/sim/metrics.h"
 #include "splitsim/sim/timeline.h"
 
 namespace splitsim {
@@ -39,14 +42,21 @@ void check_simulatable(const Plan& plan);
 // call throws std::logic_error.
 Timeline simulate_in_process(const Plan& plan, const SimOptions& options = {});
 
-// Same result, computed in a forked child process: callable any number of
+// Same result, computed in a process of its own: callable any number of
 // times. Throws what check_simulatable throws, or std::runtime_error when
-// the child fails (with its message).
+// the simulation fails (with its message).
 Timeline simulate(const Plan& plan, const SimOptions& options = {});
 
-// simulate() for every plan, at most `jobs` children at a time (jobs >= 1).
-// Results in input order. Throws for the first plan that fails, naming its variant.
+// simulate() for every plan, at most `jobs` at a time (jobs >= 1). Results
+// in input order, identical for any `jobs`. Throws for the first plan that
+// fails, naming its variant.
 std::vector<Timeline> simulate_many(const std::vector<Plan>& plans, const SimOptions& options,
                                     int jobs);
+
+// compute_metrics(simulate(plan), plan, plan.warmup) for every plan, the
+// metrics computed where the simulation ran so that only they travel back:
+// what sweeps and searches need. Same contract as simulate_many.
+std::vector<Metrics> simulate_metrics(const std::vector<Plan>& plans, const SimOptions& options,
+                                      int jobs);
 
 }  // namespace splitsim

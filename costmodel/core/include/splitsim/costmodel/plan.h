@@ -61,6 +61,26 @@ struct PlanBoundary {
   PlanTransfer backward;                  // to_stage -> from_stage
 };
 
+// One client-role stage's costs on a client group's device.
+struct PlanStageCosts {
+  int stage = 0;
+  std::vector<double> fwd_s, bwd_s;  // per micro-batch, as PlanStage's
+  double update_s = 0;
+};
+
+// A group of clients (scenarios/FORMAT.md "Clients"): its clients are the
+// next `count` client indices, in group order.
+struct PlanClientGroup {
+  std::string name;
+  std::string device;  // the client role's device for these clients
+  int64_t count = 1;
+  // Per client of the group (count entries), or empty: the network's.
+  std::vector<double> bandwidth_bit_per_s;  // both directions of its link
+  std::vector<double> latency_s;
+  // The client-role stages on `device`; empty: the plan's stages.
+  std::vector<PlanStageCosts> stage_costs;
+};
+
 struct Plan {
   std::string scenario;
   std::string variant;
@@ -73,8 +93,19 @@ struct Plan {
   NetworkSpec network;
   PlatformSpec platform;
   int64_t iterations = 0, warmup = 0, clients = 1;
+  std::vector<PlanClientGroup> client_groups;  // empty, or counts summing to clients
 
   int64_t chunks() const { return static_cast<int64_t>(microbatch_sizes.size()); }
+  // The group of client `c` (nullptr without groups).
+  const PlanClientGroup* group_of(int64_t c) const;
+  // Client c's link: its group's figures, else the network's.
+  double client_up_bit_per_s(int64_t c) const;    // client -> others
+  double client_down_bit_per_s(int64_t c) const;  // others -> client
+  double client_latency_s(int64_t c) const;       // the server link's latency included
+  // Stage k's costs for client c (its group's, on a client-role stage).
+  const std::vector<double>& fwd_s(int stage, int64_t c) const;
+  const std::vector<double>& bwd_s(int stage, int64_t c) const;
+  double update_s(int stage, int64_t c) const;
   // Bytes per batch that `party` sends / receives.
   int64_t bytes_sent(const std::string& party) const;
   int64_t bytes_received(const std::string& party) const;

@@ -68,7 +68,34 @@ struct NetworkSpec {
   // the link has idled, up to this many bytes pass at once, the rest at the
   // rate. 0: a plain link, every byte at the rate.
   int64_t burst_bytes = 0;
+  // The server's access link (scenarios/FORMAT.md "Clients"): every
+  // client's flows to and from the parties other than the client role share
+  // it, each direction at this rate. 0: no such link (each client is
+  // limited by its own link only).
+  double server_bandwidth_bit_per_s = 0;
+  double server_latency_s = 0;  // added to every client's latency
 };
+
+// A value per client: fixed, or drawn for each client from a distribution
+// (with the scenario's seed).
+struct DrawnValue {
+  std::string distribution;  // "" (fixed: value), "uniform" (min, max), "lognormal" (median, sigma)
+  double value = 0, min = 0, max = 0, median = 0, sigma = 0;
+};
+
+// A group of clients that share a device and an access link's figures
+// ("clients": [{"count": 80, "device": ..., "bandwidth_bit_per_s": ...}]).
+struct ClientGroupSpec {
+  std::string name;
+  int64_t count = 1;
+  std::string device;  // "": the client role's device in "devices"
+  bool has_bandwidth = false, has_latency = false;
+  DrawnValue bandwidth_bit_per_s;  // both directions of each client's link
+  DrawnValue latency_s;
+};
+// The key under which a group's device profile is looked up in make_plan's
+// devices map (beside the parties').
+std::string client_group_device_key(const ClientGroupSpec& group);
 
 // One party's own host work per byte, on top of the platform's.
 struct PartyHostWork {
@@ -118,10 +145,11 @@ struct Scenario {
   std::map<std::string, std::string> devices;  // party -> device profile name or file
   NetworkSpec network;
   PlatformSpec platform;
-  int64_t iterations = 20;  // batches to run / simulate
-  int64_t warmup = 2;       // first batches left out of steady state
-  int64_t clients = 1;
-  std::string dataset = "synthetic";  // synthetic | fashion_mnist | cifar10
+  int64_t iterations = 20;                     // batches to run / simulate
+  int64_t warmup = 2;                          // first batches left out of steady state
+  int64_t clients = 1;                         // with groups: their counts' sum
+  std::vector<ClientGroupSpec> client_groups;  // "clients" as a list; empty: all alike
+  std::string dataset = "synthetic";           // synthetic | fashion_mnist | cifar10
   uint64_t seed = 0;
   // "calibration": a splitsim.calibration/1 file, relative to the scenario
   // file (to the working directory for expand_scenario), that make_plan

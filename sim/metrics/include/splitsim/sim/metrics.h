@@ -51,6 +51,17 @@ struct Spread {
   double min_s = 0, median_s = 0, max_s = 0;
 };
 
+// With several clients: one group of them (the plan's client groups, else
+// one group "clients" of them all).
+struct ClientGroupMetrics {
+  std::string name;
+  int64_t clients = 0;
+  Spread time_per_batch;            // over its clients: each one's own steady time per batch
+  double busy_s_per_batch = 0;      // one client's compute, averaged over the group
+  double bytes_sent_per_batch = 0;  // one client's, averaged over the group
+  double bytes_received_per_batch = 0;
+};
+
 struct Metrics {
   std::string source = "sim";  // "sim" | "exec"
   std::string scenario, variant, schedule;
@@ -69,8 +80,14 @@ struct Metrics {
   std::vector<LinkMetrics> links;        // directions that carried bytes, sorted by name
   std::vector<StageMetrics> stages;
   double bubble_fraction = 0;    // 1 - sum busy / (parties x time_per_batch)
-  std::string busiest_resource;  // a party name, or "link A->B"
+  std::string busiest_resource;  // a party name, or "link A->B" ("link clients->server": the
+                                 // server's access link, see links)
   double busiest_utilisation = 0;
+  // With several clients: per group, and over the steady rounds how long
+  // the round waited after its first client finished its batch for the last
+  // (stragglers).
+  std::vector<ClientGroupMetrics> client_groups;
+  Spread round_wait_spread;
 
   const PartyMetrics* party(const std::string& name) const;
 };
