@@ -128,18 +128,18 @@ class WorkerPool {
       for (size_t i = 0; i < fds.size(); ++i) {
         if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         Worker* w = polled[i];
-        if (!drain(w)) {  // the worker died: its request failed, the others go on
-          out[w->request] = sim_internal::failure_response("the simulation worker died");
-          --pending;
-          retire(w);
-          continue;
-        }
+        const bool alive = drain(w);
         if (frame_complete(*w)) {
           out[w->request] = w->in.substr(sizeof(uint64_t));
           w->in.clear();
           w->busy = false;
           --pending;
+        } else if (!alive) {  // the worker died: its request failed, the others go on
+          out[w->request] = sim_internal::failure_response("the simulation worker died");
+          w->busy = false;
+          --pending;
         }
+        if (!alive) retire(w);
       }
       drop_retired();
     }
