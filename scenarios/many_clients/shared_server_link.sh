@@ -26,6 +26,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 scenario=$(readlink -f "${3:-$here/resnet20_thin_3clients.json}")
 [[ $(id -u) -eq 0 ]] || { echo "$0: needs root (network namespaces)" >&2; exit 2; }
 py=/usr/bin/python3
+# tc tbf's queue bound (its "latency"), as validate's links; $SSL_TBF_LATENCY to vary it.
+queue=${SSL_TBF_LATENCY:-200ms}
 [[ -x $py ]] || py=python3
 
 work=$(mktemp -d)
@@ -83,9 +85,9 @@ shape() {  # shape NAME RATE: tbf on both ends of the port (each direction)
   local rate=$2 burst
   burst=$("$py" -c "print(max(4096, int($rate / 8 * 0.001)))")
   ip netns exec "$tag-$1" tc qdisc replace dev "$tag$1" root tbf rate "${rate}bit" \
-    burst "$burst" latency 200ms
+    burst "$burst" latency "$queue"
   ip netns exec "$sw" tc qdisc replace dev "$tag$1p" root tbf rate "${rate}bit" \
-    burst "$burst" latency 200ms
+    burst "$burst" latency "$queue"
 }
 port srv 10.214.0.1
 for ((i = 0; i < clients; ++i)); do port "c$i" "10.214.0.$((11 + i))"; done

@@ -353,6 +353,26 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
 
 // scenarios/accuracy/: what `splitsim train` sweeps for exec/TRAINING.md,
 // six codecs x chunks 1, 4 on Fashion-MNIST.
+// The scenarios of the many-clients measurements: alike clients (exec runs
+// them), a server link slower than the clients' own, link-bound rates.
+TEST(ScenarioFiles, ManyClientsScenariosShareAServerLinkSlowerThanTheClients) {
+  const auto variants =
+      load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/many_clients/resnet20_thin_3clients.json");
+  ASSERT_EQ(variants.size(), 3u);
+  for (const auto& v : variants) {
+    EXPECT_EQ(v.scenario.clients, 3);
+    EXPECT_TRUE(v.scenario.client_groups.empty());
+    EXPECT_GT(v.scenario.network.server_bandwidth_bit_per_s, 0);
+    EXPECT_LT(v.scenario.network.server_bandwidth_bit_per_s,
+              v.scenario.network.bandwidth_bit_per_s / 5);
+  }
+  const auto many = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/resnet20_many_clients.json");
+  ASSERT_EQ(many.size(), 2u);
+  EXPECT_EQ(many.front().scenario.clients, 100);
+  ASSERT_EQ(many.front().scenario.client_groups.size(), 2u);
+  EXPECT_EQ(many.front().scenario.client_groups[0].device, "raspberry_pi4");
+}
+
 TEST(ScenarioFiles, AccuracyScenariosSweepSixCodecsAndTwoChunkCountsOnFashionMnist) {
   size_t files = 0;
   for (const auto& entry :
