@@ -4,6 +4,7 @@
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/scenario.h"
 
 namespace splitsim {
 
@@ -19,14 +20,12 @@ std::vector<Plan> load_plans(const std::string& file, const std::string& variant
   std::vector<Plan> plans = load_plan_file(file);
   if (variant.empty()) return plans;
   std::vector<Plan> kept;
-  std::string labels;
+  std::vector<std::string> labels;
   for (const Plan& p : plans) {
-    labels += (labels.empty() ? "\"" : ", \"") + p.variant + "\"";
+    labels.push_back(p.variant);
     if (p.variant.find(variant) != std::string::npos) kept.push_back(p);
   }
-  if (kept.empty())
-    throw InputError("--variant",
-                     "no variant label contains \"" + variant + "\"; labels: " + labels);
+  if (kept.empty()) throw no_variant_matches(variant, labels);
   return kept;
 }
 

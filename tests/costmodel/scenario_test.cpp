@@ -326,6 +326,19 @@ TEST(ScenarioSweep, DottedAxisIntoDevicesAndModel) {
   EXPECT_EQ(v[3].scenario.model.image_size, 64);
 }
 
+TEST(ScenarioTest, AVariantFilterThatMatchesNothingQuotesAFewLabels) {
+  std::vector<std::string> labels;
+  for (int i = 0; i < 30; ++i) labels.push_back("bw" + std::to_string(i));
+  const InputError e = no_variant_matches("q9", labels);
+  EXPECT_EQ(e.where(), "--variant");
+  const std::string m = e.message();
+  EXPECT_NE(m.find("no variant label contains \"q9\""), std::string::npos) << m;
+  EXPECT_NE(m.find("\"bw11\" and 18 more"), std::string::npos) << m;
+  EXPECT_EQ(m.find("\"bw12\""), std::string::npos) << m;
+  EXPECT_EQ(no_variant_matches("x", {"a", "b"}).message(),
+            "no variant label contains \"x\"; labels: \"a\", \"b\"");
+}
+
 TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
   const std::map<std::string, size_t> expected = {
       {"mobilenet_v2_ushape.json", 15},      {"roberta_cola_ushape.json", 6},

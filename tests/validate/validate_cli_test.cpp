@@ -235,12 +235,14 @@ TEST(ValidateCliTest, CalibrationAppliesToThePrediction) {
   ASSERT_GT(up, 0);
   ASSERT_GT(uq, 0);
   // Three times the compute: each party's busy time per batch about 3x
-  // (codec and link work are not scaled).
+  // (codec work is not scaled), not 1x (not applied) nor 9x (applied twice).
+  // The bounds are wide because each run also times the codecs anew: on a
+  // loaded CI machine the client's ratio came out at 3.19.
   for (const char* party : {"client", "server"}) {
     const double a = jp["predicted"]["parties"][party]["busy_s_per_batch"].get<double>() / up;
     const double b = jq["predicted"]["parties"][party]["busy_s_per_batch"].get<double>() / uq;
     EXPECT_GT(b, 2.0 * a) << party;
-    EXPECT_LT(b, 3.1 * a) << party;
+    EXPECT_LT(b, 4.5 * a) << party;
   }
   std::filesystem::remove_all(dir);
 }

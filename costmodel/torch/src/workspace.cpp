@@ -22,14 +22,12 @@ Workspace::Workspace(const std::string& scenario_file, Progress progress)
 void Workspace::select(const std::string& filter) {
   if (filter.empty()) return;
   std::vector<ScenarioVariant> kept;
-  std::string labels;
+  std::vector<std::string> labels;
   for (const auto& v : variants_) {
-    labels += (labels.empty() ? "\"" : ", \"") + v.label + "\"";
+    labels.push_back(v.label);
     if (v.label.find(filter) != std::string::npos) kept.push_back(v);
   }
-  if (kept.empty())
-    throw InputError("--variant",
-                     "no variant label contains \"" + filter + "\"; labels: " + labels);
+  if (kept.empty()) throw no_variant_matches(filter, labels);
   variants_ = kept;
 }
 

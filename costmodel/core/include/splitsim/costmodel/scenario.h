@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/schedule.h"
 
 namespace splitsim {
@@ -174,5 +175,9 @@ Scenario parse_scenario(const nlohmann::json& j);
 std::vector<ScenarioVariant> expand_scenario(const nlohmann::json& j);
 // Reads and expands a scenario file. Throws InputError naming the file.
 std::vector<ScenarioVariant> load_scenario_file(const std::string& file);
+
+// The error for a --variant `filter` that no label contains: it quotes the
+// first labels (a dozen at most) and says how many more there are.
+InputError no_variant_matches(const std::string& filter, const std::vector<std::string>& labels);
 
 }  // namespace splitsim
