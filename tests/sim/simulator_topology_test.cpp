@@ -157,12 +157,14 @@ TEST(ClientGroupsFormatTest, GroupsDrawTheirLinksWithTheSeedAndPlanTheirDevices)
     {"name": "phones", "count": 40, "device": "phone",
      "bandwidth_bit_per_s": {"distribution": "lognormal", "median": 5e7, "sigma": 0.5},
      "latency_s": {"distribution": "uniform", "min": 0.01, "max": 0.03}},
-    {"count": 2, "bandwidth_bit_per_s": 1e9}
+    {"count": 2, "bandwidth_bit_per_s": 1e9},
+    {"name": "listed", "count": 3, "latency_s": [0.001, 0.002, 0.003]}
   ])");
   const Plan p = plan_of(j);
-  EXPECT_EQ(p.clients, 42);
+  EXPECT_EQ(p.clients, 45);
+  EXPECT_EQ(p.client_groups[2].latency_s, (std::vector<double>{0.001, 0.002, 0.003}));
   EXPECT_DOUBLE_EQ(p.network.server_bandwidth_bit_per_s, 4e9);
-  ASSERT_EQ(p.client_groups.size(), 2u);
+  ASSERT_EQ(p.client_groups.size(), 3u);
   const PlanClientGroup& phones = p.client_groups[0];
   EXPECT_EQ(phones.name, "phones");
   EXPECT_EQ(p.client_groups[1].name, "group1");
@@ -186,6 +188,10 @@ TEST(ClientGroupsFormatTest, GroupsDrawTheirLinksWithTheSeedAndPlanTheirDevices)
   EXPECT_EQ(phones.device, "phone");
   // The same seed draws the same; another seed other values.
   EXPECT_EQ(plan_of(j).client_groups[0].bandwidth_bit_per_s, phones.bandwidth_bit_per_s);
+  nlohmann::json moved = j;  // a group before it: its draws stay
+  moved["clients"].insert(moved["clients"].begin(),
+                          nlohmann::json::parse(R"({"name": "new", "count": 1})"));
+  EXPECT_EQ(plan_of(moved).client_groups[1].bandwidth_bit_per_s, phones.bandwidth_bit_per_s);
   j["seed"] = 8;
   EXPECT_NE(plan_of(j).client_groups[0].bandwidth_bit_per_s, phones.bandwidth_bit_per_s);
   // A client's figures, as the simulator reads them.
@@ -233,6 +239,10 @@ TEST(ClientGroupsFormatTest, BadGroupsAreRefusedNamingTheirPath) {
   EXPECT_EQ(where(j), "$.clients[0].latency_s.distribution");
   j["clients"] = nlohmann::json::parse(R"([{"count": 2, "bandwidth_bit_per_s": 0}])");
   EXPECT_EQ(where(j), "$.clients[0].bandwidth_bit_per_s");
+  j["clients"] = nlohmann::json::parse(R"([{"count": 2, "latency_s": [0.1]}])");
+  EXPECT_EQ(where(j), "$.clients[0].latency_s");
+  j["clients"] = nlohmann::json::parse(R"([{"count": 2, "latency_s": [0.1, -1]}])");
+  EXPECT_EQ(where(j), "$.clients[0].latency_s[1]");
   j["clients"] = 3;
   j["network"]["server_bandwidth_bit_per_s"] = -1;
   EXPECT_EQ(where(j), "$.network.server_bandwidth_bit_per_s");

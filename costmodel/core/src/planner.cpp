@@ -132,13 +132,22 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// `count` values of `d`, drawn with the stream of (seed, group, field); a
+// FNV-1a: a stable number for a group's name.
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// `count` values of `d`, drawn with the stream of (seed, group name,
+// field): adding or moving a group leaves the others' draws alone. A
 // lognormal draw is clamped to [lo, hi], the range the scenario allows.
-std::vector<double> draw(const DrawnValue& d, int64_t count, uint64_t seed, size_t group, int field,
-                         double lo, double hi) {
+std::vector<double> draw(const DrawnValue& d, int64_t count, uint64_t seed,
+                         const std::string& group, int field, double lo, double hi) {
   std::vector<double> out;
-  std::mt19937_64 rng(mix(seed ^ mix(group * 2 + static_cast<uint64_t>(field))));
+  std::mt19937_64 rng(mix(seed ^ mix(name_hash(group) * 2 + static_cast<uint64_t>(field))));
   auto uniform01 = [&rng] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
+  if (!d.values.empty()) return d.values;  // listed per client
   for (int64_t i = 0; i < count; ++i) {
     if (d.distribution.empty()) {
       out.push_back(d.value);
@@ -171,10 +180,10 @@ Plan plan_with_groups(const Scenario& sc, const ModelProfile& model,
     pg.count = g.count;
     pg.device = plan.stages.front().device;
     if (g.has_bandwidth)
-      pg.bandwidth_bit_per_s = draw(g.bandwidth_bit_per_s, g.count, sc.seed, i, 0,
+      pg.bandwidth_bit_per_s = draw(g.bandwidth_bit_per_s, g.count, sc.seed, g.name, 0,
                                     limits::kMinBandwidthBitPerS, limits::kMaxBandwidthBitPerS);
     if (g.has_latency)
-      pg.latency_s = draw(g.latency_s, g.count, sc.seed, i, 1, 0, limits::kMaxLatencyS);
+      pg.latency_s = draw(g.latency_s, g.count, sc.seed, g.name, 1, 0, limits::kMaxLatencyS);
     if (!g.device.empty()) {
       const auto dev = devices.find(client_group_device_key(g));
       if (dev == devices.end())

@@ -206,10 +206,21 @@ OptimizerSpec parse_optimizer(const json& j, const std::string& path) {
   return o;
 }
 
-// A number, or {"distribution": "uniform", "min": A, "max": B} /
+// A number, a list of `count` numbers (one per client), or
+// {"distribution": "uniform", "min": A, "max": B} /
 // {"distribution": "lognormal", "median": M, "sigma": S}, every value in `range`.
-DrawnValue parse_drawn(const json& j, const std::string& path, const jr::NumberRange& range) {
+DrawnValue parse_drawn(const json& j, const std::string& path, const jr::NumberRange& range,
+                       int64_t count) {
   DrawnValue d;
+  if (j.is_array()) {
+    if (static_cast<int64_t>(j.size()) != count)
+      throw InputError(path, "lists " + std::to_string(j.size()) +
+                                 " values; expected one per client of the group (" +
+                                 std::to_string(count) + ")");
+    for (size_t i = 0; i < j.size(); ++i)
+      d.values.push_back(jr::read_number(j[i], jr::index_path(path, i), range));
+    return d;
+  }
   if (!j.is_object()) {
     d.value = jr::read_number(j, path, range);
     return d;
@@ -268,14 +279,14 @@ std::vector<ClientGroupSpec> parse_clients(const json& j, int64_t* total) {
     if (g.contains("device")) c.device = jr::read_string(g.at("device"), at + ".device");
     if (g.contains("bandwidth_bit_per_s")) {
       c.has_bandwidth = true;
-      c.bandwidth_bit_per_s =
-          parse_drawn(g.at("bandwidth_bit_per_s"), at + ".bandwidth_bit_per_s",
-                      {limits::kMinBandwidthBitPerS, false, limits::kMaxBandwidthBitPerS, false});
+      c.bandwidth_bit_per_s = parse_drawn(
+          g.at("bandwidth_bit_per_s"), at + ".bandwidth_bit_per_s",
+          {limits::kMinBandwidthBitPerS, false, limits::kMaxBandwidthBitPerS, false}, c.count);
     }
     if (g.contains("latency_s")) {
       c.has_latency = true;
       c.latency_s = parse_drawn(g.at("latency_s"), at + ".latency_s",
-                                {0, false, limits::kMaxLatencyS, false});
+                                {0, false, limits::kMaxLatencyS, false}, c.count);
     }
     *total += c.count;
     if (*total > limits::kMaxClients)

@@ -77,11 +77,13 @@ struct NetworkSpec {
   double server_latency_s = 0;  // added to every client's latency
 };
 
-// A value per client: fixed, or drawn for each client from a distribution
-// (with the scenario's seed).
+// A value per client: fixed, listed (one per client of the group), or drawn
+// for each client from a distribution (with the scenario's seed).
 struct DrawnValue {
-  std::string distribution;  // "" (fixed: value), "uniform" (min, max), "lognormal" (median, sigma)
+  std::string distribution;  // "" (fixed: value; or values), "uniform" (min, max),
+                             // "lognormal" (median, sigma)
   double value = 0, min = 0, max = 0, median = 0, sigma = 0;
+  std::vector<double> values;  // listed: one per client
 };
 
 // A group of clients that share a device and an access link's figures
