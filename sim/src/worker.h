@@ -9,7 +9,7 @@
 // takes down only its own child.
 //
 // The stream carries frames: an 8-byte length, then that many bytes.
-// Request:  want byte, server-order byte, the Plan as raw bytes (worker.cpp:
+// Request:  want byte, server-order byte, the Plan as raw bytes (plan_codec.h:
 //           what the simulation and its metrics read).
 // Response: status byte (kOk, kInputError, kFailure), then
 //   kOk: the Timeline as raw bytes (kTimeline) or the Metrics' JSON as CBOR (kMetrics);

@@ -202,13 +202,14 @@ const PlanClientGroup* Plan::group_of(int64_t c) const {
 
 namespace {
 
-// Client c's index within its group.
-int64_t index_in_group(const Plan& p, int64_t c) {
+// Client c's entry of its group's per-client list `field`, or nullptr
+// (no groups, or the group does not list it).
+const double* group_value(const Plan& p, std::vector<double> PlanClientGroup::*field, int64_t c) {
   for (const PlanClientGroup& g : p.client_groups) {
-    if (c < g.count) return c;
+    if (c < g.count) return (g.*field).empty() ? nullptr : &(g.*field)[static_cast<size_t>(c)];
     c -= g.count;
   }
-  return 0;
+  return nullptr;
 }
 
 const PlanStageCosts* group_costs(const Plan& p, int stage, int64_t c) {
@@ -222,27 +223,22 @@ const PlanStageCosts* group_costs(const Plan& p, int stage, int64_t c) {
 }  // namespace
 
 double Plan::client_up_bit_per_s(int64_t c) const {
-  const PlanClientGroup* g = group_of(c);
-  if (g != nullptr && !g->bandwidth_bit_per_s.empty())
-    return g->bandwidth_bit_per_s[static_cast<size_t>(index_in_group(*this, c))];
+  const double* own = group_value(*this, &PlanClientGroup::bandwidth_bit_per_s, c);
+  if (own != nullptr) return *own;
   return network.up_bandwidth_bit_per_s > 0 ? network.up_bandwidth_bit_per_s
                                             : network.bandwidth_bit_per_s;
 }
 
 double Plan::client_down_bit_per_s(int64_t c) const {
-  const PlanClientGroup* g = group_of(c);
-  if (g != nullptr && !g->bandwidth_bit_per_s.empty())
-    return g->bandwidth_bit_per_s[static_cast<size_t>(index_in_group(*this, c))];
+  const double* own = group_value(*this, &PlanClientGroup::bandwidth_bit_per_s, c);
+  if (own != nullptr) return *own;
   return network.down_bandwidth_bit_per_s > 0 ? network.down_bandwidth_bit_per_s
                                               : network.bandwidth_bit_per_s;
 }
 
 double Plan::client_latency_s(int64_t c) const {
-  const PlanClientGroup* g = group_of(c);
-  const double own = g != nullptr && !g->latency_s.empty()
-                         ? g->latency_s[static_cast<size_t>(index_in_group(*this, c))]
-                         : network.latency_s;
-  return own + network.server_latency_s;
+  const double* own = group_value(*this, &PlanClientGroup::latency_s, c);
+  return (own != nullptr ? *own : network.latency_s) + network.server_latency_s;
 }
 
 const std::vector<double>& Plan::fwd_s(int stage, int64_t c) const {

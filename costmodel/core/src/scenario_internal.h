@@ -1,7 +1,7 @@
 #pragma once
 // The keys of the scenario format, shared by the parser (scenario.cpp) and
 // the sweep expansion (scenario_sweep.cpp), and the network and platform
-// readers plan files share (plan_parse.cpp). Internal to splitsim_core.
+// readers plan files share (plan_parse.cpp), and the clients' reader. Internal to splitsim_core.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,5 +25,8 @@ const std::vector<std::string>* nested_keys(const std::string& object);
 // Throws InputError.
 NetworkSpec parse_network(const nlohmann::json& j, const std::string& path);
 PlatformSpec parse_platform(const nlohmann::json& j, const std::string& path);
+// "$.clients": a count, or a list of client groups (scenario_clients.cpp).
+// Returns the groups (none for a count) and sets *total. Throws InputError.
+std::vector<ClientGroupSpec> parse_clients(const nlohmann::json& j, int64_t* total);
 
 }  // namespace splitsim::scenario_internal
