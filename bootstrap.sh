@@ -20,6 +20,11 @@ packages=(
   dataset-fashion-mnist                         # real data for `exec` (IDX files)
   jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas  # notebooks/
 )
+if [[ $mode == test ]]; then
+  # Test-only: tests/torchscript/write_models.py scripts torchvision models
+  # with them (splitsim itself never runs Python).
+  packages+=(python3-torch python3-torchvision)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,6 @@
-// TorchScript models: a scripted module's top-level children are the units.
+// TorchScript models built in C++: units from the forward graph, parameters,
+// training, int64 inputs and refusals. Scripted torchvision models:
+// tests/torchscript/.
 #include <gtest/gtest.h>
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -10,11 +12,11 @@
 #include <vector>
 
 #include "expect_input_error.h"
+#include "model_test_util.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/measure.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/scenario.h"
-#include "model_test_util.h"
 
 namespace splitsim {
 namespace {
@@ -25,7 +27,7 @@ using namespace model_test;  // NOLINT: test helpers
 
 // A scripted module built in C++ (what torch.jit.script would give):
 // encoder (with a nested submodule) then decoder; [B,4] -> [B,3].
-// `chain` false adds 1 after the children, so forward is not their chain.
+// `chain` false adds 1 after the children (glue in forward).
 torch::jit::Module scripted_net(bool chain) {
   // One compilation unit for every class, as torch.jit.script makes.
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
@@ -85,8 +87,8 @@ TEST(ModelTorchScriptTest, ChildrenAreUnits) {
   EXPECT_EQ(m.output_shape, (Shape{3}));
   EXPECT_EQ(count_params(m, 0, 0), 4 * 8 + 8);
   EXPECT_EQ(count_params(m, 1, 1), 8 * 3);
-  // Nested names flattened with '_'.
-  EXPECT_NE(m.units[0]->named_parameters().find("inner_weight"), nullptr);
+  // Registered under their paths in the root module, '.' -> '_'.
+  EXPECT_NE(m.units[0]->named_parameters().find("encoder_inner_weight"), nullptr);
 
   torch::Tensor x = m.make_input(5, 0);
   torch::Tensor y = m.forward(x);
@@ -161,10 +163,17 @@ TEST(ModelTorchScriptTest, RejectsAModelWithNothingToTrain) {
   expect_path_refused(torchscript_spec(file.path()), "requires_grad");
 }
 
-TEST(ModelTorchScriptTest, RejectsForwardThatIsNotAChain) {
-  TempFile file("notchain");
+// Glue after the last submodule call (here `+ 1.0`) joins the last unit.
+TEST(ModelTorchScriptTest, GlueInForwardJoinsTheUnitBeforeIt) {
+  TempFile file("glue");
   scripted_net(false).save(file.path());
-  expect_path_refused(torchscript_spec(file.path()), "chain");
+  SplitModel m = build_model(torchscript_spec(file.path()));
+  EXPECT_EQ(m.names, (std::vector<std::string>{"encoder", "decoder"}));
+  m.train(false);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = m.make_input(3, 0);
+  const torch::Tensor decoded = torch::matmul(m.forward(x, 0, 0), m.units[1]->parameters()[0]);
+  EXPECT_TRUE(torch::allclose(m.forward(x), decoded + 1.0));
 }
 
 TEST(ModelTorchScriptTest, UnreadableFilesThrowInputError) {

@@ -70,7 +70,8 @@ inline Scenario small_scenario(const std::string& model = "resnet20", int64_t ba
 inline Plan make_test_plan(const Scenario& sc, const std::vector<int>& cuts, const CodecSpec& fwd,
                            const CodecSpec& bwd, int64_t chunks, Schedule schedule,
                            int64_t iterations) {
-  const SplitModel model = build_model(sc.model, sc.seed);
+  SplitModel model = build_model(sc.model, sc.seed);
+  model.train(false);  // shapes from one sample: batch norm on 1x1 maps needs eval mode
   Plan p;
   p.scenario = sc.name;
   p.variant = "base";

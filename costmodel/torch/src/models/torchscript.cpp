@@ -1,18 +1,20 @@
-// Any TorchScript file (torch.jit.save output): its top-level children, in
-// order, are the partition units, named as the children are. The file's own
-// forward must be those children run one after another; add_torchscript
-// checks that on one sample and refuses the file otherwise.
+// Any TorchScript file (torch.jit.save output): loaded, cut into units from
+// its forward graph (script_split.h), and checked on one sample: the units
+// run in order must give what forward gives.
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/script.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "models/models_impl.h"
+#include "models/script_split.h"
 #include "splitsim/costmodel/errors.h"
 
 namespace splitsim {
@@ -21,27 +23,37 @@ namespace {
 
 const char kWhere[] = "$.model.path";
 
-// One top-level child of a scripted module. Its parameters and buffers are
-// registered here too (the same tensors, '.' in names replaced by '_'), so
-// parameters(), optimizers and to() see them.
-class ScriptChildUnit : public UnitModule {
+// One unit of a scripted module: a slice of its flattened forward graph
+// (script_split.h), run on the shared root module. The parameters and buffers
+// the slice uses are registered here too (the same tensors, '.' in names
+// replaced by '_'), so parameters(), optimizers and memory counts see them.
+class ScriptUnit : public UnitModule {
  public:
-  explicit ScriptChildUnit(torch::jit::Module child) : child_(std::move(child)) {
-    std::set<const void*> seen;  // a tensor shared inside the child counts once
-    for (const auto& p : child_.named_parameters(/*recurse=*/true)) {
-      if (!seen.insert(p.value.unsafeGetTensorImpl()).second) continue;
-      register_parameter(sanitize(p.name), p.value, p.value.requires_grad());
-    }
-    for (const auto& b : child_.named_buffers(/*recurse=*/true)) {
-      if (!seen.insert(b.value.unsafeGetTensorImpl()).second) continue;
-      register_buffer(sanitize(b.name), b.value);
+  ScriptUnit(torch::jit::Module root, const ScriptUnitGraph& unit,
+             const std::map<std::string, torch::Tensor>& parameters,
+             const std::map<std::string, torch::Tensor>& buffers)
+      : root_(std::move(root)), fn_(unit.name, unit.graph, nullptr) {
+    for (const std::string& name : unit.state) {
+      if (auto p = parameters.find(name); p != parameters.end()) {
+        register_parameter(sanitize(name), p->second, p->second.requires_grad());
+      } else {
+        register_buffer(sanitize(name), buffers.at(name));
+      }
     }
   }
-  torch::Tensor forward(const torch::Tensor& x) override { return child_.forward({x}).toTensor(); }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    // A unit whose first op writes its input in place (ReLU(inplace=True)
+    // after a cut) gets a copy: the input may be a leaf that requires grad,
+    // or a tensor its caller still holds.
+    torch::jit::Stack stack{root_._ivalue(), writes_input_ ? x.clone() : x};
+    fn_.run(stack);
+    return stack.back().toTensor();
+  }
   void train(bool on) override {
     torch::nn::Module::train(on);
-    child_.train(on);
+    root_.train(on);
   }
+  void set_writes_input(bool on) { writes_input_ = on; }
 
  private:
   static std::string sanitize(std::string name) {
@@ -50,7 +62,9 @@ class ScriptChildUnit : public UnitModule {
     }
     return name;
   }
-  torch::jit::Module child_;
+  torch::jit::Module root_;
+  torch::jit::GraphFunction fn_;
+  bool writes_input_ = false;
 };
 
 torch::jit::Module load_module(const std::string& path) {
@@ -88,13 +102,28 @@ std::vector<int64_t> per_sample(const torch::Tensor& t) {
 void add_torchscript(SplitModel& m) {
   torch::jit::Module module = load_module(m.spec.path);
   m.task = TaskKind::kRegression;
-  for (const auto& child : module.named_children()) {
-    add_unit(m, child.name, std::make_shared<ScriptChildUnit>(child.value));
+  std::vector<ScriptUnitGraph> slices;
+  try {
+    slices = split_script_module(module);
+  } catch (const ScriptSplitError& e) {
+    throw InputError(kWhere, "\"" + m.spec.path + "\" cannot be split: " + e.what());
+  } catch (const c10::Error& e) {
+    throw InputError(kWhere, "\"" + m.spec.path + "\": its forward graph could not be read (" +
+                                 e.what_without_backtrace() + ")");
   }
-  if (m.units.empty()) {
+  std::map<std::string, torch::Tensor> parameters, buffers;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) parameters[p.name] = p.value;
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) buffers[b.name] = b.value;
+  std::vector<std::shared_ptr<ScriptUnit>> units;
+  for (const ScriptUnitGraph& slice : slices) {
+    units.push_back(std::make_shared<ScriptUnit>(module, slice, parameters, buffers));
+    add_unit(m, slice.name, units.back());
+  }
+  if (m.units.size() < 2) {
     throw InputError(kWhere, "\"" + m.spec.path +
-                                 "\" has no top-level submodules to split at; wrap its layers "
-                                 "in child modules that forward runs in order");
+                                 "\" cannot be split anywhere: more than one tensor crosses "
+                                 "every point between its submodule calls (a residual or a "
+                                 "second input spans the whole forward), or it calls none");
   }
   bool trainable = false;
   for (const auto& unit : m.units)
@@ -105,20 +134,26 @@ void add_torchscript(SplitModel& m) {
                                  "nothing to train; save it from a model whose parameters have "
                                  "requires_grad True (not frozen with torch.jit.freeze)");
   }
-  // One sample, eval mode: the chain of children must reproduce forward.
+  // One sample, eval mode: find the units that write their input in place,
+  // then check that the chain of units reproduces forward.
   torch::NoGradGuard no_grad;
   module.eval();
   for (auto& unit : m.units) unit->eval();
-  const torch::Tensor x = m.make_input(1, 0);
-  torch::Tensor whole, chain;
   auto fails = [&](const std::string& reason) {
     return InputError(kWhere, "\"" + m.spec.path + "\" fails on one sample of input_shape [" +
                                   c10::Join(", ", m.spec.input_shape) + "] " + m.spec.input_dtype +
-                                  " (" + reason +
-                                  "); check input_shape and input_dtype, and that forward and "
-                                  "each child take one tensor and return one");
+                                  " (" + reason + "); check input_shape and input_dtype");
   };
+  torch::Tensor whole, chain;
   try {
+    torch::Tensor y = m.make_input(1, 0);
+    for (auto& unit : units) {
+      const auto version = y._version();
+      torch::Tensor out = unit->forward(y);
+      unit->set_writes_input(y._version() != version);
+      y = out;
+    }
+    const torch::Tensor x = m.make_input(1, 0);
     whole = module.forward({x}).toTensor();
     chain = m.forward(x);
   } catch (const c10::Error& e) {
@@ -128,9 +163,8 @@ void add_torchscript(SplitModel& m) {
   }
   if (!whole.sizes().equals(chain.sizes()) || !torch::allclose(whole, chain, 1e-4, 1e-5)) {
     throw InputError(kWhere, "\"" + m.spec.path +
-                                 "\": running its top-level children in order does not give "
-                                 "what its forward gives; splitsim needs a model whose forward "
-                                 "is a chain of its children");
+                                 "\": running its units in order does not give what its "
+                                 "forward gives (is forward random or stateful?)");
   }
   m.output_shape = per_sample(chain);
   module.train();
