@@ -11,16 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "model_test_util.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/scenario.h"
-#include "model_test_util.h"
 
 namespace splitsim {
 namespace {
 
 using namespace model_test;  // NOLINT: test helpers
-
 
 // Small transformer configs so the tests run in well under a second.
 ModelSpec small_roberta() {
@@ -117,6 +116,9 @@ TEST(ModelSpecTest, OptionNotTakenNamesPathAndListsOptions) {
   ModelSpec t = spec_of("torchscript");
   t.path = "x.pt", t.input_shape = {4}, t.image_size = 32;
   EXPECT_EQ(resolve_error(t).where(), "$.model.image_size");
+  ModelSpec r = spec_of("resnet20");
+  r.split_inside = {"layer1"};  // only TorchScript files are split by module path
+  EXPECT_EQ(resolve_error(r).where(), "$.model.split_inside");
 }
 
 TEST(ModelSpecTest, BadValuesNamePath) {
@@ -162,7 +164,6 @@ TEST(ModelSpecTest, TorchScriptNeedsPathShapeAndDtype) {
 }
 
 // ---- units and shapes ---------------------------------------------------------
-
 
 TEST(ModelZooTest, MobileNetV2Units) {
   SplitModel m = build_model(spec_of("mobilenet_v2"));

@@ -140,6 +140,15 @@ TEST(ScenarioErrors, WrongType) {
   j = base();
   j["schedule"] = "gpip";
   expect_parse_error(j, "$.schedule", "did you mean \"gpipe\"?");
+  j = base();
+  j["model"] = {
+      {"name", "torchscript"}, {"path", "m.pt"}, {"input_shape", {4}}, {"split_inside", "encoder"}};
+  expect_parse_error(j, "$.model.split_inside", "module paths such as [\"encoder\"]");
+  j["model"]["split_inside"] = {"encoder", 3};
+  expect_parse_error(j, "$.model.split_inside[1]", "expected a string");
+  j["model"]["split_inside"] = {"encoder", "blocks.0"};
+  EXPECT_EQ(parse_scenario(j).model.split_inside,
+            (std::vector<std::string>{"encoder", "blocks.0"}));
 }
 
 TEST(ScenarioErrors, UnknownModel) {

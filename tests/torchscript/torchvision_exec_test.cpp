@@ -101,6 +101,17 @@ TEST(TorchvisionExecTest, EveryCommandRunsOnTheScriptedResNet18) {
   ASSERT_EQ(explore.exit_code, 0) << explore.err;
   EXPECT_NE(explore.out.find("ushape layer"), std::string::npos) << explore.out;
 
+  // profile times every unit, the in-place relu (first after bn1) included.
+  const std::string device = scenario + ".device.json";
+  const CliResult prof =
+      run_cli("profile --scenario " + scenario + " --batch 4 --repeats 1 -o " + device);
+  ASSERT_EQ(prof.exit_code, 0) << prof.err;
+  const nlohmann::json profile = nlohmann::json::parse(slurp(device));
+  std::filesystem::remove(device);
+  ASSERT_EQ(profile["measured"]["units"].size(), 14u) << profile["measured"].dump();
+  EXPECT_EQ(profile["measured"]["units"][2]["unit"], "relu");
+  EXPECT_GT(profile["measured"]["units"][2]["fwd_s"].get<double>(), 0);
+
   // One real run (validate's exec: server and client processes), predicted
   // against measured; the bytes on the wire are exact.
   const auto cache = std::filesystem::temp_directory_path() /
@@ -115,6 +126,39 @@ TEST(TorchvisionExecTest, EveryCommandRunsOnTheScriptedResNet18) {
   EXPECT_EQ(sent, report["predicted"]["parties"]["client"]["bytes_sent_per_batch"]);
   EXPECT_EQ(sent.get<double>(), 8 * (64 * 16 * 16 + 512) * 4.0);
   std::filesystem::remove(scenario);
+}
+
+// The shipped scenarios/torchscript/*.json, as README.md "Bring your own
+// model" runs them: the scripted file under its own name in the directory
+// splitsim runs in.
+TEST(TorchvisionExecTest, ShippedScenariosRunBesideTheirScriptedFiles) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("splitsim_torchvision_cwd_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const std::string model : {"resnet18", "mobilenet_v2"}) {
+    SCOPED_TRACE(model);
+    std::filesystem::copy_file(model_path(model), dir / (model + ".pt"));
+    const std::string scenario = source_path("scenarios/torchscript/" + model + ".json");
+    const CliResult cuts = run_cli("plan --list-cuts " + scenario, "cd " + dir.string() + " && ");
+    ASSERT_EQ(cuts.exit_code, 0) << cuts.err;
+    EXPECT_NE(cuts.out.find(model == "resnet18" ? "  layer2.1 | layer3.0  [128,4,4]"
+                                                : "  features.6 | features.7  [32,4,4]"),
+              std::string::npos)
+        << cuts.out;
+    const CliResult sim = run_cli("simulate " + scenario, "cd " + dir.string() + " && ");
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+    EXPECT_NE(sim.out.find("chunks=4"), std::string::npos) << sim.out;
+  }
+  // Without the file: exit 2 naming $.model.path, and what to do.
+  std::filesystem::remove(dir / "resnet18.pt");
+  const CliResult missing = run_cli("plan " + source_path("scenarios/torchscript/resnet18.json"),
+                                    "cd " + dir.string() + " && ");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("$.model.path"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("relative to the directory splitsim runs in, " + dir.string()),
+            std::string::npos)
+      << missing.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

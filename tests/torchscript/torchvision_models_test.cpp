@@ -123,6 +123,49 @@ TEST(TorchvisionModelsTest, EncoderWithResidualsIsCutBetweenBlocks) {
   EXPECT_EQ(total, facts["total_parameters"].get<int64_t>());
 }
 
+// Blocks inside a module that is not a container: one unit by default,
+// split between the blocks when the scenario names the module (and a
+// path that names no submodule is refused at $.model.split_inside[i]).
+TEST(TorchvisionModelsTest, SplitInsideOpensTheNamedModule) {
+  ModelSpec spec = script_spec("wrapped_encoder", {16});
+  spec.input_dtype = "int64";
+  spec.vocab_size = 100;
+  EXPECT_EQ(build_model(spec).names, (Names{"embed", "encoder", "head"}));
+  spec.split_inside = {"encoder"};
+  EXPECT_EQ(build_model(spec).names,
+            (Names{"embed", "encoder.layers.0", "encoder.layers.1", "encoder.norm", "head"}));
+  // Opens the encoder too; inside the block, one tensor crosses between the
+  // attention's residual add and the MLP's.
+  spec.split_inside = {"encoder.layers.0"};
+  const Names halves{"embed",
+                     "encoder.layers.0.ln1+attn",
+                     "encoder.layers.0.ln2+mlp",
+                     "encoder.layers.1",
+                     "encoder.norm",
+                     "head"};
+  EXPECT_EQ(build_model(spec).names, halves);
+  spec.split_inside = {"encoder.layers.0.mlp"};  // a Sequential under a residual: no cut in it
+  EXPECT_EQ(build_model(spec).names, halves);
+  spec.split_inside = {"encoder", "decoder"};
+  try {
+    build_model(spec);
+    ADD_FAILURE() << "decoder was taken";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.model.split_inside[1]");
+    EXPECT_NE(std::string(e.what()).find("no submodule \"decoder\""), std::string::npos)
+        << e.what();
+  }
+}
+
+// A module used twice (tied weights) keeps both uses in one unit: its
+// gradient is the sum over both, which one party must own.
+TEST(TorchvisionModelsTest, AModuleUsedTwiceIsNeverCutApart) {
+  const ModelProfile p = measure_model(script_spec("tied", {8}));
+  ASSERT_EQ(p.unit_names(), (Names{"a+mid", "head"}));
+  EXPECT_EQ(p.units[0].param_count, 2 * (8 * 8 + 8));  // a and mid, a counted once
+  EXPECT_EQ(p.units[1].param_count, 8 * 3 + 3);
+}
+
 // torchvision's mobilenet_v2 and the built-in one are the same network: the
 // same parameters and MACs (forward and backward, per op class), block by
 // block where their units coincide and in total.

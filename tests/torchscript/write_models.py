@@ -58,6 +58,45 @@ class Encoder(nn.Module):
         return self.head(self.norm(x).mean(1))
 
 
+class Stack(nn.Module):
+    """Blocks held by a module that is not a container (as in many
+    transformer libraries): one unit unless the scenario splits inside it."""
+
+    def __init__(self, d=32, heads=4, layers=2):
+        super().__init__()
+        self.layers = nn.ModuleList([Block(d, heads) for _ in range(layers)])
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+
+class WrappedEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 32)
+        self.encoder = Stack()
+        self.head = nn.Linear(32, 2)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x)).mean(1))
+
+
+class Tied(nn.Module):
+    """The same Linear used twice: no cut may separate its two uses."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.mid = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.a(self.mid(self.a(x))))
+
+
 class WholeResidual(nn.Module):
     """x + b(a(x)): the input crosses every point, so it cannot be cut."""
 
@@ -158,6 +197,8 @@ def main():
             nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
             nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(inplace=True),
             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)), image),
+        "wrapped_encoder": (WrappedEncoder(), tokens),
+        "tied": (Tied(), vec),
         "whole_residual": (WholeResidual(), vec),
         "two_inputs": (TwoInputs(), None),
         "tuple_output": (TupleOutput(), None),

@@ -188,7 +188,8 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
   const bool torchscript = spec.name == "torchscript";
   std::vector<std::string> taken;
   for (const auto& [key, value] : model->defaults) taken.push_back(key);
-  if (torchscript) taken = {"path", "input_shape", "input_dtype", "vocab_size (int64 only)"};
+  if (torchscript)
+    taken = {"path", "input_shape", "input_dtype", "vocab_size (int64 only)", "split_inside"};
   const std::string allowed = "\"" + spec.name + "\" takes: " + join(taken);
 
   for (const IntOption& opt : kIntOptions) {
@@ -217,6 +218,9 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
     return spec;
   }
   if (!spec.path.empty()) throw InputError(path + ".path", "option not taken; " + allowed);
+  if (!spec.split_inside.empty()) {
+    throw InputError(path + ".split_inside", "option not taken; " + allowed);
+  }
   if (!spec.input_shape.empty()) {
     throw InputError(path + ".input_shape", "option not taken; " + allowed);
   }

@@ -19,8 +19,9 @@ namespace jr = json_read;
 using nlohmann::json;
 
 const std::vector<std::string> kModelKeys = {
-    "name", "num_classes", "image_size",    "seq_len", "hidden",      "layers",     "heads",
-    "ffn",  "vocab_size",  "max_positions", "path",    "input_shape", "input_dtype"};
+    "name",   "num_classes", "image_size",  "seq_len",     "hidden",
+    "layers", "heads",       "ffn",         "vocab_size",  "max_positions",
+    "path",   "input_shape", "input_dtype", "split_inside"};
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay"};
 const std::vector<std::string> kNetworkKeys = {"bandwidth_bit_per_s",
                                                "up_bandwidth_bit_per_s",
@@ -79,6 +80,13 @@ ModelSpec parse_model(const json& j, const std::string& path) {
   }
   if (j.contains("input_dtype")) {
     m.input_dtype = jr::read_string(j.at("input_dtype"), path + ".input_dtype");
+  }
+  if (j.contains("split_inside")) {
+    const std::string where = path + ".split_inside";
+    jr::require_array(j.at("split_inside"), where, "module paths such as [\"encoder\"]", 1);
+    for (size_t i = 0; i < j.at("split_inside").size(); ++i) {
+      m.split_inside.push_back(jr::read_string(j.at("split_inside")[i], jr::index_path(where, i)));
+    }
   }
   return resolve_model_defaults(m, path);
 }

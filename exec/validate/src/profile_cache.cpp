@@ -37,8 +37,15 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
   // Bump kMethod when what a profile holds or how it is fitted changes, so
   // stale caches are measured again (2: classes too small to measure keep
   // their prior efficiency; 3: measured beside a companion load,
-  // ProfileOptions::load_cpus; 4: freed heap memory held, heap.h).
-  constexpr int kMethod = 4;
+  // ProfileOptions::load_cpus; 4: freed heap memory held, heap.h; 5:
+  // TorchScript units from the forward graph). A TorchScript file is known
+  // by its path, size and modification time, so a file written anew is
+  // measured anew.
+  constexpr int kMethod = 5;
+  std::error_code ec;
+  const auto file_size = m.path.empty() ? 0 : std::filesystem::file_size(m.path, ec);
+  const auto file_time =
+      m.path.empty() ? 0 : std::filesystem::last_write_time(m.path, ec).time_since_epoch().count();
   nlohmann::json j = {
       {"version", SPLITSIM_VERSION},
       {"method", kMethod},
@@ -49,6 +56,8 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
       {"seq_len", m.seq_len},
       {"sizes", {m.hidden, m.layers, m.heads, m.ffn, m.vocab_size, m.max_positions}},
       {"path", m.path},
+      {"file", {ec ? 0 : file_size, ec ? 0 : file_time}},
+      {"split_inside", m.split_inside},
       {"input_shape", m.input_shape},
       {"input_dtype", m.input_dtype},
       {"batch", batch},

@@ -69,8 +69,9 @@ bool is_container(const c10::TypePtr& type) {
 }
 
 // Inlines, at the top level, calls of script functions, of the root's own
-// methods and of containers' methods, until none is left.
-void flatten(Graph& g, const Value* self) {
+// methods, of containers' methods and of the modules in `open`, until none
+// is left.
+void flatten(Graph& g, const Value* self, const std::set<std::string>& open) {
   for (bool changed = true; changed;) {
     changed = false;
     for (Node* n : g.nodes()) {
@@ -88,7 +89,8 @@ void flatten(Graph& g, const Value* self) {
       }
       if (n->kind() == prim::CallMethod) {
         const auto path = attr_path(n->input(0), self);
-        if (!path || (!path->empty() && !is_container(n->input(0)->type()))) continue;
+        if (!path || (!path->empty() && !is_container(n->input(0)->type()) && !open.count(*path)))
+          continue;
         const auto cls = n->input(0)->type()->expect<c10::ClassType>();
         GraphFunction* fn = torch::jit::tryToGraphFunction(cls->getMethod(n->s(c10::attr::name)));
         if (fn == nullptr) continue;
@@ -168,7 +170,13 @@ struct Step {
 
 class Splitter {
  public:
-  explicit Splitter(const torch::jit::Module& root) : root_(root) {
+  Splitter(const torch::jit::Module& root, const std::vector<std::string>& split_inside)
+      : root_(root) {
+    for (const std::string& path : split_inside) {  // the module and the modules around it
+      for (size_t dot = 0; dot != std::string::npos; dot = path.find('.', dot + 1))
+        open_.insert(path.substr(0, dot));
+      open_.insert(path);
+    }
     for (const auto& p : root.named_parameters(/*recurse=*/true)) state_names_.insert(p.name);
     for (const auto& b : root.named_buffers(/*recurse=*/true)) state_names_.insert(b.name);
   }
@@ -188,7 +196,7 @@ class Splitter {
           "; splitsim needs one tensor (return only the output the loss is computed on)");
     self_ = graph_->inputs()[0];
     input_ = graph_->inputs()[1];
-    flatten(*graph_, self_);
+    flatten(*graph_, self_, open_);
     fold_attributes(graph_, self_, root_);
     collect_steps();
     find_cuts();
@@ -287,20 +295,27 @@ class Splitter {
         cut_value_[p] = one[p];
   }
 
+  // One call: its path. Several: the deepest module holding them all, then
+  // its children that they are in, joined with '+' (`layers.0.ln1+attn`).
   static std::string unit_name(const std::vector<std::string>& calls) {
     if (calls.size() == 1) return calls[0];
-    // The deepest module holding them all, else the calls joined.
     std::string common = calls[0];
     for (const std::string& c : calls) {
-      while (!common.empty() && c != common && c.rfind(common + ".", 0) != 0) {
+      while (!common.empty() && c.rfind(common + ".", 0) != 0) {
         const size_t dot = common.rfind('.');
         common = dot == std::string::npos ? "" : common.substr(0, dot);
       }
     }
-    if (!common.empty()) return common;
-    std::string joined;
-    for (const std::string& c : calls) joined += (joined.empty() ? "" : "+") + c;
-    return joined;
+    const size_t skip = common.empty() ? 0 : common.size() + 1;
+    std::vector<std::string> children;
+    for (const std::string& c : calls) {
+      const std::string child = c.substr(skip, c.find('.', skip) - skip);
+      if (std::find(children.begin(), children.end(), child) == children.end())
+        children.push_back(child);
+    }
+    std::string name = common.empty() ? "" : common + ".";
+    for (size_t i = 0; i < children.size(); ++i) name += (i ? "+" : "") + children[i];
+    return name;
   }
 
   std::vector<ScriptUnitGraph> make_units() {
@@ -380,6 +395,7 @@ class Splitter {
   }
 
   torch::jit::Module root_;
+  std::set<std::string> open_;  // modules to inline besides containers
   std::set<std::string> state_names_;
   std::shared_ptr<Graph> graph_;
   Value* self_ = nullptr;
@@ -391,8 +407,9 @@ class Splitter {
 
 }  // namespace
 
-std::vector<ScriptUnitGraph> split_script_module(const torch::jit::Module& root) {
-  return Splitter(root).run();
+std::vector<ScriptUnitGraph> split_script_module(const torch::jit::Module& root,
+                                                 const std::vector<std::string>& split_inside) {
+  return Splitter(root, split_inside).run();
 }
 
 }  // namespace models

@@ -12,7 +12,8 @@
 // are recomputed on whichever side needs them. Each unit holds the steps
 // between two valid cuts with one or more submodule calls, and is named by
 // the module path it calls (`layer2.0`, `features.7`); glue between calls
-// joins the unit before it.
+// joins the unit before it. Other modules are not looked into unless the
+// scenario names them in `model.split_inside`.
 #include <torch/script.h>
 
 #include <memory>
@@ -35,9 +36,12 @@ struct ScriptUnitGraph {
   std::vector<std::string> state;            // parameters and buffers it uses, dotted paths
 };
 
-// The units of `root`, in forward order (at least one). Throws
-// ScriptSplitError when forward does not take one tensor and return one.
-std::vector<ScriptUnitGraph> split_script_module(const torch::jit::Module& root);
+// The units of `root`, in forward order (at least one). The modules named in
+// `split_inside` (dotted paths of existing submodules), and those around
+// them, are inlined like containers. Throws ScriptSplitError when forward
+// does not take one tensor and return one.
+std::vector<ScriptUnitGraph> split_script_module(const torch::jit::Module& root,
+                                                 const std::vector<std::string>& split_inside);
 
 }  // namespace models
 }  // namespace splitsim

@@ -78,8 +78,13 @@ torch::jit::Module load_module(const std::string& path) {
   // Read the OS's reason first: torch::jit::load's message buries it.
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    throw InputError(kWhere, "cannot read TorchScript file \"" + path + "\": " +
-                                 std::strerror(errno) + "; give a file written by torch.jit.save");
+    const std::string reason = std::strerror(errno);
+    const std::string where = std::filesystem::path(path).is_relative()
+                                  ? " (relative to the directory splitsim runs in, " +
+                                        std::filesystem::current_path(ec).string() + ")"
+                                  : "";
+    throw InputError(kWhere, "cannot read TorchScript file \"" + path + "\"" + where + ": " +
+                                 reason + "; give a file written by torch.jit.save");
   }
   std::fclose(f);
   try {
@@ -102,9 +107,25 @@ std::vector<int64_t> per_sample(const torch::Tensor& t) {
 void add_torchscript(SplitModel& m) {
   torch::jit::Module module = load_module(m.spec.path);
   m.task = TaskKind::kRegression;
+  std::set<std::string> submodules;
+  for (const auto& sub : module.named_modules()) submodules.insert(sub.name);
+  for (size_t i = 0; i < m.spec.split_inside.size(); ++i) {
+    const std::string& name = m.spec.split_inside[i];
+    if (name.empty() || !submodules.count(name)) {
+      std::string known;
+      int listed = 0;
+      for (const auto& sub : module.named_children()) {
+        if (++listed > 12) break;
+        known += (known.empty() ? "" : ", ") + sub.name;
+      }
+      throw InputError("$.model.split_inside[" + std::to_string(i) + "]",
+                       "\"" + m.spec.path + "\" has no submodule \"" + name +
+                           "\"; give a dotted path of one, e.g. of its children: " + known);
+    }
+  }
   std::vector<ScriptUnitGraph> slices;
   try {
-    slices = split_script_module(module);
+    slices = split_script_module(module, m.spec.split_inside);
   } catch (const ScriptSplitError& e) {
     throw InputError(kWhere, "\"" + m.spec.path + "\" cannot be split: " + e.what());
   } catch (const c10::Error& e) {

@@ -29,6 +29,9 @@ struct ModelSpec {
   std::string path;                  // torchscript: the .pt file
   std::vector<int64_t> input_shape;  // torchscript: per-sample input shape
   std::string input_dtype = "float32";
+  // torchscript: module paths to cut inside besides the containers
+  // (costmodel/README.md "Bring your own model (TorchScript)").
+  std::vector<std::string> split_inside;
 };
 std::vector<std::string> known_models();
 // Fills every 0 field with the model's default (scenarios/FORMAT.md "Model"). Throws
