@@ -41,8 +41,10 @@ void add_mobilenet_v2_cifar(SplitModel& m);  // mobilenet_v2.cpp
 void add_resnet20(SplitModel& m);            // resnet20.cpp
 void add_roberta_base(SplitModel& m);        // transformer.cpp
 void add_bert_small(SplitModel& m);          // transformer.cpp
-// Loads m.spec.path; throws InputError at "$.model.path" when the file cannot
-// be read or its top-level children, run in order, are not the model.
+// Loads m.spec.path and cuts it into units from its forward graph
+// (script_split.h); throws InputError at "$.model.path" (or
+// "$.model.split_inside[i]") when the file cannot be read or split, or its
+// units run in order do not give what its forward gives.
 void add_torchscript(SplitModel& m);  // torchscript.cpp
 
 }  // namespace models
