@@ -252,5 +252,39 @@ TEST(TorchvisionModelsTest, WhatCannotBeSplitIsRefusedNamingThePath) {
   expect_refused(script_spec("tuple_output", {8}), "returns Tuple[Tensor, Tensor]");
 }
 
+// What fails inside the interpreter says what failed, and in which unit,
+// without the TorchScript traceback.
+TEST(TorchvisionModelsTest, InterpreterErrorsComeWithoutTheTraceback) {
+  try {
+    build_model(script_spec("resnet18", {1, 32, 32}));  // one channel, conv1 wants three
+    ADD_FAILURE() << "one channel was taken";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.where(), "$.model.path");
+    EXPECT_NE(what.find("fails on one sample of input_shape [1, 32, 32] float32"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("unit conv1 of the TorchScript model: RuntimeError: "), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("to have 3 channels"), std::string::npos) << what;
+    EXPECT_EQ(what.find("Traceback"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  // Batch norm on a 1x1 map with one sample, in training (a micro-batch of
+  // one): PyTorch's own refusal, raised in the scripted code.
+  SplitModel m = build_model(script_spec("resnet18", {3, 32, 32}));
+  try {
+    m.forward(m.make_input(1, 0));
+    ADD_FAILURE() << "batch norm took one value per channel";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unit layer4.0 of the TorchScript model: ValueError: Expected more than 1 "
+                        "value per channel when training"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("Traceback"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace splitsim::testing

@@ -35,7 +35,9 @@ const ModelProfile& Workspace::model(const ScenarioVariant& v) {
   const std::string key = v.json.at("model").dump();
   auto it = models_.find(key);
   if (it != models_.end()) return it->second;
-  progress_("measuring " + v.scenario.model.name + " (MACs and sizes, one training step)");
+  const ModelSpec& spec = v.scenario.model;
+  progress_("measuring " + spec.name + (spec.path.empty() ? "" : " " + spec.path) +
+            " (MACs and sizes, one training step)");
   return models_.emplace(key, measure_model(v.scenario.model)).first->second;
 }
 

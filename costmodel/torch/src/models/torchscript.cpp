@@ -23,6 +23,23 @@ namespace {
 
 const char kWhere[] = "$.model.path";
 
+// An error from the TorchScript interpreter without its traceback of the
+// serialized and the original code: the last line, which says what failed
+// ("RuntimeError: ...", "builtins.ValueError: ..." -> "ValueError: ...").
+std::string interpreter_reason(const std::exception& e) {
+  const auto* error = dynamic_cast<const c10::Error*>(&e);
+  std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
+  if (what.find("Traceback of TorchScript") == std::string::npos) return what;
+  size_t end = what.find_last_not_of(" \n");
+  if (end == std::string::npos) return what;
+  const size_t begin = what.rfind('\n', end);
+  std::string line = what.substr(begin == std::string::npos ? 0 : begin + 1,
+                                 end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+  const std::string builtins = "builtins.";
+  if (line.rfind(builtins, 0) == 0) line.erase(0, builtins.size());
+  return line;
+}
+
 // One unit of a scripted module: a slice of its flattened forward graph
 // (script_split.h), run on the shared root module. The parameters and buffers
 // the slice uses are registered here too (the same tensors, '.' in names
@@ -32,7 +49,7 @@ class ScriptUnit : public UnitModule {
   ScriptUnit(torch::jit::Module root, const ScriptUnitGraph& unit,
              const std::map<std::string, torch::Tensor>& parameters,
              const std::map<std::string, torch::Tensor>& buffers)
-      : root_(std::move(root)), fn_(unit.name, unit.graph, nullptr) {
+      : root_(std::move(root)), name_(unit.name), fn_(unit.name, unit.graph, nullptr) {
     for (const std::string& name : unit.state) {
       if (auto p = parameters.find(name); p != parameters.end()) {
         register_parameter(sanitize(name), p->second, p->second.requires_grad());
@@ -46,7 +63,12 @@ class ScriptUnit : public UnitModule {
     // after a cut) gets a copy: the input may be a leaf that requires grad,
     // or a tensor its caller still holds.
     torch::jit::Stack stack{root_._ivalue(), writes_input_ ? x.clone() : x};
-    fn_.run(stack);
+    try {
+      fn_.run(stack);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("unit " + name_ +
+                               " of the TorchScript model: " + interpreter_reason(e));
+    }
     return stack.back().toTensor();
   }
   void train(bool on) override {
@@ -63,6 +85,7 @@ class ScriptUnit : public UnitModule {
     return name;
   }
   torch::jit::Module root_;
+  std::string name_;
   torch::jit::GraphFunction fn_;
   bool writes_input_ = false;
 };
@@ -177,10 +200,8 @@ void add_torchscript(SplitModel& m) {
     const torch::Tensor x = m.make_input(1, 0);
     whole = module.forward({x}).toTensor();
     chain = m.forward(x);
-  } catch (const c10::Error& e) {
-    throw fails(e.what_without_backtrace());
-  } catch (const std::exception& e) {  // e.g. the interpreter's JITException
-    throw fails(e.what());
+  } catch (const std::exception& e) {  // c10::Error, the interpreter's JITException
+    throw fails(interpreter_reason(e));
   }
   if (!whole.sizes().equals(chain.sizes()) || !torch::allclose(whole, chain, 1e-4, 1e-5)) {
     throw InputError(kWhere, "\"" + m.spec.path +
