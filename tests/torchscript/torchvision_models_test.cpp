@@ -207,7 +207,7 @@ TEST(TorchvisionModelsTest, MobileNetV2CountsEqualTheBuiltInModel) {
 // left as it was and the gradient reaches it.
 TEST(TorchvisionModelsTest, InPlaceReluFirstInAUnitTrains) {
   SplitModel m = build_model(script_spec("sequential_inplace", {3, 32, 32}));
-  EXPECT_EQ(m.names, (Names{"0", "1", "2", "3", "4", "5", "6", "7"}));
+  EXPECT_EQ(m.names, (Names{"0", "1", "2", "3", "4", "5", "6", "7", "8"}));
   EXPECT_NO_THROW(measure_model(script_spec("sequential_inplace", {3, 32, 32})));
   for (int unit : {2, 4}) {
     SCOPED_TRACE(unit);
@@ -220,6 +220,16 @@ TEST(TorchvisionModelsTest, InPlaceReluFirstInAUnitTrains) {
     ASSERT_TRUE(x.grad().defined());
     EXPECT_TRUE(torch::equal(x.grad(), (before > 0).to(torch::kFloat32)));
   }
+  // Dropout(inplace=True), in training: the caller's tensor is left alone.
+  m.train(true);
+  const torch::Tensor x7 = torch::randn({4, 8}).requires_grad_();
+  const torch::Tensor before7 = x7.detach().clone();
+  const torch::Tensor y7 = m.forward(x7, 7, 7);
+  EXPECT_TRUE(torch::equal(x7.detach(), before7));
+  EXPECT_TRUE(torch::equal(y7 == 0, (y7 == 0) & (before7 != 0)));  // zeros dropped
+  EXPECT_GT((y7 == 0).sum().item<int64_t>(), 0);
+  y7.sum().backward();
+  EXPECT_TRUE(x7.grad().defined());
   // resnet18's `relu` unit (after bn1) is the same case in a torchvision model.
   const SplitModel r = build_model(script_spec("resnet18", {3, 32, 32}));
   const torch::Tensor x = torch::randn({2, 64, 16, 16}).requires_grad_();

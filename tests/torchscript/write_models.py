@@ -192,11 +192,13 @@ def main():
         "mobilenet_v2": (torchvision.models.mobilenet_v2(num_classes=10), image),
         "encoder": (Encoder(), tokens),
         # The old work-around: torchvision layers in an nn.Sequential, with
-        # ReLU(inplace=True) first in a unit.
+        # ReLU(inplace=True) and Dropout(inplace=True) first in a unit (the
+        # dropout writes only in training).
         "sequential_inplace": (nn.Sequential(
             nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
             nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(inplace=True),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)), image),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.5, inplace=True),
+            nn.Linear(8, 10)), image),
         "wrapped_encoder": (WrappedEncoder(), tokens),
         "tied": (Tied(), vec),
         "whole_residual": (WholeResidual(), vec),

@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
 
 #include <algorithm>
 #include <functional>
@@ -133,6 +134,27 @@ void fold_attributes(std::shared_ptr<Graph>& g, const Value* self, const torch::
   torch::jit::EliminateDeadCode(g);
   torch::jit::ConstantPropagation(g);
   torch::jit::EliminateDeadCode(g);
+}
+
+// Whether a unit's code, every call inlined and its plain attributes folded,
+// hands its input to an op that writes its first argument in place
+// (torch.relu_ for ReLU(inplace=True), dropout_ for Dropout(inplace=True),
+// in training and in eval alike).
+bool writes_input(const std::shared_ptr<Graph>& unit, const torch::jit::Module& root) {
+  std::shared_ptr<Graph> g = unit->copy();
+  torch::jit::Inline(*g);
+  fold_attributes(g, g->inputs()[0], root);
+  const Value* x = g->inputs()[1];
+  std::vector<Node*> nodes;
+  collect_nodes(g->block(), nodes);
+  for (const Node* n : nodes) {
+    if (n->inputs().empty() || n->input(0) != x) continue;
+    const c10::FunctionSchema* schema = n->maybeSchema();
+    if (schema == nullptr || schema->arguments().empty()) continue;
+    const c10::AliasInfo* alias = schema->arguments()[0].alias_info();
+    if (alias != nullptr && alias->isWrite()) return true;
+  }
+  return false;
 }
 
 // Values a top-level node reads from outside itself: its inputs and what its
@@ -355,6 +377,7 @@ class Splitter {
       const int n = ++times_named[u.name];
       if (n > 1) u.name += "#" + std::to_string(n);
       u.graph = slice(r.begin, r.end);
+      u.writes_input = writes_input(u.graph, root_);
       std::set<std::string> state;
       for (int i = r.begin; i < r.end; ++i)
         state.insert(steps_[i].state.begin(), steps_[i].state.end());

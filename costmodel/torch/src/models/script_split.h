@@ -34,6 +34,7 @@ struct ScriptUnitGraph {
   std::string name;                          // the module path(s) it calls
   std::shared_ptr<torch::jit::Graph> graph;  // (root module, tensor) -> tensor
   std::vector<std::string> state;            // parameters and buffers it uses, dotted paths
+  bool writes_input = false;  // its code writes its input in place (ReLU(inplace=True))
 };
 
 // The units of `root`, in forward order (at least one). The modules named in

@@ -49,7 +49,10 @@ class ScriptUnit : public UnitModule {
   ScriptUnit(torch::jit::Module root, const ScriptUnitGraph& unit,
              const std::map<std::string, torch::Tensor>& parameters,
              const std::map<std::string, torch::Tensor>& buffers)
-      : root_(std::move(root)), name_(unit.name), fn_(unit.name, unit.graph, nullptr) {
+      : root_(std::move(root)),
+        name_(unit.name),
+        fn_(unit.name, unit.graph, nullptr),
+        writes_input_(unit.writes_input) {
     for (const std::string& name : unit.state) {
       if (auto p = parameters.find(name); p != parameters.end()) {
         register_parameter(sanitize(name), p->second, p->second.requires_grad());
@@ -178,8 +181,9 @@ void add_torchscript(SplitModel& m) {
                                  "nothing to train; save it from a model whose parameters have "
                                  "requires_grad True (not frozen with torch.jit.freeze)");
   }
-  // One sample, eval mode: find the units that write their input in place,
-  // then check that the chain of units reproduces forward.
+  // One sample, eval mode: find the units that write their input in place
+  // where their code does not say so (through a view), then check that the
+  // chain of units reproduces forward.
   torch::NoGradGuard no_grad;
   module.eval();
   for (auto& unit : m.units) unit->eval();
@@ -194,7 +198,7 @@ void add_torchscript(SplitModel& m) {
     for (auto& unit : units) {
       const auto version = y._version();
       torch::Tensor out = unit->forward(y);
-      unit->set_writes_input(y._version() != version);
+      if (y._version() != version) unit->set_writes_input(true);
       y = out;
     }
     const torch::Tensor x = m.make_input(1, 0);
