@@ -146,7 +146,27 @@ TEST(ScenarioErrors, WrongType) {
   expect_parse_error(j, "$.model.split_inside", "module paths such as [\"encoder\"]");
   j["model"]["split_inside"] = {"encoder", 3};
   expect_parse_error(j, "$.model.split_inside[1]", "expected a string");
-  j["model"]["split_inside"] = {"encoder", "blocks.0"};
+  j = base();
+  j["model"] = {{"name", "roberta_base"}, {"finetune", {{"rank", 8}}}};
+  expect_parse_error(j, "$.model.finetune.rank", "only with \"method\": \"lora\"");
+  j["model"]["finetune"] = {{"method", "lora"}, {"targets", {"value", "querry"}}};
+  expect_parse_error(j, "$.model.finetune.targets[1]", "did you mean \"query\"?");
+  j["model"]["finetune"] = {{"method", "lora"}, {"targets", {"value", "value"}}};
+  expect_parse_error(j, "$.model.finetune.targets[1]", "listed twice");
+  j["model"]["finetune"] = {{"method", "lora"}, {"dropout", 1}};
+  expect_parse_error(j, "$.model.finetune.dropout", "");
+  j["model"]["finetune"] = {{"method", "qlora"}};
+  expect_parse_error(j, "$.model.finetune.method", "full, lora");
+  j["model"]["finetune"] = {{"method", "lora"}, {"rank", 4}, {"alpha", 8}, {"targets", {"key"}}};
+  const FinetuneSpec f = parse_scenario(j).model.finetune;
+  EXPECT_EQ(f.rank, 4);
+  EXPECT_EQ(f.alpha, 8);
+  EXPECT_EQ(f.targets, std::vector<std::string>{"key"});
+  j = base();
+  j["model"] = {{"name", "torchscript"},
+                {"path", "m.pt"},
+                {"input_shape", {4}},
+                {"split_inside", {"encoder", "blocks.0"}}};
   EXPECT_EQ(parse_scenario(j).model.split_inside,
             (std::vector<std::string>{"encoder", "blocks.0"}));
 }
@@ -354,7 +374,7 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
       {"mobilenet_v2_cifar_5stage.json", 2}, {"roberta_rte_5stage.json", 7},
       {"resnet20_kstage.json", 20},          {"bert_small_schedules.json", 4},
       {"validation_matrix.json", 36},        {"validation_thin_client.json", 12},
-      {"resnet20_many_clients.json", 2},
+      {"resnet20_many_clients.json", 2},     {"roberta_cola_lora.json", 3},
   };
   std::map<std::string, size_t> found;
   for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {
@@ -377,6 +397,21 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
 // six codecs x chunks 1, 4 on Fashion-MNIST.
 // The scenarios of the many-clients measurements: alike clients (exec runs
 // them), a server link slower than the clients' own, link-bound rates.
+// The reports' fine-tuning sweep: full, LoRA rank 8 on query and value,
+// full with the embeddings frozen.
+TEST(ScenarioFiles, LoraScenarioSweepsTheFineTuningMethod) {
+  const auto variants = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/roberta_cola_lora.json");
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_EQ(variants[0].scenario.model.finetune.method, "full");
+  const FinetuneSpec& lora = variants[1].scenario.model.finetune;
+  EXPECT_EQ(lora.method, "lora");
+  EXPECT_EQ(lora.rank, 8);
+  EXPECT_EQ(lora.targets, (std::vector<std::string>{"query", "value"}));
+  EXPECT_EQ(variants[2].scenario.model.finetune.frozen, std::vector<std::string>{"embeddings"});
+  EXPECT_EQ(variants[1].scenario.batch_size, 16);
+  EXPECT_EQ(variants[1].scenario.optimizer.name, "adamw");
+}
+
 TEST(ScenarioFiles, ManyClientsScenariosShareAServerLinkSlowerThanTheClients) {
   const auto variants =
       load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/many_clients/resnet20_thin_3clients.json");

@@ -144,7 +144,8 @@ inline std::vector<std::vector<torch::Tensor>> unsplit_gradients(const Scenario&
   std::vector<std::vector<torch::Tensor>> grads;
   for (const auto& u : model.units) {
     grads.emplace_back();
-    for (const auto& p : u->parameters()) grads.back().push_back(p.grad().clone());
+    for (const auto& p : u->parameters())  // frozen: zeros, as exec keeps them
+      grads.back().push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   }
   return grads;
 }

@@ -75,6 +75,8 @@ void to_json(nlohmann::json& j, const UnitProfile& u) {
        {"bwd_per_sample", u.bwd},
        {"param_count", u.param_count},
        {"param_bytes", u.param_bytes},
+       {"trainable_param_count", u.trainable_param_count()},
+       {"trainable_param_bytes", u.trainable_param_bytes()},
        {"stash_bytes_per_sample", u.stash_bytes_per_sample}};
 }
 
@@ -87,6 +89,9 @@ void from_json(const nlohmann::json& j, UnitProfile& u) {
   u.bwd = j.at("bwd_per_sample").get<OpCounts>();
   u.param_count = j.at("param_count").get<int64_t>();
   u.param_bytes = j.at("param_bytes").get<int64_t>();
+  // Files written before fine-tuning existed: everything trained.
+  u.frozen_param_count = u.param_count - j.value("trainable_param_count", u.param_count);
+  u.frozen_param_bytes = u.param_bytes - j.value("trainable_param_bytes", u.param_bytes);
   u.stash_bytes_per_sample = j.at("stash_bytes_per_sample").get<int64_t>();
 }
 

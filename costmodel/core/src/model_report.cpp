@@ -25,8 +25,8 @@ void print_units(std::ostream& out, const ModelProfile& model, const OptimizerSp
   if (json) {
     nlohmann::json j = model;
     for (auto& u : j["units"]) {
-      u["grad_bytes"] = u["param_bytes"];
-      u["optimizer_state_bytes"] = u["param_bytes"].get<int64_t>() * state_copies;
+      u["grad_bytes"] = u["trainable_param_bytes"];
+      u["optimizer_state_bytes"] = u["trainable_param_bytes"].get<int64_t>() * state_copies;
     }
     j["optimizer"] = optimizer.name;
     out << j.dump(2) << "\n";
@@ -36,20 +36,23 @@ void print_units(std::ostream& out, const ModelProfile& model, const OptimizerSp
   out << model.model << ", per sample (measured at batch " << model.measured_batch
       << "); optimizer " << optimizer.name << " keeps " << state_copies
       << " state copies per parameter\n";
-  std::snprintf(line, sizeof line, "%-20s %-16s %12s %10s %12s %12s %12s %12s %12s\n", "unit",
-                "output", "out B", "params", "param B", "opt state B", "fwd MACs", "bwd MACs",
-                "stash B");
+  std::snprintf(line, sizeof line, "%-20s %-16s %12s %10s %10s %12s %12s %12s %12s %12s\n", "unit",
+                "output", "out B", "params", "trainable", "param B", "opt state B", "fwd MACs",
+                "bwd MACs", "stash B");
   out << line;
   for (const auto& u : model.units) {
     std::snprintf(
-        line, sizeof line, "%-20s %-16s %12lld %10lld %12lld %12lld %12lld %12lld %12lld\n",
+        line, sizeof line, "%-20s %-16s %12lld %10lld %10lld %12lld %12lld %12lld %12lld %12lld\n",
         u.name.c_str(), shape_str(u.output_shape).c_str(), static_cast<long long>(u.output_bytes()),
-        static_cast<long long>(u.param_count), static_cast<long long>(u.param_bytes),
-        static_cast<long long>(u.param_bytes * state_copies), static_cast<long long>(u.fwd.macs()),
-        static_cast<long long>(u.bwd.macs()), static_cast<long long>(u.stash_bytes_per_sample));
+        static_cast<long long>(u.param_count), static_cast<long long>(u.trainable_param_count()),
+        static_cast<long long>(u.param_bytes),
+        static_cast<long long>(u.trainable_param_bytes() * state_copies),
+        static_cast<long long>(u.fwd.macs()), static_cast<long long>(u.bwd.macs()),
+        static_cast<long long>(u.stash_bytes_per_sample));
     out << line;
   }
-  out << "gradient bytes = parameter bytes; element-wise work and op counts: --units --json\n";
+  out << "gradients and optimizer state for the trainable parameters only; element-wise work "
+         "and op counts: --units --json\n";
 }
 
 void print_cuts(std::ostream& out, const ModelProfile& model, bool json) {

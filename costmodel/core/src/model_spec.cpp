@@ -213,6 +213,17 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
     if (value == 0) value = default_value;
     if (value != 0) check_range(opt, value, where);  // 0: torchscript float32, no vocab
   }
+  const bool transformer = spec.name == "roberta_base" || spec.name == "bert_small";
+  if (!transformer && spec.dropout >= 0) {
+    throw InputError(path + ".dropout", "option not taken (transformers only); " + allowed);
+  }
+  if (transformer && spec.dropout < 0) spec.dropout = 0.1;  // BERT's and RoBERTa's
+  if (spec.finetune.method == "lora" && !transformer) {
+    throw InputError(path + ".finetune.method",
+                     "LoRA adapts a transformer's projections; \"" + spec.name +
+                         "\" has none (roberta_base and bert_small do); freeze units with "
+                         "\"frozen\" instead");
+  }
   if (torchscript) {
     check_torchscript(spec, path);
     return spec;
@@ -242,6 +253,12 @@ std::vector<int64_t> model_input_shape(const ModelSpec& spec) {
   if (spec.name == "torchscript") return spec.input_shape;
   if (spec.name == "roberta_base" || spec.name == "bert_small") return {spec.seq_len};
   return {3, spec.image_size, spec.image_size};
+}
+
+const std::vector<std::string>& lora_targets() {
+  static const std::vector<std::string> kTargets = {"query", "key",          "value",
+                                                    "dense", "intermediate", "output"};
+  return kTargets;
 }
 
 }  // namespace splitsim

@@ -124,6 +124,8 @@ void to_json(nlohmann::json& j, const Plan& p) {
                       {"bwd_work_per_batch", s.bwd_per_batch},
                       {"param_count", s.param_count},
                       {"param_bytes", s.param_bytes},
+                      {"trainable_param_count", s.trainable_param_count()},
+                      {"trainable_param_bytes", s.trainable_param_bytes()},
                       {"optimizer_state_bytes", s.optimizer_state_bytes},
                       {"stash_bytes_per_microbatch", s.stash_bytes_per_microbatch},
                       {"stashed_microbatches", s.stashed_microbatches},
@@ -260,20 +262,22 @@ void print_plan(std::ostream& os, const Plan& p) {
   char line[512];
   os << "== " << p.scenario << " [" << p.variant << "]: " << p.model << ", batch " << p.batch_size
      << " in " << p.chunks() << " micro-batch(es), schedule " << schedule_name(p.schedule) << "\n";
-  std::snprintf(line, sizeof line, "%-7s %-7s %-12s %-34s %11s %11s %10s %11s %11s %10s %10s\n",
-                "stage", "party", "device", "units", "fwd MACs", "bwd MACs", "params", "fwd/batch",
+  std::snprintf(line, sizeof line,
+                "%-7s %-7s %-12s %-34s %11s %11s %10s %10s %11s %11s %10s %10s\n", "stage", "party",
+                "device", "units", "fwd MACs", "bwd MACs", "params", "trainable", "fwd/batch",
                 "bwd/batch", "update", "peak mem");
   os << line;
   for (const auto& s : p.stages) {
     std::string units = s.units.front();
     if (s.units.size() > 1) units += " .. " + s.units.back();
     units += " (" + std::to_string(s.units.size()) + ")";
-    std::snprintf(line, sizeof line, "%-7s %-7s %-12s %-34s %11s %11s %10s %11s %11s %10s %10s%s\n",
-                  s.name.c_str(), s.party.c_str(), s.device.c_str(), units.c_str(),
-                  si(s.fwd_per_batch.macs(), "").c_str(), si(s.bwd_per_batch.macs(), "").c_str(),
-                  si(s.param_bytes, "B").c_str(), seconds(sum(s.fwd_s)).c_str(),
-                  seconds(sum(s.bwd_s)).c_str(), seconds(s.update_s).c_str(),
-                  si(s.peak_memory_bytes, "B").c_str(), s.timed_from_measurement ? "" : " *");
+    std::snprintf(
+        line, sizeof line, "%-7s %-7s %-12s %-34s %11s %11s %10s %10s %11s %11s %10s %10s%s\n",
+        s.name.c_str(), s.party.c_str(), s.device.c_str(), units.c_str(),
+        si(s.fwd_per_batch.macs(), "").c_str(), si(s.bwd_per_batch.macs(), "").c_str(),
+        si(s.param_bytes, "B").c_str(), si(s.trainable_param_bytes(), "B").c_str(),
+        seconds(sum(s.fwd_s)).c_str(), seconds(sum(s.bwd_s)).c_str(), seconds(s.update_s).c_str(),
+        si(s.peak_memory_bytes, "B").c_str(), s.timed_from_measurement ? "" : " *");
     os << line;
   }
   std::snprintf(line, sizeof line, "%-9s %-20s %-30s %12s   %-30s %12s\n", "boundary", "activation",

@@ -40,6 +40,8 @@ const std::vector<std::string> kStageKeys = {"name",
                                              "bwd_work_per_batch",
                                              "param_count",
                                              "param_bytes",
+                                             "trainable_param_count",
+                                             "trainable_param_bytes",
                                              "optimizer_state_bytes",
                                              "stash_bytes_per_microbatch",
                                              "stashed_microbatches",
@@ -262,6 +264,16 @@ PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m)
                              {"peak_memory_bytes", &s.peak_memory_bytes}};
   for (const CountKey& c : counts)
     if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));
+  // Plan files written before fine-tuning existed: everything trained.
+  int64_t trainable_count = s.param_count, trainable_bytes = s.param_bytes;
+  for (const CountKey& c : {CountKey{"trainable_param_count", &trainable_count},
+                            CountKey{"trainable_param_bytes", &trainable_bytes}})
+    if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));
+  if (trainable_count > s.param_count || trainable_bytes > s.param_bytes)
+    throw InputError(path + ".trainable_param_count",
+                     "more trainable parameters than parameters; write the plan again");
+  s.frozen_param_count = s.param_count - trainable_count;
+  s.frozen_param_bytes = s.param_bytes - trainable_bytes;
   if (j.contains("weight_versions"))
     s.weight_versions =
         jr::read_int(j.at("weight_versions"), path + ".weight_versions", 1, limits::kMaxPlanBytes);

@@ -244,6 +244,8 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
       st.units.push_back(model.units[i].name);
       st.param_count += model.units[i].param_count;
       st.param_bytes += model.units[i].param_bytes;
+      st.frozen_param_count += model.units[i].frozen_param_count;
+      st.frozen_param_bytes += model.units[i].frozen_param_bytes;
       st.stash_bytes_per_microbatch += model.units[i].stash_bytes_per_sample * b_max;
     }
     if (sc.schedule == Schedule::kFr) {
@@ -343,7 +345,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
       receiver.bwd_s[c] += benc + rback;
       sender.bwd_s[c] += bdec + sback;
       if (c == 0) {
-        sender.param_count += fw.sender_param_count;
+        sender.param_count += fw.sender_param_count;  // a codec's weights always train
         sender.param_bytes += 4 * fw.sender_param_count;
         receiver.param_count += fw.receiver_param_count;
         receiver.param_bytes += 4 * fw.receiver_param_count;
@@ -355,7 +357,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   for (int k = 0; k < K; ++k) {
     PlanStage& st = plan.stages[k];
     const DeviceProfile& dev = devices.at(st.party);
-    st.optimizer_state_bytes = st.param_bytes * state_copies;
+    st.optimizer_state_bytes = st.trainable_param_bytes() * state_copies;
     double update = 0;
     bool measured = true;
     for (int i = st.first_unit; i <= st.last_unit; ++i) {
@@ -365,10 +367,13 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
       else
         update += t->update_s;
     }
-    st.update_s = measured ? update : update_formula_seconds(dev, st.param_count, state_copies);
-    st.peak_memory_bytes = st.param_bytes * (1 + st.weight_versions) + st.optimizer_state_bytes +
-                           st.stash_bytes_per_microbatch * st.stashed_microbatches +
-                           st.replay_bytes;
+    st.update_s =
+        measured ? update : update_formula_seconds(dev, st.trainable_param_count(), state_copies);
+    // Weights, then per trainable weight its gradient and the versions
+    // pipedream stashes beyond the current one.
+    st.peak_memory_bytes =
+        st.param_bytes + st.trainable_param_bytes() * st.weight_versions + st.optimizer_state_bytes +
+        st.stash_bytes_per_microbatch * st.stashed_microbatches + st.replay_bytes;
   }
   if (!sc.calibration_file.empty()) {
     if (!sc.calibration)

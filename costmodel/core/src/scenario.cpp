@@ -19,9 +19,11 @@ namespace jr = json_read;
 using nlohmann::json;
 
 const std::vector<std::string> kModelKeys = {
-    "name",   "num_classes", "image_size",  "seq_len",     "hidden",
-    "layers", "heads",       "ffn",         "vocab_size",  "max_positions",
-    "path",   "input_shape", "input_dtype", "split_inside"};
+    "name",   "num_classes", "image_size",  "seq_len",      "hidden",
+    "layers", "heads",       "ffn",         "vocab_size",   "max_positions",
+    "path",   "input_shape", "input_dtype", "split_inside", "finetune", "dropout"};
+const std::vector<std::string> kFinetuneKeys = {"method",  "rank",    "alpha",
+                                                "dropout", "targets", "frozen"};
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay"};
 const std::vector<std::string> kNetworkKeys = {"bandwidth_bit_per_s",
                                                "up_bandwidth_bit_per_s",
@@ -47,6 +49,52 @@ const std::vector<std::string> kBoundaryKeys = {"forward", "backward"};
 const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
 const std::vector<std::string> kOptimizers = {"sgd", "adam", "adamw"};
 const std::vector<std::string> kDatasets = {"synthetic", "fashion_mnist", "cifar10"};
+
+std::vector<std::string> read_strings(const json& j, const std::string& where,
+                                      const std::string& what) {
+  jr::require_array(j, where, what, 1);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i)
+    out.push_back(jr::read_string(j[i], jr::index_path(where, i)));
+  return out;
+}
+
+FinetuneSpec parse_finetune(const json& j, const std::string& path) {
+  jr::require_object(j, path,
+                     "a fine-tuning object such as {\"method\": \"lora\", \"rank\": 8, "
+                     "\"targets\": [\"query\", \"value\"]}");
+  jr::check_keys(j, path, kFinetuneKeys);
+  FinetuneSpec f;
+  if (j.contains("method"))
+    f.method =
+        jr::read_choice(j.at("method"), path + ".method", "fine-tuning method", {"full", "lora"});
+  const bool lora = f.method == "lora";
+  for (const char* key : {"rank", "alpha", "dropout", "targets"}) {
+    if (j.contains(key) && !lora)
+      throw InputError(path + "." + key, "only with \"method\": \"lora\"");
+  }
+  if (j.contains("rank")) f.rank = jr::read_int(j.at("rank"), path + ".rank", 1, 4096);
+  if (j.contains("alpha"))
+    f.alpha = jr::read_number(j.at("alpha"), path + ".alpha", jr::positive());
+  if (j.contains("dropout"))
+    f.dropout = jr::read_number(j.at("dropout"), path + ".dropout", {0, false, 1, true});
+  if (j.contains("targets")) {
+    f.targets.clear();
+    const std::string where = path + ".targets";
+    jr::require_array(j.at("targets"), where, "projections such as [\"query\", \"value\"]", 1);
+    for (size_t i = 0; i < j.at("targets").size(); ++i) {
+      const std::string t = jr::read_choice(j.at("targets")[i], jr::index_path(where, i),
+                                            "LoRA target", lora_targets());
+      if (std::find(f.targets.begin(), f.targets.end(), t) != f.targets.end())
+        throw InputError(jr::index_path(where, i), "\"" + t + "\" is listed twice");
+      f.targets.push_back(t);
+    }
+  }
+  if (j.contains("frozen"))
+    f.frozen =
+        read_strings(j.at("frozen"), path + ".frozen", "unit names such as [\"embeddings\"]");
+  return f;
+}
 
 ModelSpec parse_model(const json& j, const std::string& path) {
   jr::require_object(j, path, "a model object such as {\"name\": \"resnet20\"}");
@@ -82,12 +130,12 @@ ModelSpec parse_model(const json& j, const std::string& path) {
     m.input_dtype = jr::read_string(j.at("input_dtype"), path + ".input_dtype");
   }
   if (j.contains("split_inside")) {
-    const std::string where = path + ".split_inside";
-    jr::require_array(j.at("split_inside"), where, "module paths such as [\"encoder\"]", 1);
-    for (size_t i = 0; i < j.at("split_inside").size(); ++i) {
-      m.split_inside.push_back(jr::read_string(j.at("split_inside")[i], jr::index_path(where, i)));
-    }
+    m.split_inside = read_strings(j.at("split_inside"), path + ".split_inside",
+                                  "module paths such as [\"encoder\"]");
   }
+  if (j.contains("finetune")) m.finetune = parse_finetune(j.at("finetune"), path + ".finetune");
+  if (j.contains("dropout"))
+    m.dropout = jr::read_number(j.at("dropout"), path + ".dropout", {0, false, 1, true});
   return resolve_model_defaults(m, path);
 }
 

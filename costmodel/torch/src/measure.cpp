@@ -1,8 +1,8 @@
 #include "splitsim/costmodel/measure.h"
 
-#include <stdexcept>
-
 #include <torch/torch.h>
+
+#include <stdexcept>
 
 #include "memory_probe.h"
 #include "splitsim/costmodel/mac_counter.h"
@@ -34,11 +34,15 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch) {
 
   // Forward, unit by unit, each on a detached copy of its input so that the
   // backward of each unit can be observed on its own (as a split run does).
+  // The copy asks for a gradient only where the whole model would compute
+  // one: some unit before it trains (frozen leading units have none).
   std::vector<torch::Tensor> inputs(n), outputs(n);
   std::vector<OpCounts> fwd(n), bwd(n);
   torch::Tensor x = input;
+  bool earlier_trains = false;
   for (int i = 0; i < n; ++i) {
-    inputs[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(true);
+    inputs[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(earlier_trains);
+    for (const auto& p : model.units[i]->parameters()) earlier_trains |= p.requires_grad();
     MemoryProbe memory;
     {
       MacCounter counter;
@@ -54,6 +58,10 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch) {
     for (const auto& p : model.units[i]->parameters()) {
       u.param_count += p.numel();
       u.param_bytes += p.numel() * p.element_size();
+      if (!p.requires_grad()) {
+        u.frozen_param_count += p.numel();
+        u.frozen_param_bytes += p.numel() * p.element_size();
+      }
     }
     x = outputs[i];
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/models_impl.h"
+#include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/model_zoo.h"
 
 namespace splitsim {
@@ -19,6 +20,39 @@ std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& shape
   std::vector<int64_t> out{batch};
   out.insert(out.end(), shape.begin(), shape.end());
   return out;
+}
+
+// Freezes what the fine-tuning method leaves out (scenario.h FinetuneSpec):
+// with LoRA every parameter but the adapters' and the last unit's (the task
+// head); then the units named in `frozen`.
+void apply_finetune(SplitModel& m) {
+  const FinetuneSpec& f = m.spec.finetune;
+  if (f.method == "lora") {
+    for (int i = 0; i + 1 < m.size(); ++i)
+      for (const auto& p : m.units[i]->named_parameters())
+        if (p.key().find("lora_") == std::string::npos) p.value().set_requires_grad(false);
+  }
+  for (size_t k = 0; k < f.frozen.size(); ++k) {
+    const std::string& name = f.frozen[k];
+    bool found = false;
+    for (int i = 0; i < m.size(); ++i) {
+      if (m.names[i] != name && m.names[i].rfind(name + ".", 0) != 0) continue;
+      found = true;
+      for (auto& p : m.units[i]->parameters()) p.set_requires_grad(false);
+    }
+    if (!found) {
+      std::string units;
+      for (int i = 0; i < m.size() && i < 12; ++i) units += (i ? ", " : "") + m.names[i];
+      if (m.size() > 12) units += ", ... (" + std::to_string(m.size()) + " units)";
+      throw InputError(
+          "$.model.finetune.frozen[" + std::to_string(k) + "]",
+          "no unit is \"" + name + "\" or begins with \"" + name + ".\"; units: " + units);
+    }
+  }
+  for (const auto& unit : m.units)
+    for (const auto& p : unit->parameters())
+      if (p.requires_grad()) return;
+  throw InputError("$.model.finetune", "nothing is left to train: every parameter is frozen");
 }
 
 }  // namespace
@@ -125,6 +159,7 @@ SplitModel build_model(const ModelSpec& spec, uint64_t seed) {
     models::add_torchscript(m);
   }
   for (int i = 0; i < m.size(); ++i) m.inputs.push_back({i - 1});
+  apply_finetune(m);
   m.train(true);
   return m;
 }

@@ -7,6 +7,7 @@
 // padding: every token attends to every token. Attention is written with
 // explicit matmul/softmax ops (not a fused kernel) so the MAC counter sees
 // the same ops HuggingFace's eager implementation runs.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -18,7 +19,40 @@ namespace {
 
 namespace nn = torch::nn;
 
-constexpr double kDropout = 0.1;  // hidden and attention-probability dropout
+// A dense projection x W^T + b, the same op as nn::Linear (its weights are
+// drawn by one, so a model without adapters is the same for a seed). With
+// LoRA on it (FinetuneSpec::targets names it), W and b are frozen and an
+// adapter adds (alpha / r) * dropout(x) A^T B^T: A [r, in] drawn as
+// nn::Linear's weights, B [out, r] zero, so training starts from the base
+// model (as PEFT does).
+class ProjectionImpl : public nn::Module {
+ public:
+  ProjectionImpl(int64_t in, int64_t out, const std::string& name, const FinetuneSpec& finetune) {
+    nn::Linear base(in, out);
+    weight_ = register_parameter("weight", base->weight);
+    bias_ = register_parameter("bias", base->bias);
+    const auto& t = finetune.targets;
+    if (finetune.method != "lora" || std::find(t.begin(), t.end(), name) == t.end()) return;
+    weight_.set_requires_grad(false);
+    bias_.set_requires_grad(false);
+    lora_a_ = register_parameter(
+        "lora_A", nn::Linear(nn::LinearOptions(in, finetune.rank).bias(false))->weight);
+    lora_b_ = register_parameter("lora_B", torch::zeros({out, finetune.rank}));
+    dropout_ = register_module("lora_dropout", nn::Dropout(finetune.dropout));
+    scale_ = finetune.alpha / static_cast<double>(finetune.rank);
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::linear(x, weight_, bias_);
+    if (!lora_a_.defined()) return y;
+    return y + torch::linear(torch::linear(dropout_->forward(x), lora_a_), lora_b_) * scale_;
+  }
+
+ private:
+  torch::Tensor weight_, bias_, lora_a_, lora_b_;
+  nn::Dropout dropout_{nullptr};
+  double scale_ = 0;
+};
+TORCH_MODULE(Projection);
 
 struct EmbeddingOptions {
   int64_t vocab, max_positions, type_vocab, hidden;
@@ -31,7 +65,7 @@ struct EmbeddingOptions {
 // Input [B,T] int64 token ids; output [B,T,hidden].
 class Embeddings : public UnitModule {
  public:
-  explicit Embeddings(const EmbeddingOptions& o) : offset_(o.position_offset) {
+  explicit Embeddings(const EmbeddingOptions& o, double dropout) : offset_(o.position_offset) {
     auto word_options = nn::EmbeddingOptions(o.vocab, o.hidden);
     if (o.padding_idx >= 0) word_options.padding_idx(o.padding_idx);
     word_ = register_module("word_embeddings", nn::Embedding(word_options));
@@ -41,7 +75,7 @@ class Embeddings : public UnitModule {
                                   nn::Embedding(nn::EmbeddingOptions(o.type_vocab, o.hidden)));
     norm_ =
         register_module("LayerNorm", nn::LayerNorm(nn::LayerNormOptions({o.hidden}).eps(o.eps)));
-    dropout_ = register_module("dropout", nn::Dropout(kDropout));
+    dropout_ = register_module("dropout", nn::Dropout(dropout));
   }
   torch::Tensor forward(const torch::Tensor& ids) override {
     const int64_t seq = ids.size(1);
@@ -63,15 +97,15 @@ class Embeddings : public UnitModule {
 // head, output dense, dropout, residual + LayerNorm. [B,T,H] -> [B,T,H].
 class Attention : public UnitModule {
  public:
-  Attention(int64_t hidden, int64_t heads, double eps)
+  Attention(int64_t hidden, int64_t heads, double eps, double dropout, const FinetuneSpec& f)
       : heads_(heads),
-        query_(register_module("query", nn::Linear(hidden, hidden))),
-        key_(register_module("key", nn::Linear(hidden, hidden))),
-        value_(register_module("value", nn::Linear(hidden, hidden))),
-        dense_(register_module("dense", nn::Linear(hidden, hidden))),
+        query_(register_module("query", Projection(hidden, hidden, "query", f))),
+        key_(register_module("key", Projection(hidden, hidden, "key", f))),
+        value_(register_module("value", Projection(hidden, hidden, "value", f))),
+        dense_(register_module("dense", Projection(hidden, hidden, "dense", f))),
         norm_(register_module("LayerNorm", nn::LayerNorm(nn::LayerNormOptions({hidden}).eps(eps)))),
-        attention_dropout_(register_module("attention_dropout", nn::Dropout(kDropout))),
-        dropout_(register_module("dropout", nn::Dropout(kDropout))) {}
+        attention_dropout_(register_module("attention_dropout", nn::Dropout(dropout))),
+        dropout_(register_module("dropout", nn::Dropout(dropout))) {}
 
   torch::Tensor forward(const torch::Tensor& x) override {
     const int64_t batch = x.size(0), seq = x.size(1), hidden = x.size(2);
@@ -92,7 +126,7 @@ class Attention : public UnitModule {
 
  private:
   int64_t heads_;
-  nn::Linear query_, key_, value_, dense_;
+  Projection query_, key_, value_, dense_;
   nn::LayerNorm norm_;
   nn::Dropout attention_dropout_, dropout_;
 };
@@ -101,11 +135,11 @@ class Attention : public UnitModule {
 // residual + LayerNorm. [B,T,H] -> [B,T,H].
 class FeedForward : public UnitModule {
  public:
-  FeedForward(int64_t hidden, int64_t ffn, double eps)
-      : intermediate_(register_module("intermediate", nn::Linear(hidden, ffn))),
-        output_(register_module("output", nn::Linear(ffn, hidden))),
+  FeedForward(int64_t hidden, int64_t ffn, double eps, double dropout, const FinetuneSpec& f)
+      : intermediate_(register_module("intermediate", Projection(hidden, ffn, "intermediate", f))),
+        output_(register_module("output", Projection(ffn, hidden, "output", f))),
         norm_(register_module("LayerNorm", nn::LayerNorm(nn::LayerNormOptions({hidden}).eps(eps)))),
-        dropout_(register_module("dropout", nn::Dropout(kDropout))) {}
+        dropout_(register_module("dropout", nn::Dropout(dropout))) {}
 
   torch::Tensor forward(const torch::Tensor& x) override {
     torch::Tensor y = output_->forward(torch::gelu(intermediate_->forward(x)));
@@ -113,7 +147,7 @@ class FeedForward : public UnitModule {
   }
 
  private:
-  nn::Linear intermediate_, output_;
+  Projection intermediate_, output_;
   nn::LayerNorm norm_;
   nn::Dropout dropout_;
 };
@@ -122,10 +156,10 @@ class FeedForward : public UnitModule {
 // dropout, out_proj. [B,T,H] -> [B,num_labels].
 class ClassificationHead : public UnitModule {
  public:
-  ClassificationHead(int64_t hidden, int64_t num_labels)
+  ClassificationHead(int64_t hidden, int64_t num_labels, double dropout)
       : dense_(register_module("dense", nn::Linear(hidden, hidden))),
         out_proj_(register_module("out_proj", nn::Linear(hidden, num_labels))),
-        dropout_(register_module("dropout", nn::Dropout(kDropout))) {}
+        dropout_(register_module("dropout", nn::Dropout(dropout))) {}
 
   torch::Tensor forward(const torch::Tensor& x) override {
     torch::Tensor first = dropout_->forward(x.select(1, 0));
@@ -167,8 +201,10 @@ void add_encoder_layers(SplitModel& m, double eps) {
   const ModelSpec& s = m.spec;
   for (int64_t i = 0; i < s.layers; ++i) {
     const std::string prefix = "layer." + std::to_string(i);
-    add_unit(m, prefix + ".attention", std::make_shared<Attention>(s.hidden, s.heads, eps));
-    add_unit(m, prefix + ".ffn", std::make_shared<FeedForward>(s.hidden, s.ffn, eps));
+    add_unit(m, prefix + ".attention",
+             std::make_shared<Attention>(s.hidden, s.heads, eps, s.dropout, s.finetune));
+    add_unit(m, prefix + ".ffn",
+             std::make_shared<FeedForward>(s.hidden, s.ffn, eps, s.dropout, s.finetune));
   }
 }
 
@@ -181,9 +217,10 @@ void add_roberta_base(SplitModel& m) {
   m.task = TaskKind::kSequenceClassification;
   add_unit(m, "embeddings",
            std::make_shared<Embeddings>(EmbeddingOptions{s.vocab_size, s.max_positions, 1, s.hidden,
-                                                         kPaddingIdx, kPaddingIdx + 1, kEps}));
+                                                         kPaddingIdx, kPaddingIdx + 1, kEps},
+                                        s.dropout));
   add_encoder_layers(m, kEps);
-  add_unit(m, "head", std::make_shared<ClassificationHead>(s.hidden, s.num_classes));
+  add_unit(m, "head", std::make_shared<ClassificationHead>(s.hidden, s.num_classes, s.dropout));
   m.output_shape = {s.num_classes};
 }
 
@@ -191,9 +228,10 @@ void add_bert_small(SplitModel& m) {
   constexpr double kEps = 1e-12;
   const ModelSpec& s = m.spec;
   m.task = TaskKind::kMaskedLmAndNsp;
-  add_unit(m, "embeddings",
-           std::make_shared<Embeddings>(
-               EmbeddingOptions{s.vocab_size, s.max_positions, 2, s.hidden, -1, 0, kEps}));
+  add_unit(
+      m, "embeddings",
+      std::make_shared<Embeddings>(
+          EmbeddingOptions{s.vocab_size, s.max_positions, 2, s.hidden, -1, 0, kEps}, s.dropout));
   add_encoder_layers(m, kEps);
   add_unit(m, "heads", std::make_shared<PretrainingHeads>(s.hidden, s.vocab_size, kEps));
   m.output_shape = {s.seq_len * s.vocab_size + 2};

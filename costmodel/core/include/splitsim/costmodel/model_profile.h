@@ -37,10 +37,14 @@ struct UnitProfile {
   OpCounts bwd;                                // per sample
   int64_t param_count = 0;
   int64_t param_bytes = 0;
+  int64_t frozen_param_count = 0;              // no requires_grad (LoRA, frozen units)
+  int64_t frozen_param_bytes = 0;
   int64_t stash_bytes_per_sample = 0;          // retained after forward, for backward
 
   int64_t output_numel() const;                // per sample
   int64_t output_bytes() const { return output_numel() * output_elem_bytes; }
+  int64_t trainable_param_count() const { return param_count - frozen_param_count; }
+  int64_t trainable_param_bytes() const { return param_bytes - frozen_param_bytes; }
 };
 
 struct ModelProfile {

@@ -26,12 +26,14 @@ struct PlanStage {
   OpCounts fwd_per_batch, bwd_per_batch;  // model units only (codecs: see boundaries)
   int64_t param_count = 0;
   int64_t param_bytes = 0;
+  int64_t frozen_param_count = 0;          // without gradients and optimizer state
+  int64_t frozen_param_bytes = 0;
   int64_t optimizer_state_bytes = 0;
   int64_t stash_bytes_per_microbatch = 0;  // largest micro-batch
   int64_t stashed_microbatches = 0;        // peak, for the schedule
   int64_t weight_versions = 1;             // pipedream keeps several
   int64_t replay_bytes = 0;                // fr: one micro-batch recomputed in backward
-  int64_t peak_memory_bytes = 0;           // params+grads+state+versions+stash
+  int64_t peak_memory_bytes = 0;           // params + trainable grads, state, versions + stash
   std::vector<double> fwd_s;               // per micro-batch, incl. codec work on this stage
   std::vector<double> bwd_s;               // per micro-batch, incl. codec work on this stage
   double update_s = 0;                     // optimizer step, once per batch
@@ -42,6 +44,8 @@ struct PlanStage {
   // Empty in plan files written without them; a calibration's per-class
   // scales need them.
   std::vector<OpClassParts> fwd_op_class_shares, bwd_op_class_shares;
+  int64_t trainable_param_count() const { return param_count - frozen_param_count; }
+  int64_t trainable_param_bytes() const { return param_bytes - frozen_param_bytes; }
 };
 
 struct PlanTransfer {

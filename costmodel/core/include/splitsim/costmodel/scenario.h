@@ -19,6 +19,22 @@ namespace splitsim {
 
 struct Calibration;  // calibration.h
 
+// How the model is fine-tuned (costmodel/README.md "Fine-tuning: LoRA and
+// frozen units"). "full": every parameter trains (the default). "lora": the
+// transformer's projections named in `targets` get adapters B·A of rank
+// `rank`, scaled by alpha / rank, on dropout(x); every base weight is frozen
+// but the last unit's (the task head). `frozen`: units (names, or prefixes
+// ending a name part: "layer.0") whose parameters do not train.
+struct FinetuneSpec {
+  std::string method = "full";  // full | lora
+  int64_t rank = 8;
+  double alpha = 16;
+  double dropout = 0.1;
+  std::vector<std::string> targets = {"query", "value"};
+  std::vector<std::string> frozen;
+};
+const std::vector<std::string>& lora_targets();  // query, key, value, dense, intermediate, output
+
 struct ModelSpec {
   // mobilenet_v2 | mobilenet_v2_cifar | resnet20 | roberta_base | bert_small | torchscript
   std::string name;
@@ -29,9 +45,11 @@ struct ModelSpec {
   std::string path;                  // torchscript: the .pt file
   std::vector<int64_t> input_shape;  // torchscript: per-sample input shape
   std::string input_dtype = "float32";
+  double dropout = -1;  // transformers: hidden and attention dropout (-1 = default 0.1)
   // torchscript: module paths to cut inside besides the containers
   // (costmodel/README.md "Bring your own model (TorchScript)").
   std::vector<std::string> split_inside;
+  FinetuneSpec finetune;
 };
 std::vector<std::string> known_models();
 // Fills every 0 field with the model's default (scenarios/FORMAT.md "Model"). Throws

@@ -1,0 +1,188 @@
+// Fine-tuning: LoRA adapters and frozen units, measured (the MACs of what
+// really runs, trainable parameters) and planned (optimizer state, update,
+// memory); the adapters' gradients across a cut.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "expect_input_error.h"
+#include "model_test_util.h"
+#include "splitsim/costmodel/measure.h"
+#include "splitsim/costmodel/model_zoo.h"
+#include "splitsim/costmodel/planner.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim {
+namespace {
+
+using namespace model_test;  // NOLINT: test helpers
+
+// RoBERTa layout, 2 layers of hidden 64 (4 heads, FFN 128), 8 tokens.
+ModelSpec tiny_roberta(const std::string& method = "full") {
+  ModelSpec s = spec_of("roberta_base");
+  s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 128, s.seq_len = 8, s.vocab_size = 100;
+  s.finetune.method = method;
+  return s;
+}
+
+int64_t trainable(const SplitModel& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters(0, m.size() - 1))
+    if (p.requires_grad()) n += p.numel();
+  return n;
+}
+
+// A LoRA'd projection x [N, H] -> [N, H] of rank r: forward adds x A^T (N H r)
+// and (x A^T) B^T (N r H); backward computes the base's input gradient
+// (N H H) but no weight gradient (N H H saved) and, for the adapter, the
+// gradients of B (N H r), of x A^T (N H r), of A (N r H) and of x (N r H).
+// With LoRA every base projection of the block is frozen: key, value and
+// dense lose their weight gradients too.
+TEST(FinetuneTest, LoraBackwardIsInputGradientsPlusTheAdapters) {
+  ModelSpec lora = tiny_roberta("lora");
+  lora.finetune.rank = 4;
+  lora.finetune.targets = {"query"};
+  const ModelProfile full = measure_model(tiny_roberta());
+  const ModelProfile adapted = measure_model(lora);
+  const int i = full.index_of("layer.1.attention");  // its input needs a gradient
+  const int64_t N = 8, H = 64, r = 4;                // per sample: 8 tokens
+  EXPECT_EQ(adapted.units[i].fwd.matmul_macs - full.units[i].fwd.matmul_macs, 2 * N * H * r);
+  EXPECT_EQ(adapted.units[i].fwd.matmul_macs - full.units[i].fwd.matmul_macs, 4096);
+  EXPECT_EQ(full.units[i].bwd.matmul_macs - adapted.units[i].bwd.matmul_macs,
+            4 * N * H * H - 4 * N * H * r);
+  EXPECT_EQ(full.units[i].bwd.matmul_macs - adapted.units[i].bwd.matmul_macs, 122880);
+  // The FFN has no adapter: only its two weight gradients go (N H F each).
+  const int f = full.index_of("layer.1.ffn");
+  EXPECT_EQ(full.units[f].bwd.matmul_macs - adapted.units[f].bwd.matmul_macs, 2 * N * H * 128);
+  // Trainable: the adapter (r x H + H x r) per layer, and the head.
+  EXPECT_EQ(adapted.units[i].trainable_param_count(), 2 * H * r);
+  EXPECT_EQ(adapted.units[f].trainable_param_count(), 0);
+  EXPECT_EQ(adapted.units.back().trainable_param_count(), adapted.units.back().param_count);
+  EXPECT_EQ(full.units[i].trainable_param_count(), full.units[i].param_count);
+}
+
+// The reports' setting: RoBERTa-base, LoRA rank 8 on query and value.
+TEST(FinetuneTest, RobertaBaseWithLoraTrainsTheAdaptersAndTheHead) {
+  ModelSpec s = spec_of("roberta_base");
+  s.num_classes = 2;
+  s.finetune.method = "lora";
+  const SplitModel m = build_model(s);
+  int64_t adapters = 0;
+  for (const auto& unit : m.units)
+    for (const auto& p : unit->named_parameters())
+      if (p.key().find("lora_") != std::string::npos) adapters += p.value().numel();
+  EXPECT_EQ(adapters, 294912);  // 12 layers x 2 projections x (8 x 768 + 768 x 8)
+  const int64_t head = 768 * 768 + 768 + 768 * 2 + 2;
+  EXPECT_EQ(trainable(m), 294912 + head);
+  EXPECT_EQ(count_params(m), 124647170 + 294912);
+}
+
+TEST(FinetuneTest, FrozenUnitsByNameOrPrefix) {
+  ModelSpec s = tiny_roberta();
+  s.finetune.frozen = {"embeddings", "layer.0"};
+  const SplitModel m = build_model(s);
+  for (int i = 0; i < m.size(); ++i) {
+    const bool frozen = m.names[i] == "embeddings" || m.names[i].rfind("layer.0.", 0) == 0;
+    for (const auto& p : m.units[i]->parameters())
+      EXPECT_EQ(p.requires_grad(), !frozen) << m.names[i];
+  }
+  // Nothing before layer.1 trains: its input needs no gradient, and the
+  // frozen units have no backward at all.
+  const ModelProfile p = measure_model(s);
+  EXPECT_EQ(p.units[0].bwd.macs(), 0);
+  EXPECT_EQ(p.units[2].bwd.macs(), 0);
+  EXPECT_GT(p.units[3].bwd.macs(), 0);
+  EXPECT_EQ(p.units[1].trainable_param_count(), 0);
+}
+
+TEST(FinetuneTest, RefusalsNameTheirPath) {
+  ModelSpec s = tiny_roberta();
+  s.finetune.frozen = {"layer.9"};
+  expect_error([&] { build_model(s); }, "$.model.finetune.frozen[0]", "units: embeddings");
+  s.finetune.frozen = {"embeddings", "layer", "head"};
+  expect_error([&] { build_model(s); }, "$.model.finetune", "every parameter is frozen");
+  ModelSpec cnn = spec_of("resnet20");
+  cnn.finetune.method = "lora";
+  expect_error([&] { resolve_model_defaults(cnn, "$.model"); }, "$.model.finetune.method",
+               "freeze units");
+  cnn.finetune.method = "full";
+  cnn.dropout = 0.2;
+  expect_error([&] { resolve_model_defaults(cnn, "$.model"); }, "$.model.dropout", "transformers");
+}
+
+// Split at a cut as exec does (the receiver's input a fresh leaf, its
+// gradient sent back): the adapters get the gradients of the unsplit model.
+TEST(FinetuneTest, AdapterGradientsAcrossACutEqualTheUnsplitModel) {
+  ModelSpec s = tiny_roberta("lora");
+  s.finetune.targets = {"query", "value", "intermediate"};
+  s.finetune.dropout = 0;
+  s.dropout = 0;
+  const torch::Tensor x = build_model(s).make_input(4, 1);
+  auto grads = [&](bool split) {
+    SplitModel m = build_model(s, 5);
+    // B starts at zero (A gets no gradient then); move off it.
+    for (const auto& unit : m.units)
+      for (auto& p : unit->named_parameters())
+        if (p.key().find("lora_B") != std::string::npos) p.value().data().normal_(0, 0.1);
+    const torch::Tensor target = m.make_target(4, 1);
+    if (split) {
+      const torch::Tensor sent = m.forward(x, 0, 2);
+      const torch::Tensor received = sent.detach().requires_grad_();
+      m.loss(m.forward(received, 3, m.size() - 1), target).backward();
+      sent.backward(received.grad());
+    } else {
+      m.loss(m.forward(x), target).backward();
+    }
+    std::vector<torch::Tensor> out;
+    for (const auto& p : m.parameters(0, m.size() - 1))
+      if (p.requires_grad()) out.push_back(p.grad().clone());
+    return out;
+  };
+  const auto whole = grads(false), split = grads(true);
+  ASSERT_EQ(whole.size(), split.size());
+  ASSERT_EQ(whole.size(), 2u * 3 * 2 + 4);  // 3 adapters (A, B) per layer, the head's 4
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(whole[i], split[i], 1e-5, 1e-7)) << i;
+    EXPECT_GT(whole[i].abs().sum().item<double>(), 0) << i;
+  }
+}
+
+// The plan counts gradients, optimizer state and the update for the
+// trainable parameters only; the weights stay whole.
+TEST(FinetuneTest, PlanHoldsStateAndUpdatesForTheTrainableParametersOnly) {
+  DeviceProfile dev;
+  dev.name = "d";
+  dev.peak_flops = 1e12;
+  dev.memory_bandwidth_Bps = 1e10;
+  Scenario sc;
+  sc.name = "lora";
+  sc.batch_size = 4;
+  sc.optimizer.name = "adamw";
+  sc.partition = {{"client", "embeddings", "layer.0.attention"}, {"server", "layer.0.ffn", "head"}};
+  sc.compression.resize(1);
+  sc.devices = {{"client", "d"}, {"server", "d"}};
+  const std::map<std::string, DeviceProfile> devices = {{"client", dev}, {"server", dev}};
+  sc.model = tiny_roberta();
+  const Plan full = make_plan(sc, measure_model(sc.model), devices);
+  sc.model = tiny_roberta("lora");
+  const Plan lora = make_plan(sc, measure_model(sc.model), devices);
+  for (int k = 0; k < 2; ++k) {
+    const PlanStage &a = full.stages[k], &b = lora.stages[k];
+    EXPECT_EQ(a.trainable_param_bytes(), a.param_bytes);
+    EXPECT_EQ(b.optimizer_state_bytes, 2 * b.trainable_param_bytes());  // AdamW: 2 copies
+    EXPECT_LT(b.trainable_param_bytes(), a.trainable_param_bytes() / 5);  // the head stays
+    EXPECT_LT(b.update_s, a.update_s / 5);
+    EXPECT_LT(b.bwd_per_batch.macs(), a.bwd_per_batch.macs());
+    // Weights, gradients and state: the weights stay, the rest shrinks.
+    EXPECT_EQ(
+        a.peak_memory_bytes - b.peak_memory_bytes,
+        3 * (a.trainable_param_bytes() - b.trainable_param_bytes()) +
+            (a.param_bytes - b.param_bytes) +
+            (a.stash_bytes_per_microbatch - b.stash_bytes_per_microbatch) * a.stashed_microbatches);
+  }
+}
+
+}  // namespace
+}  // namespace splitsim
