@@ -3,6 +3,7 @@
 // simulator uses is required; the informational ones (units, MACs, memory)
 // are optional, and the totals that repeat per-micro-batch values must agree
 // with them.
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -269,11 +270,8 @@ PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m)
   for (const CountKey& c : {CountKey{"trainable_param_count", &trainable_count},
                             CountKey{"trainable_param_bytes", &trainable_bytes}})
     if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));
-  if (trainable_count > s.param_count || trainable_bytes > s.param_bytes)
-    throw InputError(path + ".trainable_param_count",
-                     "more trainable parameters than parameters; write the plan again");
-  s.frozen_param_count = s.param_count - trainable_count;
-  s.frozen_param_bytes = s.param_bytes - trainable_bytes;
+  s.frozen_param_count = std::max<int64_t>(0, s.param_count - trainable_count);
+  s.frozen_param_bytes = std::max<int64_t>(0, s.param_bytes - trainable_bytes);
   if (j.contains("weight_versions"))
     s.weight_versions =
         jr::read_int(j.at("weight_versions"), path + ".weight_versions", 1, limits::kMaxPlanBytes);

@@ -19,8 +19,9 @@ namespace {
 
 namespace nn = torch::nn;
 
-// A dense projection x W^T + b, the same op as nn::Linear (its weights are
-// drawn by one, so a model without adapters is the same for a seed). With
+// A dense projection x W^T + b, the same ops as nn::Linear (its weights are
+// drawn by one, so a model without adapters is the same for a seed, and
+// measures the same: a matmul, then the bias added). With
 // LoRA on it (FinetuneSpec::targets names it), W and b are frozen and an
 // adapter adds (alpha / r) * dropout(x) A^T B^T: A [r, in] drawn as
 // nn::Linear's weights, B [out, r] zero, so training starts from the base
@@ -42,9 +43,10 @@ class ProjectionImpl : public nn::Module {
     scale_ = finetune.alpha / static_cast<double>(finetune.rank);
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor y = torch::linear(x, weight_, bias_);
+    namespace F = torch::nn::functional;
+    torch::Tensor y = F::linear(x, weight_, bias_);
     if (!lora_a_.defined()) return y;
-    return y + torch::linear(torch::linear(dropout_->forward(x), lora_a_), lora_b_) * scale_;
+    return y + F::linear(F::linear(dropout_->forward(x), lora_a_), lora_b_) * scale_;
   }
 
  private:
