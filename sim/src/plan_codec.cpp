@@ -73,6 +73,7 @@ void write_plan(const Plan& p, PlanWriter* w) {
   w->pod(p.batch_size);
   w->vec(p.microbatch_sizes);
   w->pod(p.schedule);
+  w->str(p.compute_precision);
   w->pod(static_cast<uint64_t>(p.stages.size()));
   for (const PlanStage& s : p.stages) {
     w->str(s.name);
@@ -147,6 +148,7 @@ Plan read_plan(PlanReader* r) {
   r->pod(&p.batch_size);
   r->vec(&p.microbatch_sizes);
   r->pod(&p.schedule);
+  r->str(&p.compute_precision);
   uint64_t n = 0;
   r->pod(&n);
   for (uint64_t i = 0; i < n; ++i) {

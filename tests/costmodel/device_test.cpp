@@ -1,10 +1,10 @@
 // Device profiles: the spec-sheet formula, parsing, and the efficiency fit.
 #include "splitsim/costmodel/device.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "splitsim/costmodel/codec.h"
@@ -25,11 +25,11 @@ DeviceProfile unit_device() {
 
 TEST(DeviceTest, FormulaAddsEachClass) {
   OpCounts w;
-  w.conv_macs = 1'000'000'000;       // 2 s at 0.5
-  w.depthwise_macs = 100'000'000;    // 1 s at 0.1
-  w.matmul_macs = 800'000'000;       // 1 s at 0.8
+  w.conv_macs = 1'000'000'000;          // 2 s at 0.5
+  w.depthwise_macs = 100'000'000;       // 1 s at 0.1
+  w.matmul_macs = 800'000'000;          // 1 s at 0.8
   w.elementwise_elems = 1'000'000'000;  // 8 GB / 8 GB/s = 1 s
-  w.ops = 100'000;                   // 1 s
+  w.ops = 100'000;                      // 1 s
   EXPECT_NEAR(formula_seconds(unit_device(), w), 6.0, 1e-9);
 }
 
@@ -97,6 +97,41 @@ TEST(DeviceTest, ShippedProfilesLoad) {
     EXPECT_GT(d.peak_flops, 1e12);
     EXPECT_FALSE(d.sources.empty()) << name << " must cite its sources";
   }
+  // Tensor-core peaks where the datasheets list them; none for Pascal.
+  const auto peak = [&](const char* name) { return load_device(name, {dir}, "$.devices.x"); };
+  EXPECT_EQ(peak("v100").peak_flops_fp16, 125e12);
+  EXPECT_EQ(peak("v100").peak_flops_bf16, 0);
+  EXPECT_EQ(peak("a100").peak_flops_bf16, 312e12);
+  EXPECT_EQ(peak("h100").peak_flops_fp16, 989e12);
+  EXPECT_EQ(peak("gtx1080").peak_flops_fp16, 0);
+  EXPECT_EQ(peak("xeon_40core").peak_flops_fp16, 0);
+}
+
+// Mixed precision computes at the precision's peak where the device lists
+// one, else at its FP32 peak; the peaks round-trip and must be positive.
+TEST(DeviceTest, ComputePrecisionPicksItsPeak) {
+  DeviceProfile d;
+  d.name = "g";
+  d.peak_flops = 10e12;
+  d.memory_bandwidth_Bps = 1e12;
+  d.peak_flops_fp16 = 80e12;
+  bool applied = false;
+  EXPECT_EQ(at_compute_precision(d, "fp16", &applied).peak_flops, 80e12);
+  EXPECT_TRUE(applied);
+  EXPECT_EQ(at_compute_precision(d, "bf16", &applied).peak_flops, 10e12);  // none listed
+  EXPECT_FALSE(applied);
+  EXPECT_EQ(at_compute_precision(d, "fp32", &applied).peak_flops, 10e12);
+  nlohmann::json j;
+  to_json(j, d);
+  EXPECT_EQ(parse_device(j, "$").peak_flops_fp16, 80e12);
+  EXPECT_FALSE(j.contains("peak_flops_bf16"));
+  j["peak_flops_bf16"] = 0;
+  try {
+    parse_device(j, "$.devices.g");
+    ADD_FAILURE() << "a zero peak was taken";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "$.devices.g.peak_flops_bf16");
+  }
 }
 
 TEST(DeviceTest, UnknownDeviceListsTheKnownOnes) {
@@ -111,7 +146,9 @@ TEST(DeviceTest, UnknownDeviceListsTheKnownOnes) {
 }
 
 TEST(DeviceTest, MalformedProfilesAreRefused) {
-  nlohmann::json j = {{"schema", "splitsim.device/1"}, {"name", "x"}, {"peak_flops", 1e12},
+  nlohmann::json j = {{"schema", "splitsim.device/1"},
+                      {"name", "x"},
+                      {"peak_flops", 1e12},
                       {"memory_bandwidth_Bps", 1e11}};
   EXPECT_NO_THROW(parse_device(j, "$"));
   auto bad = j;

@@ -261,6 +261,28 @@ TEST(PlannerTest, PeakMemoryAddsParamsGradsStateAndStash) {
   EXPECT_EQ(st.stash_bytes_per_microbatch, 2 * 512 * 4);
   EXPECT_EQ(st.stashed_microbatches, 2);
   EXPECT_EQ(st.peak_memory_bytes, 800 + 800 + 1600 + 2 * 4096);
+  // Mixed precision: FP32 master weights and half copies (x1.5), half
+  // gradients and activations (x0.5), FP32 optimizer state.
+  s.compute_precision = "fp16";
+  const Plan mixed = make_plan(s, toy_model(), devices());
+  EXPECT_EQ(mixed.stages[1].peak_memory_bytes, 1200 + 400 + 1600 + 4096);
+  EXPECT_EQ(mixed.compute_precision, "fp16");
+}
+
+// The MAC terms run at the compute precision's peak where the device lists
+// one; a device without it computes at its FP32 peak.
+TEST(PlannerTest, ComputePrecisionUsesTheDevicesPeak) {
+  auto devs = devices();
+  devs["server"].peak_flops_fp16 = 4 * devs["server"].peak_flops;
+  Scenario s = ushape();
+  const Plan fp32 = make_plan(s, toy_model(), devs);
+  s.compute_precision = "fp16";
+  const Plan fp16 = make_plan(s, toy_model(), devs);
+  EXPECT_DOUBLE_EQ(fp16.stages[1].fwd_s[0], fp32.stages[1].fwd_s[0] / 4);
+  EXPECT_DOUBLE_EQ(fp16.stages[1].bwd_s[0], fp32.stages[1].bwd_s[0] / 4);
+  EXPECT_DOUBLE_EQ(fp16.stages[0].fwd_s[0], fp32.stages[0].fwd_s[0]);  // the client has none
+  s.compute_precision = "bf16";
+  EXPECT_DOUBLE_EQ(make_plan(s, toy_model(), devs).stages[1].fwd_s[0], fp32.stages[1].fwd_s[0]);
 }
 
 }  // namespace

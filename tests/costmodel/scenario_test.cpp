@@ -155,6 +155,13 @@ TEST(ScenarioErrors, WrongType) {
   expect_parse_error(j, "$.model.finetune.targets[1]", "listed twice");
   j["model"]["finetune"] = {{"method", "lora"}, {"dropout", 1}};
   expect_parse_error(j, "$.model.finetune.dropout", "");
+  j = base();
+  j["compute_precision"] = "fp8";
+  expect_parse_error(j, "$.compute_precision", "fp32, fp16, bf16");
+  j["compute_precision"] = "bf16";
+  EXPECT_EQ(parse_scenario(j).compute_precision, "bf16");
+  j = base();
+  j["model"] = {{"name", "roberta_base"}};
   j["model"]["finetune"] = {{"method", "qlora"}};
   expect_parse_error(j, "$.model.finetune.method", "full, lora");
   j["model"]["finetune"] = {{"method", "lora"}, {"rank", 4}, {"alpha", 8}, {"targets", {"key"}}};
@@ -374,7 +381,7 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
       {"mobilenet_v2_cifar_5stage.json", 2}, {"roberta_rte_5stage.json", 7},
       {"resnet20_kstage.json", 20},          {"bert_small_schedules.json", 4},
       {"validation_matrix.json", 36},        {"validation_thin_client.json", 12},
-      {"resnet20_many_clients.json", 2},     {"roberta_cola_lora.json", 3},
+      {"resnet20_many_clients.json", 2},     {"roberta_cola_lora.json", 6},
   };
   std::map<std::string, size_t> found;
   for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {
@@ -401,15 +408,17 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
 // full with the embeddings frozen.
 TEST(ScenarioFiles, LoraScenarioSweepsTheFineTuningMethod) {
   const auto variants = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/roberta_cola_lora.json");
-  ASSERT_EQ(variants.size(), 3u);
+  ASSERT_EQ(variants.size(), 6u);  // x compute precision fp32, fp16
   EXPECT_EQ(variants[0].scenario.model.finetune.method, "full");
-  const FinetuneSpec& lora = variants[1].scenario.model.finetune;
+  EXPECT_EQ(variants[0].scenario.compute_precision, "fp32");
+  EXPECT_EQ(variants[1].scenario.compute_precision, "fp16");
+  const FinetuneSpec& lora = variants[2].scenario.model.finetune;
   EXPECT_EQ(lora.method, "lora");
   EXPECT_EQ(lora.rank, 8);
   EXPECT_EQ(lora.targets, (std::vector<std::string>{"query", "value"}));
-  EXPECT_EQ(variants[2].scenario.model.finetune.frozen, std::vector<std::string>{"embeddings"});
-  EXPECT_EQ(variants[1].scenario.batch_size, 16);
-  EXPECT_EQ(variants[1].scenario.optimizer.name, "adamw");
+  EXPECT_EQ(variants[4].scenario.model.finetune.frozen, std::vector<std::string>{"embeddings"});
+  EXPECT_EQ(variants[2].scenario.batch_size, 16);
+  EXPECT_EQ(variants[2].scenario.optimizer.name, "adamw");
 }
 
 TEST(ScenarioFiles, ManyClientsScenariosShareAServerLinkSlowerThanTheClients) {

@@ -53,6 +53,17 @@ OpClassParts formula_parts(const DeviceProfile& d, const OpCounts& w) {
   return s;
 }
 
+DeviceProfile at_compute_precision(const DeviceProfile& d, const std::string& precision,
+                                   bool* applied) {
+  const double peak =
+      precision == "fp16" ? d.peak_flops_fp16 : precision == "bf16" ? d.peak_flops_bf16 : 0;
+  if (applied != nullptr) *applied = peak > 0;
+  if (peak <= 0) return d;
+  DeviceProfile out = d;
+  out.peak_flops = peak;
+  return out;
+}
+
 double formula_seconds(const DeviceProfile& d, const OpCounts& w) {
   return formula_parts(d, w).total();
 }
@@ -76,6 +87,8 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
          {"elementwise", d.efficiency.elementwise},
          {"per_op_s", d.efficiency.per_op_s}}},
        {"sources", d.sources}};
+  if (d.peak_flops_fp16 > 0) j["peak_flops_fp16"] = d.peak_flops_fp16;
+  if (d.peak_flops_bf16 > 0) j["peak_flops_bf16"] = d.peak_flops_bf16;
   if (!d.timings.empty()) {
     nlohmann::json units = nlohmann::json::array();
     for (const auto& t : d.timings)
@@ -155,8 +168,9 @@ namespace {
 
 DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& where) {
   check_keys(j,
-             {"schema", "name", "description", "peak_flops", "memory_bandwidth_Bps", "memory_bytes",
-              "efficiency", "sources", "measured", "measured_codecs", "fit"},
+             {"schema", "name", "description", "peak_flops", "peak_flops_fp16", "peak_flops_bf16",
+              "memory_bandwidth_Bps", "memory_bytes", "efficiency", "sources", "measured",
+              "measured_codecs", "fit"},
              where);
   if (j.value("schema", "") != "splitsim.device/1")
     throw InputError(where + ".schema", "expected \"splitsim.device/1\"");
@@ -166,6 +180,8 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
   d.name = j.at("name").get<std::string>();
   d.description = j.value("description", "");
   d.peak_flops = number(j, "peak_flops", where, true, 0);
+  d.peak_flops_fp16 = number(j, "peak_flops_fp16", where, false, 0);
+  d.peak_flops_bf16 = number(j, "peak_flops_bf16", where, false, 0);
   d.memory_bandwidth_Bps = number(j, "memory_bandwidth_Bps", where, true, 0);
   d.memory_bytes = number(j, "memory_bytes", where, false, 0, true);
   if (j.contains("efficiency")) {

@@ -168,6 +168,7 @@ void to_json(nlohmann::json& j, const Plan& p) {
        {"chunks", p.chunks()},
        {"microbatch_sizes", p.microbatch_sizes},
        {"schedule", schedule_name(p.schedule)},
+       {"compute_precision", p.compute_precision},
        {"stages", stages},
        {"boundaries", boundaries},
        {"network", network_json(p.network)},
@@ -261,7 +262,9 @@ double Plan::update_s(int stage, int64_t c) const {
 void print_plan(std::ostream& os, const Plan& p) {
   char line[512];
   os << "== " << p.scenario << " [" << p.variant << "]: " << p.model << ", batch " << p.batch_size
-     << " in " << p.chunks() << " micro-batch(es), schedule " << schedule_name(p.schedule) << "\n";
+     << " in " << p.chunks() << " micro-batch(es), schedule " << schedule_name(p.schedule)
+     << (p.compute_precision == "fp32" ? "" : ", compute " + p.compute_precision + " mixed")
+     << "\n";
   std::snprintf(line, sizeof line,
                 "%-7s %-7s %-12s %-34s %11s %11s %10s %10s %11s %11s %10s %10s\n", "stage", "party",
                 "device", "units", "fwd MACs", "bwd MACs", "params", "trainable", "fwd/batch",

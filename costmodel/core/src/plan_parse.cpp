@@ -26,7 +26,7 @@ using nlohmann::json;
 const std::vector<std::string> kTopKeys = {
     "schema",           "scenario", "variant", "model",        "batch_size", "chunks",
     "microbatch_sizes", "schedule", "stages",  "boundaries",   "network",    "platform",
-    "iterations",       "warmup",   "clients", "client_groups"};
+    "iterations",       "warmup",   "clients", "client_groups", "compute_precision"};
 const std::vector<std::string> kGroupKeys = {
     "name", "device", "count", "bandwidth_bit_per_s", "latency_s", "stage_costs"};
 const std::vector<std::string> kStageCostKeys = {"stage", "fwd_s_per_microbatch",
@@ -409,6 +409,9 @@ Plan parse_plan(const json& j, const std::string& path) {
       jr::read_choice(j.at("schedule"), path + ".schedule", "schedule", schedule_names());
   for (int s = 0; s <= static_cast<int>(Schedule::kFr); ++s)
     if (schedule == schedule_name(static_cast<Schedule>(s))) p.schedule = static_cast<Schedule>(s);
+  if (j.contains("compute_precision"))
+    p.compute_precision = jr::read_choice(j.at("compute_precision"), path + ".compute_precision",
+                                          "compute precision", {"fp32", "fp16", "bf16"});
   const size_t m = p.microbatch_sizes.size();
 
   const json& stages = j.at("stages");

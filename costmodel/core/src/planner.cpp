@@ -206,7 +206,12 @@ Plan plan_with_groups(const Scenario& sc, const ModelProfile& model,
 }  // namespace
 
 Plan make_plan(const Scenario& sc, const ModelProfile& model,
-               const std::map<std::string, DeviceProfile>& devices, const std::string& label) {
+               const std::map<std::string, DeviceProfile>& devices_as_given,
+               const std::string& label) {
+  // Each device as it computes in the scenario's compute precision.
+  std::map<std::string, DeviceProfile> devices;
+  for (const auto& [party, d] : devices_as_given)
+    devices[party] = at_compute_precision(d, sc.compute_precision);
   if (!sc.client_groups.empty()) return plan_with_groups(sc, model, devices, label);
   const auto ranges = resolve_parts(sc, model);
   const int K = static_cast<int>(ranges.size());
@@ -218,6 +223,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   plan.batch_size = sc.batch_size;
   plan.microbatch_sizes = split_batch(sc.batch_size, sc.chunks);
   plan.schedule = sc.schedule;
+  plan.compute_precision = sc.compute_precision;
   plan.network = sc.network;
   plan.platform = sc.platform;
   plan.iterations = sc.iterations;
@@ -370,10 +376,16 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     st.update_s =
         measured ? update : update_formula_seconds(dev, st.trainable_param_count(), state_copies);
     // Weights, then per trainable weight its gradient and the versions
-    // pipedream stashes beyond the current one.
-    st.peak_memory_bytes =
-        st.param_bytes + st.trainable_param_bytes() * st.weight_versions + st.optimizer_state_bytes +
-        st.stash_bytes_per_microbatch * st.stashed_microbatches + st.replay_bytes;
+    // pipedream stashes beyond the current one. Mixed precision keeps FP32
+    // master weights beside half-precision copies (x1.5), and half-precision
+    // gradients and activations (x0.5); the optimizer state stays FP32.
+    const bool mixed = sc.compute_precision != "fp32";
+    const double weights = mixed ? 1.5 : 1.0, halves = mixed ? 0.5 : 1.0;
+    st.peak_memory_bytes = static_cast<int64_t>(std::llround(
+        weights * st.param_bytes +
+        halves * (st.trainable_param_bytes() * st.weight_versions +
+                  st.stash_bytes_per_microbatch * st.stashed_microbatches + st.replay_bytes) +
+        st.optimizer_state_bytes));
   }
   if (!sc.calibration_file.empty()) {
     if (!sc.calibration)

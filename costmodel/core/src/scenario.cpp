@@ -370,7 +370,7 @@ void check_schema(const json& j) {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> kKeys = {
-      "schema",      "name",   "description", "model",     "batch_size", "precision",  "partition",
+      "schema",      "name",   "description", "model",     "batch_size", "precision", "compute_precision",  "partition",
       "compression", "chunks", "schedule",    "optimizer", "devices",    "network",    "platform",
       "iterations",  "warmup", "clients",     "dataset",   "seed",       "calibration"};
   return kKeys;
@@ -412,6 +412,10 @@ Scenario parse_scenario(const json& j) {
   }
   s.model = parse_model(j.at("model"), "$.model");
   s.batch_size = jr::read_int(j.at("batch_size"), "$.batch_size", 1, limits::kMaxBatchSize);
+  if (j.contains("compute_precision")) {
+    s.compute_precision = jr::read_choice(j.at("compute_precision"), "$.compute_precision",
+                                          "compute precision", kPrecisions);
+  }
   if (j.contains("precision")) {
     s.precision = jr::read_choice(j.at("precision"), "$.precision", "precision", kPrecisions);
   }

@@ -47,6 +47,8 @@ struct DeviceProfile {
   std::string name;
   std::string description;
   double peak_flops = 0;            // FP32 FLOP/s (1 MAC = 2 FLOP)
+  double peak_flops_fp16 = 0;       // FP16 / BF16 FLOP/s (tensor cores); 0: none listed
+  double peak_flops_bf16 = 0;
   double memory_bandwidth_Bps = 0;
   double memory_bytes = 0;
   Efficiency efficiency;
@@ -93,6 +95,13 @@ double op_class_part(const OpClassParts& p, size_t i);
 //   ops * per_op_s.
 OpClassParts formula_parts(const DeviceProfile& device, const OpCounts& work);
 // formula_parts(device, work).total().
+// The device as it computes in `precision` ("fp32", or "fp16" / "bf16"
+// mixed precision): the MAC terms run at that precision's peak where the
+// device lists one, else at its FP32 peak (*applied says which). Element-wise
+// work and measured timings are left as they are.
+DeviceProfile at_compute_precision(const DeviceProfile& d, const std::string& precision,
+                                   bool* applied = nullptr);
+
 double formula_seconds(const DeviceProfile& device, const OpCounts& work);
 // Seconds for an optimizer step over `param_count` parameters keeping
 // `state_copies` state tensors: (3 + 2*state_copies) * 4 B per parameter moved.

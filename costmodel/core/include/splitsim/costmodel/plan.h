@@ -92,6 +92,7 @@ struct Plan {
   int64_t batch_size = 0;
   std::vector<int64_t> microbatch_sizes;  // chunks entries summing to batch_size
   Schedule schedule = Schedule::kSequential;
+  std::string compute_precision = "fp32";  // the scenario's (fp16 / bf16: mixed)
   std::vector<PlanStage> stages;
   std::vector<PlanBoundary> boundaries;
   NetworkSpec network;

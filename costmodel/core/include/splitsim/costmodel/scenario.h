@@ -161,6 +161,9 @@ struct Scenario {
   ModelSpec model;
   int64_t batch_size = 1;
   std::string precision = "fp32";           // fp32 | fp16 | bf16 (activations on the wire)
+  // fp32 | fp16 | bf16: what the devices compute in (fp16 and bf16 mixed:
+  // FP32 master weights beside half-precision copies).
+  std::string compute_precision = "fp32";
   std::vector<PartSpec> partition;          // >= 2 parts, in model order
   std::vector<BoundaryCodecs> compression;  // one per boundary (partition.size()-1)
   int64_t chunks = 1;
