@@ -16,6 +16,7 @@
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/exec/gloo_transport.h"
 #include "splitsim/exec/link_probe.h"
+#include "splitsim/exec/mixed_precision.h"
 #include "splitsim/exec/runner.h"
 #include "splitsim/exec/session.h"
 #include "splitsim/exec/topology.h"
@@ -101,6 +102,15 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
         << (rank == 0 ? "listening on " : "connecting to ") << go.host << ":" << go.port
         << ", timeout " << args.timeout_s << " s";
   progress(where.str());
+  if (sc.compute_precision != "fp32") {
+    const bool applies = autocast_applies(
+        args.device == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU),
+        sc.compute_precision);
+    progress("exec: compute_precision " + sc.compute_precision +
+             (applies ? ": forwards under autocast (mixed precision)"
+                      : ": no autocast for it on " + args.device +
+                            " in this LibTorch (CPU: bf16 only); computing in FP32"));
+  }
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
   RunResult result;
   try {

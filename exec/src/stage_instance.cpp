@@ -7,6 +7,7 @@
 #include "error_reason.h"
 #include "party_context.h"
 #include "splitsim/costmodel/schedule.h"
+#include "splitsim/exec/mixed_precision.h"
 #include "stage_wire.h"
 
 namespace splitsim::exec_internal {
@@ -157,8 +158,19 @@ class Instance {
   }
 
   // The stage's forward from its input; on the last stage also the loss.
+  // Under mixed precision (mixed_precision.h) the forward runs under
+  // autocast and its output goes on as FP32 (the wire's dtype is the
+  // codec's business).
   void compute_forward(Stash* s, torch::Tensor x, const Op& op) {
-    torch::Tensor out = ctx_.model.forward(x, parts_.first_unit, parts_.last_unit);
+    torch::Tensor out;
+    bool mixed = false;
+    {
+      AutocastGuard autocast(ctx_.device, ctx_.scenario->compute_precision);
+      mixed = autocast.active();
+      out = ctx_.model.forward(x, parts_.first_unit, parts_.last_unit);
+    }
+    if (mixed && out.is_floating_point() && out.scalar_type() != torch::kFloat32)
+      out = out.to(torch::kFloat32);
     if (k_ == K_ - 1) {
       const int64_t n = mb_size(op.microbatch);
       torch::Tensor target = data(op.batch).second.narrow(0, mb_offset(op.microbatch), n);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "exec_test_util.h"
+#include "splitsim/exec/mixed_precision.h"
 
 namespace splitsim::testing {
 namespace {
@@ -161,6 +162,80 @@ TEST(TransparencyTest, LoraTrainsThroughExec) {
   ASSERT_EQ(stats.size(), 40u);
   EXPECT_LT(stats.back().loss, 0.5 * stats.front().loss)
       << stats.front().loss << " -> " << stats.back().loss;
+}
+
+// Mixed precision: autocast on this thread for the guard's lifetime (bf16 on
+// a CPU; fp16 has no CPU autocast in LibTorch 1.13 and stays FP32).
+TEST(MixedPrecisionTest, GuardCastsMatmulsOnlyInsideAndOnlyWhereSupportedOnTheCpu) {
+  const torch::Tensor a = torch::randn({4, 8}), b = torch::randn({8, 3});
+  const torch::Device cpu(torch::kCPU);
+  EXPECT_TRUE(autocast_applies(cpu, "bf16"));
+  EXPECT_FALSE(autocast_applies(cpu, "fp16"));
+  EXPECT_FALSE(autocast_applies(cpu, "fp32"));
+  EXPECT_TRUE(autocast_applies(torch::Device(torch::kCUDA), "fp16"));
+  {
+    AutocastGuard guard(cpu, "bf16");
+    EXPECT_TRUE(guard.active());
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat32);
+  {
+    AutocastGuard guard(cpu, "fp16");
+    EXPECT_FALSE(guard.active());
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat32);
+  }
+}
+
+TEST(MixedPrecisionTest, GuardCastsMatmulsToHalfOnCuda) {
+  if (!torch::cuda::is_available())
+    GTEST_SKIP() << "no CUDA device: the fp16 path is compiled only";
+  const torch::Tensor a = torch::randn({4, 8}).cuda(), b = torch::randn({8, 3}).cuda();
+  {
+    AutocastGuard guard(torch::Device(torch::kCUDA), "fp16");
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kHalf);
+  }
+  EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat32);
+}
+
+// exec with compute_precision bf16 on a CPU: the forwards run under
+// autocast, the wire carries what the plan says (FP32 activations), the
+// weights and gradients stay FP32, and it trains.
+std::vector<RunResult> train_lora(const std::string& compute_precision) {
+  Scenario sc = lora_scenario();
+  sc.compute_precision = compute_precision;
+  sc.optimizer.name = "adamw";
+  sc.optimizer.lr = 3e-3;
+  const SplitModel model = build_model(sc.model, sc.seed);
+  RepeatedBatch data(make_synthetic_source(model, sc.seed));
+  RunOptions o;
+  o.timeout = std::chrono::milliseconds(20000);
+  o.data = &data;
+  return run_loopback(sc, make_test_plan(sc, {2, 4}, none(), none(), 1, Schedule::kSequential, 40),
+                      o);
+}
+
+TEST(MixedPrecisionTest, ExecTrainsLoraInBf16OnTheCpu) {
+  const Plan plan =
+      make_test_plan(lora_scenario(), {2, 4}, none(), none(), 1, Schedule::kSequential, 40);
+  const auto results = train_lora("bf16");
+  int64_t plan_bytes = 0;
+  for (const auto& b : plan.boundaries)
+    plan_bytes += b.forward.wire_bytes_per_batch + b.backward.wire_bytes_per_batch;
+  int64_t sent = 0;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.complete) << r.error;
+    sent += r.wire_bytes_sent;
+  }
+  EXPECT_EQ(sent, 40 * plan_bytes);
+  const auto& stats = results[results[0].stats.empty() ? 1 : 0].stats;
+  ASSERT_EQ(stats.size(), 40u);
+  EXPECT_LT(stats.back().loss, 0.5 * stats.front().loss)
+      << stats.front().loss << " -> " << stats.back().loss;
+  // The first loss, before any step: bf16 matmuls round it, a little.
+  const auto fp32 = train_lora("fp32");
+  const double want = fp32[fp32[0].stats.empty() ? 1 : 0].stats.front().loss;
+  EXPECT_NE(stats.front().loss, want);
+  EXPECT_NEAR(stats.front().loss / want, 1.0, 0.05);
 }
 
 }  // namespace
