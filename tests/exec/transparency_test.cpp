@@ -146,8 +146,10 @@ class RepeatedBatch : public BatchSource {
   std::unique_ptr<BatchSource> source_;
 };
 
-TEST(TransparencyTest, LoraTrainsThroughExec) {
+// 40 AdamW steps of the LoRA U-shape through exec on one repeated batch.
+std::vector<RunResult> train_lora(const std::string& compute_precision) {
   Scenario sc = lora_scenario();
+  sc.compute_precision = compute_precision;
   sc.optimizer.name = "adamw";
   sc.optimizer.lr = 3e-3;
   const SplitModel model = build_model(sc.model, sc.seed);
@@ -155,10 +157,19 @@ TEST(TransparencyTest, LoraTrainsThroughExec) {
   RunOptions o;
   o.timeout = std::chrono::milliseconds(20000);
   o.data = &data;
-  const Plan plan = make_test_plan(sc, {2, 4}, none(), none(), 1, Schedule::kSequential, 40);
-  const auto results = run_loopback(sc, plan, o);
+  return run_loopback(sc, make_test_plan(sc, {2, 4}, none(), none(), 1, Schedule::kSequential, 40),
+                      o);
+}
+
+// The batch statistics of the rank that holds the head (the loss).
+const std::vector<BatchStats>& head_stats(const std::vector<RunResult>& results) {
+  return results[results[0].stats.empty() ? 1 : 0].stats;
+}
+
+TEST(TransparencyTest, LoraTrainsThroughExec) {
+  const auto results = train_lora("fp32");
   for (const auto& r : results) ASSERT_TRUE(r.complete) << r.error;
-  const auto& stats = results[results[0].stats.empty() ? 1 : 0].stats;  // the head's rank
+  const auto& stats = head_stats(results);
   ASSERT_EQ(stats.size(), 40u);
   EXPECT_LT(stats.back().loss, 0.5 * stats.front().loss)
       << stats.front().loss << " -> " << stats.back().loss;
@@ -200,20 +211,6 @@ TEST(MixedPrecisionTest, GuardCastsMatmulsToHalfOnCuda) {
 // exec with compute_precision bf16 on a CPU: the forwards run under
 // autocast, the wire carries what the plan says (FP32 activations), the
 // weights and gradients stay FP32, and it trains.
-std::vector<RunResult> train_lora(const std::string& compute_precision) {
-  Scenario sc = lora_scenario();
-  sc.compute_precision = compute_precision;
-  sc.optimizer.name = "adamw";
-  sc.optimizer.lr = 3e-3;
-  const SplitModel model = build_model(sc.model, sc.seed);
-  RepeatedBatch data(make_synthetic_source(model, sc.seed));
-  RunOptions o;
-  o.timeout = std::chrono::milliseconds(20000);
-  o.data = &data;
-  return run_loopback(sc, make_test_plan(sc, {2, 4}, none(), none(), 1, Schedule::kSequential, 40),
-                      o);
-}
-
 TEST(MixedPrecisionTest, ExecTrainsLoraInBf16OnTheCpu) {
   const Plan plan =
       make_test_plan(lora_scenario(), {2, 4}, none(), none(), 1, Schedule::kSequential, 40);
@@ -227,13 +224,13 @@ TEST(MixedPrecisionTest, ExecTrainsLoraInBf16OnTheCpu) {
     sent += r.wire_bytes_sent;
   }
   EXPECT_EQ(sent, 40 * plan_bytes);
-  const auto& stats = results[results[0].stats.empty() ? 1 : 0].stats;
+  const auto& stats = head_stats(results);
   ASSERT_EQ(stats.size(), 40u);
   EXPECT_LT(stats.back().loss, 0.5 * stats.front().loss)
       << stats.front().loss << " -> " << stats.back().loss;
   // The first loss, before any step: bf16 matmuls round it, a little.
   const auto fp32 = train_lora("fp32");
-  const double want = fp32[fp32[0].stats.empty() ? 1 : 0].stats.front().loss;
+  const double want = head_stats(fp32).front().loss;
   EXPECT_NE(stats.front().loss, want);
   EXPECT_NEAR(stats.front().loss / want, 1.0, 0.05);
 }
