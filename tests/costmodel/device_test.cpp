@@ -134,6 +134,59 @@ TEST(DeviceTest, ComputePrecisionPicksItsPeak) {
   }
 }
 
+// Tensor cores reach their own share of their peak: efficiency_fp16 replaces
+// the MAC classes' shares (only at fp16), leaves element-wise work alone,
+// defaults each key to the FP32 share, and is refused without its peak.
+TEST(DeviceTest, HalfPrecisionEfficienciesApplyToTheMacClassesOnly) {
+  DeviceProfile d;
+  d.name = "g";
+  d.peak_flops = 10e12;
+  d.memory_bandwidth_Bps = 1e12;
+  d.peak_flops_fp16 = 80e12;
+  d.peak_flops_bf16 = 40e12;
+  d.efficiency.matmul = 0.8;
+  d.efficiency.conv = 0.6;
+  d.efficiency.elementwise = 0.7;
+  nlohmann::json j;
+  to_json(j, d);
+  j["efficiency_fp16"] = {{"matmul", 0.4}};
+  const DeviceProfile parsed = parse_device(j, "$");
+  ASSERT_TRUE(parsed.efficiency_fp16.has_value());
+  EXPECT_FALSE(parsed.efficiency_bf16.has_value());
+  const DeviceProfile fp16 = at_compute_precision(parsed, "fp16");
+  EXPECT_EQ(fp16.efficiency.matmul, 0.4);
+  EXPECT_EQ(fp16.efficiency.conv, 0.6);  // not given: the FP32 share
+  EXPECT_EQ(fp16.efficiency.elementwise, 0.7);
+  EXPECT_EQ(at_compute_precision(parsed, "bf16").efficiency.matmul, 0.8);  // none for bf16
+  EXPECT_EQ(at_compute_precision(parsed, "fp32").efficiency.matmul, 0.8);
+  // 1e9 matmul MACs: 2e9 FLOP at 80 TFLOP/s x 0.4 = 62.5 us (at 0.8 it would be half that).
+  OpCounts w;
+  w.matmul_macs = 1e9;
+  EXPECT_DOUBLE_EQ(formula_parts(fp16, w).matmul, 2e9 / (80e12 * 0.4));
+  nlohmann::json again;
+  to_json(again, parsed);
+  EXPECT_EQ(again.at("efficiency_fp16").at("matmul"), 0.4);
+  EXPECT_FALSE(again.contains("efficiency_bf16"));
+
+  const auto error_at = [](nlohmann::json bad) {
+    try {
+      parse_device(bad, "$.devices.g");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json no_peak = j;
+  no_peak.erase("peak_flops_fp16");
+  EXPECT_NE(error_at(no_peak).find("$.devices.g.efficiency_fp16: given without peak_flops_fp16"),
+            std::string::npos)
+      << error_at(no_peak);
+  nlohmann::json elementwise = j;
+  elementwise["efficiency_fp16"]["elementwise"] = 0.5;  // memory-bound: not a MAC class
+  EXPECT_EQ(error_at(elementwise).rfind("$.devices.g.efficiency_fp16.elementwise", 0), 0u)
+      << error_at(elementwise);
+}
+
 TEST(DeviceTest, UnknownDeviceListsTheKnownOnes) {
   const std::string dir = std::string(SPLITSIM_SOURCE_DIR) + "/scenarios/devices";
   try {

@@ -55,12 +55,19 @@ OpClassParts formula_parts(const DeviceProfile& d, const OpCounts& w) {
 
 DeviceProfile at_compute_precision(const DeviceProfile& d, const std::string& precision,
                                    bool* applied) {
-  const double peak =
-      precision == "fp16" ? d.peak_flops_fp16 : precision == "bf16" ? d.peak_flops_bf16 : 0;
+  const double peak = precision == "fp16"   ? d.peak_flops_fp16
+                      : precision == "bf16" ? d.peak_flops_bf16
+                                            : 0;
   if (applied != nullptr) *applied = peak > 0;
   if (peak <= 0) return d;
   DeviceProfile out = d;
   out.peak_flops = peak;
+  const auto& half = precision == "fp16" ? d.efficiency_fp16 : d.efficiency_bf16;
+  if (half) {
+    out.efficiency.conv = half->conv;
+    out.efficiency.depthwise = half->depthwise;
+    out.efficiency.matmul = half->matmul;
+  }
   return out;
 }
 
@@ -89,6 +96,11 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
        {"sources", d.sources}};
   if (d.peak_flops_fp16 > 0) j["peak_flops_fp16"] = d.peak_flops_fp16;
   if (d.peak_flops_bf16 > 0) j["peak_flops_bf16"] = d.peak_flops_bf16;
+  const auto mac_shares = [](const Efficiency& e) {
+    return nlohmann::json{{"conv", e.conv}, {"depthwise", e.depthwise}, {"matmul", e.matmul}};
+  };
+  if (d.efficiency_fp16) j["efficiency_fp16"] = mac_shares(*d.efficiency_fp16);
+  if (d.efficiency_bf16) j["efficiency_bf16"] = mac_shares(*d.efficiency_bf16);
   if (!d.timings.empty()) {
     nlohmann::json units = nlohmann::json::array();
     for (const auto& t : d.timings)
@@ -169,8 +181,8 @@ namespace {
 DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& where) {
   check_keys(j,
              {"schema", "name", "description", "peak_flops", "peak_flops_fp16", "peak_flops_bf16",
-              "memory_bandwidth_Bps", "memory_bytes", "efficiency", "sources", "measured",
-              "measured_codecs", "fit"},
+              "memory_bandwidth_Bps", "memory_bytes", "efficiency", "efficiency_fp16",
+              "efficiency_bf16", "sources", "measured", "measured_codecs", "fit"},
              where);
   if (j.value("schema", "") != "splitsim.device/1")
     throw InputError(where + ".schema", "expected \"splitsim.device/1\"");
@@ -193,6 +205,24 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
     d.efficiency.matmul = number(e, "matmul", ew, false, d.efficiency.matmul);
     d.efficiency.elementwise = number(e, "elementwise", ew, false, d.efficiency.elementwise);
     d.efficiency.per_op_s = number(e, "per_op_s", ew, false, 0, true);
+  }
+  // Half-precision MAC shares: each key defaults to the FP32 share; a share
+  // without its precision's peak would never be used, so it is refused.
+  for (const char* p : {"fp16", "bf16"}) {
+    const std::string key = std::string("efficiency_") + p;
+    if (!j.contains(key)) continue;
+    const std::string ew = where + "." + key;
+    const double peak = std::string(p) == "fp16" ? d.peak_flops_fp16 : d.peak_flops_bf16;
+    if (!(peak > 0))
+      throw InputError(ew,
+                       std::string("given without peak_flops_") + p + " (it would never apply)");
+    const auto& e = j.at(key);
+    check_keys(e, {"conv", "depthwise", "matmul"}, ew);
+    Efficiency half = d.efficiency;
+    half.conv = number(e, "conv", ew, false, half.conv);
+    half.depthwise = number(e, "depthwise", ew, false, half.depthwise);
+    half.matmul = number(e, "matmul", ew, false, half.matmul);
+    (std::string(p) == "fp16" ? d.efficiency_fp16 : d.efficiency_bf16) = half;
   }
   if (j.contains("sources")) d.sources = j.at("sources").get<std::vector<std::string>>();
   if (j.contains("measured")) {

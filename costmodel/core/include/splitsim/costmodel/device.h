@@ -4,10 +4,10 @@
 // machine by `splitsim profile` (per-unit seconds plus fitted efficiencies).
 // JSON schema "splitsim.device/1" (scenarios/devices/*.json).
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "splitsim/costmodel/model_profile.h"
 
@@ -25,7 +25,7 @@ struct Efficiency {
 
 struct UnitTiming {
   std::string unit;
-  double fwd_s = 0;     // per measured batch
+  double fwd_s = 0;  // per measured batch
   double bwd_s = 0;
   double update_s = 0;  // optimizer step for this unit's parameters
 };
@@ -46,15 +46,19 @@ struct CodecTiming {
 struct DeviceProfile {
   std::string name;
   std::string description;
-  double peak_flops = 0;            // FP32 FLOP/s (1 MAC = 2 FLOP)
-  double peak_flops_fp16 = 0;       // FP16 / BF16 FLOP/s (tensor cores); 0: none listed
+  double peak_flops = 0;       // FP32 FLOP/s (1 MAC = 2 FLOP)
+  double peak_flops_fp16 = 0;  // FP16 / BF16 FLOP/s (tensor cores); 0: none listed
   double peak_flops_bf16 = 0;
   double memory_bandwidth_Bps = 0;
   double memory_bytes = 0;
   Efficiency efficiency;
+  // The share of the FP16 / BF16 peak the MAC classes reach (conv, depthwise,
+  // matmul; element-wise and per-op work keep `efficiency`'s). Unset: the
+  // FP32 shares. Tensor cores usually reach a smaller share of a larger peak.
+  std::optional<Efficiency> efficiency_fp16, efficiency_bf16;
   std::vector<std::string> sources;
   // Present when measured by `splitsim profile`: timings of one model.
-  std::string measured_model;            // ModelSpec::name
+  std::string measured_model;  // ModelSpec::name
   std::vector<int64_t> measured_input_shape;
   int64_t measured_batch = 0;
   int64_t measured_in_flight = 1;  // micro-batches held at once (ProfileOptions::in_flight)
@@ -94,14 +98,15 @@ double op_class_part(const OpClassParts& p, size_t i);
 //   macs / (peak_macs * eff_class) per MAC class, 8 B * elems / (mem_bw * eff_elem),
 //   ops * per_op_s.
 OpClassParts formula_parts(const DeviceProfile& device, const OpCounts& work);
-// formula_parts(device, work).total().
 // The device as it computes in `precision` ("fp32", or "fp16" / "bf16"
-// mixed precision): the MAC terms run at that precision's peak where the
-// device lists one, else at its FP32 peak (*applied says which). Element-wise
-// work and measured timings are left as they are.
+// mixed precision): the MAC terms run at that precision's peak and MAC
+// efficiencies where the device lists the peak, else at its FP32 ones
+// (*applied says which). Element-wise work and measured timings are left as
+// they are.
 DeviceProfile at_compute_precision(const DeviceProfile& d, const std::string& precision,
                                    bool* applied = nullptr);
 
+// formula_parts(device, work).total().
 double formula_seconds(const DeviceProfile& device, const OpCounts& work);
 // Seconds for an optimizer step over `param_count` parameters keeping
 // `state_copies` state tensors: (3 + 2*state_copies) * 4 B per parameter moved.
