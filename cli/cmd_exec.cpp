@@ -62,6 +62,11 @@ Command add_exec_command(CLI::App& app) {
       ->check(int_range(1, limits::kMaxIterations));
   sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--data", args->data, "Dataset directory (fashion_mnist, cifar10)");
+  sub->add_option("--distinct-batches", args->distinct_batches,
+                  "Synthetic data: repeat after N batches, a check that training works (the loss "
+                  "falls as the model fits them; random labels are not learnable otherwise). "
+                  "Every party passes the same N")
+      ->check(int_range(1, limits::kMaxIterations));
   sub->add_option("--token", args->token,
                   "Shared secret every side must present in the handshake (else "
                   "$SPLITSIM_TOKEN; prefer the variable: a command line is visible in ps)");

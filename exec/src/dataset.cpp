@@ -77,9 +77,11 @@ class ImageSource : public BatchSource {
 
 class SyntheticSource : public BatchSource {
  public:
-  SyntheticSource(const SplitModel& model, uint64_t seed) : model_(model), seed_(seed) {}
+  SyntheticSource(const SplitModel& model, uint64_t seed, int64_t distinct)
+      : model_(model), seed_(seed), distinct_(distinct) {}
   std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
                                                 int64_t batch_size) override {
+    if (distinct_ > 0) index %= distinct_;
     const uint64_t s = seed_ * 1000003 + static_cast<uint64_t>(client) * 7919 + index;
     return {model_.make_input(batch_size, s), model_.make_target(batch_size, s)};
   }
@@ -87,6 +89,7 @@ class SyntheticSource : public BatchSource {
  private:
   const SplitModel& model_;
   uint64_t seed_;
+  int64_t distinct_;
 };
 
 }  // namespace
@@ -152,8 +155,9 @@ LabeledImages first_samples(LabeledImages data, int64_t n) {
   return {data.images.narrow(0, 0, n).clone(), data.labels.narrow(0, 0, n).clone()};
 }
 
-std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed) {
-  return std::make_unique<SyntheticSource>(model, seed);
+std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed,
+                                                   int64_t distinct_batches) {
+  return std::make_unique<SyntheticSource>(model, seed, distinct_batches);
 }
 
 LabeledImages load_labeled_images(const std::string& dataset, const std::string& data_dir,
@@ -195,8 +199,13 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
 }
 
 std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
-                                               const std::string& data_dir, uint64_t seed) {
-  if (dataset == "synthetic") return make_synthetic_source(model, seed);
+                                               const std::string& data_dir, uint64_t seed,
+                                               int64_t distinct_batches) {
+  if (dataset == "synthetic") return make_synthetic_source(model, seed, distinct_batches);
+  if (distinct_batches > 0)
+    throw InputError("--distinct-batches",
+                     "applies to synthetic data; this scenario's dataset is " + dataset +
+                         " (leave the flag out)");
   if (model.task != TaskKind::kImageClassification)
     throw InputError("$.dataset", "\"" + dataset + "\" needs an image classification model, not " +
                                       model.spec.name);

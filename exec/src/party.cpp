@@ -84,6 +84,8 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
     plan.warmup = sc.warmup = std::min(sc.warmup, args.iterations - 1);
     identity_json["iterations"] = args.iterations;
   }
+  // Every party must draw the same batches (inputs on one side, labels on the other).
+  if (args.distinct_batches > 0) identity_json["distinct_batches"] = args.distinct_batches;
   const std::string token = shared_token(args.token);
   const ExecTopology topo = make_topology(plan);
   const GlooOptions go = party_gloo_options(topo, args.role, args.client_index, args.listen,
@@ -92,6 +94,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   RunOptions ro;
   ro.timeout = go.timeout;
   ro.data_dir = args.data;
+  ro.distinct_batches = args.distinct_batches;
   ro.device = args.device;
   if (args.device == "cuda" && !torch::cuda::is_available())
     throw InputError("--device",
@@ -110,6 +113,12 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
              (applies ? ": forwards under autocast (mixed precision)"
                       : ": no autocast for it on " + args.device +
                             " in this LibTorch (CPU: bf16 only); computing in FP32"));
+  }
+  if (sc.effective_loss_scale() != 1) {
+    std::ostringstream scale;
+    scale << "exec: loss scale " << sc.effective_loss_scale()
+          << " (gradients unscaled before each update; a non-finite one skips it)";
+    progress(scale.str());
   }
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
   RunResult result;

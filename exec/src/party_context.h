@@ -76,7 +76,8 @@ struct PartyContext {
 struct InstanceResult {
   std::vector<TimelineEvent> events;
   std::vector<BatchStats> stats;
-  int64_t updated = 0;  // batches whose update ran
+  int64_t updated = 0;          // batches whose update ran
+  int64_t skipped_updates = 0;  // of them, skipped over a non-finite gradient (loss scaling)
   std::string error;
   std::map<int, std::vector<torch::Tensor>> gradients;
   std::vector<EvalStats> evals;

@@ -107,7 +107,8 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
   std::unique_ptr<BatchSource> source;
   ctx.data = options.data;
   if (!ctx.data) {
-    source = make_batch_source(scenario.dataset, ctx.model, options.data_dir, scenario.seed);
+    source = make_batch_source(scenario.dataset, ctx.model, options.data_dir, scenario.seed,
+                               options.distinct_batches);
     ctx.data = source.get();
   }
   std::vector<std::pair<int, int>> instances;  // (stage, client)
@@ -149,6 +150,7 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
       r.error = res.error;
     }
     r.batches_done = std::min(r.batches_done, res.updated);
+    r.skipped_updates += res.skipped_updates;
     for (const auto& e : res.events)
       if (e.batch < plan.iterations) r.timeline.events.push_back(e);
     for (const auto& s : res.stats)

@@ -211,7 +211,7 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
     const auto& ev = result->timeline.events;
     torch::Tensor sizes =
         torch::tensor({static_cast<int64_t>(ev.size()), static_cast<int64_t>(result->stats.size()),
-                       result->batches_done},
+                       result->batches_done, result->skipped_updates},
                       torch::kInt64);
     torch::Tensor events =
         torch::empty({static_cast<int64_t>(ev.size() * sizeof(TimelineEvent))}, torch::kUInt8);
@@ -230,18 +230,19 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
     return;
   }
   for (int r = 1; r < tr.world_size(); ++r) {
-    torch::Tensor sizes = torch::zeros({3}, torch::kInt64);
+    torch::Tensor sizes = torch::zeros({4}, torch::kInt64);
     tr.recv({sizes}, r, kTagSizes)->wait(timeout);
     const int64_t n_ev = sizes[0].item<int64_t>(), n_st = sizes[1].item<int64_t>();
     // Every length a peer announces is bounded before anything is allocated.
     if (n_ev < 0 || n_ev > max_events || n_st < 0 || n_st > max_events ||
-        sizes[2].item<int64_t>() < 0) {
+        sizes[2].item<int64_t>() < 0 || sizes[3].item<int64_t>() < 0) {
       throw std::runtime_error("rank " + std::to_string(r) + " announced " + std::to_string(n_ev) +
                                " events and " + std::to_string(n_st) +
                                " batch records; this run has at most " +
                                std::to_string(max_events) + "; refusing its results");
     }
     result->batches_done = std::min(result->batches_done, sizes[2].item<int64_t>());
+    result->skipped_updates += sizes[3].item<int64_t>();
     if (n_ev > 0) {
       torch::Tensor events =
           torch::empty({n_ev * static_cast<int64_t>(sizeof(TimelineEvent))}, torch::kUInt8);
@@ -306,7 +307,9 @@ nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& r) {
     losses.push_back(s.loss);
     accuracies.push_back(s.samples > 0 ? s.correct / s.samples : 0.0);
   }
-  nlohmann::json training = {{"loss_per_batch", losses}, {"accuracy_per_batch", accuracies}};
+  nlohmann::json training = {{"loss_per_batch", losses},
+                             {"accuracy_per_batch", accuracies},
+                             {"skipped_updates", r.skipped_updates}};
   if (!losses.empty()) {
     training["loss_first"] = losses.front();
     training["loss_last"] = losses.back();

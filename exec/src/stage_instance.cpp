@@ -47,6 +47,7 @@ class Instance {
     m_ = plan_.chunks();
     fr_ = plan_.schedule == Schedule::kFr;
     stash_weights_ = plan_.schedule == Schedule::kPipeDream;
+    loss_scale_ = ctx.scenario->effective_loss_scale();
   }
 
   void run() {
@@ -261,7 +262,7 @@ class Instance {
       const double t0 = now_s();
       StashedWeights use(parts_, s.weights.get());
       if (k_ == K_ - 1)
-        s.loss.backward();
+        (loss_scale_ != 1 ? s.loss * loss_scale_ : s.loss).backward();
       else if (s.y.requires_grad())  // else stage 0 is frozen: no backward
         s.y.backward(grad.view(s.y.sizes()));
       record(EventKind::kBackward, op, t0, now_s());
@@ -278,6 +279,20 @@ class Instance {
       }
       send(op, k_ - 1, true, std::move(wire), k_ - 1);
     }
+  }
+
+  // Under loss scaling (the last stage scaled the loss, so every gradient
+  // upstream of it is scaled too): divides the gradients back; returns
+  // whether all of them are finite (an overflow skips the update).
+  bool unscale_gradients() {
+    if (loss_scale_ == 1) return true;
+    bool finite = true;
+    for (auto& p : parts_.params) {
+      if (!p.grad().defined()) continue;
+      p.mutable_grad().div_(loss_scale_);
+      finite = finite && torch::isfinite(p.grad()).all().item<bool>();
+    }
+    return finite;
   }
 
   // fr replays the forward: its loss must not count twice in the stats.
@@ -305,7 +320,9 @@ class Instance {
     std::lock_guard<std::mutex> lock(ctx_.compute);
     const double t0 = now_s();
     if (stash_weights_) stash_live_weights(parts_);
-    if (ctx_.options.keep_gradients) {
+    if (!unscale_gradients()) {
+      ++out_->skipped_updates;
+    } else if (ctx_.options.keep_gradients) {
       for (int u = parts_.first_unit; u <= parts_.last_unit; ++u) {
         auto& g = out_->gradients[u];
         g.clear();
@@ -331,6 +348,7 @@ class Instance {
   int64_t m_ = 1;
   bool fr_ = false;
   bool stash_weights_ = false;  // pipedream
+  double loss_scale_ = 1;       // Scenario::effective_loss_scale()
   InstanceResult* out_;
   size_t next_post_ = 0;
   int64_t eval_serial_ = 0;  // eval batches so far (their tags)

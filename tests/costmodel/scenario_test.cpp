@@ -160,6 +160,18 @@ TEST(ScenarioErrors, WrongType) {
   expect_parse_error(j, "$.compute_precision", "fp32, fp16, bf16");
   j["compute_precision"] = "bf16";
   EXPECT_EQ(parse_scenario(j).compute_precision, "bf16");
+  // loss_scale: by default 128 under fp16 compute and 1 otherwise; a
+  // positive number FP32 can hold.
+  EXPECT_EQ(parse_scenario(j).effective_loss_scale(), 1.0);
+  j["compute_precision"] = "fp16";
+  EXPECT_EQ(parse_scenario(j).effective_loss_scale(), 128.0);
+  j["loss_scale"] = 1024;
+  EXPECT_EQ(parse_scenario(j).effective_loss_scale(), 1024.0);
+  j["loss_scale"] = 0;
+  expect_parse_error(j, "$.loss_scale", "a number in (0, ");
+  j["loss_scale"] = 1e39;
+  expect_parse_error(j, "$.loss_scale", "got 1e+39");
+  j.erase("loss_scale");
   j = base();
   j["model"] = {{"name", "roberta_base"}};
   j["model"]["finetune"] = {{"method", "qlora"}};

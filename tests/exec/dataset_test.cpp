@@ -83,5 +83,28 @@ TEST(DatasetTest, ReadsTheInstalledFashionMnist) {
   EXPECT_EQ(d.labels.max().item<int64_t>(), 9);
 }
 
+// --distinct-batches: synthetic batch i is batch i mod N (the same inputs
+// and labels), for synthetic data only.
+TEST(DatasetTest, SyntheticDataRepeatsAfterDistinctBatches) {
+  ModelSpec spec;
+  spec.name = "resnet20";
+  const SplitModel model = build_model(resolve_model_defaults(spec, "$.model"), 1);
+  auto repeating = make_batch_source("synthetic", model, "", 5, 2);
+  auto fresh = make_batch_source("synthetic", model, "", 5);
+  const auto b0 = repeating->batch(0, 0, 3), b1 = repeating->batch(0, 1, 3);
+  const auto b2 = repeating->batch(0, 2, 3), b5 = repeating->batch(0, 5, 3);
+  EXPECT_TRUE(torch::equal(b0.first, b2.first) && torch::equal(b0.second, b2.second));
+  EXPECT_TRUE(torch::equal(b1.first, b5.first) && torch::equal(b1.second, b5.second));
+  EXPECT_FALSE(torch::equal(b0.first, b1.first));
+  EXPECT_TRUE(torch::equal(b0.first, fresh->batch(0, 0, 3).first));  // the same first batches
+  EXPECT_FALSE(torch::equal(b2.first, fresh->batch(0, 2, 3).first));
+  try {
+    make_batch_source("cifar10", model, "", 5, 2);
+    ADD_FAILURE() << "--distinct-batches taken for a real dataset";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--distinct-batches");
+  }
+}
+
 }  // namespace
 }  // namespace splitsim::testing

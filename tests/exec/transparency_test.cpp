@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -127,24 +128,14 @@ TEST(TransparencyTest, LoraUShapeGivesTheUnsplitGradients) {
     for (size_t i = 0; i < grads.size(); ++i) {
       const bool trains = named[i].value().requires_grad();
       const bool moved = grads[i].abs().sum().item<double>() > 0;
-      if (!trains) EXPECT_FALSE(moved) << named[i].key();
+      if (!trains) {
+        EXPECT_FALSE(moved) << named[i].key();
+      }
       nonzero += moved;
     }
   }
   EXPECT_EQ(nonzero, 2 * 2 + 4);  // lora_B of query and value in 2 layers; the head's 4
 }
-
-// The same batch again and again: LoRA with exec learns it (loss falls).
-class RepeatedBatch : public BatchSource {
- public:
-  explicit RepeatedBatch(std::unique_ptr<BatchSource> source) : source_(std::move(source)) {}
-  std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t, int64_t size) override {
-    return source_->batch(client, 0, size);
-  }
-
- private:
-  std::unique_ptr<BatchSource> source_;
-};
 
 // 40 AdamW steps of the LoRA U-shape through exec on one repeated batch.
 std::vector<RunResult> train_lora(const std::string& compute_precision) {
@@ -153,10 +144,10 @@ std::vector<RunResult> train_lora(const std::string& compute_precision) {
   sc.optimizer.name = "adamw";
   sc.optimizer.lr = 3e-3;
   const SplitModel model = build_model(sc.model, sc.seed);
-  RepeatedBatch data(make_synthetic_source(model, sc.seed));
+  auto data = make_synthetic_source(model, sc.seed, 1);  // one batch, again and again
   RunOptions o;
   o.timeout = std::chrono::milliseconds(20000);
-  o.data = &data;
+  o.data = data.get();
   return run_loopback(sc, make_test_plan(sc, {2, 4}, none(), none(), 1, Schedule::kSequential, 40),
                       o);
 }
@@ -233,6 +224,61 @@ TEST(MixedPrecisionTest, ExecTrainsLoraInBf16OnTheCpu) {
   const double want = head_stats(fp32).front().loss;
   EXPECT_NE(stats.front().loss, want);
   EXPECT_NEAR(stats.front().loss / want, 1.0, 0.05);
+}
+
+// Loss scaling (fp16's default, here at fp32 so the CPU can check it): the
+// loss is scaled before the backward, so every gradient on both sides of the
+// cut is too; unscaled before the update, they are the unsplit ones.
+TEST(LossScalingTest, ScaledAndUnscaledGradientsAreTheUnsplitOnes) {
+  Scenario sc = small_scenario("resnet20", 4);
+  sc.loss_scale = 1024;
+  const Plan plan = make_test_plan(sc, {3}, none(), none(), 1, Schedule::kSequential, 1);
+  expect_allclose(split_gradients(sc, plan), unsplit_gradients(sc));
+}
+
+// Batch 1 poisoned (a NaN in its input): its gradients are NaN on both
+// sides. Under loss scaling each stage skips that update and training goes
+// on; without it the NaN reaches the weights and every later loss.
+class PoisonedBatch : public BatchSource {
+ public:
+  explicit PoisonedBatch(std::unique_ptr<BatchSource> source) : source_(std::move(source)) {}
+  std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index, int64_t size) override {
+    auto b = source_->batch(client, index, size);
+    if (index == 1) b.first.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+    return b;
+  }
+
+ private:
+  std::unique_ptr<BatchSource> source_;
+};
+
+std::vector<RunResult> train_through_a_poisoned_batch(double loss_scale) {
+  Scenario sc = small_scenario("resnet20", 4);
+  sc.loss_scale = loss_scale;
+  const SplitModel model = build_model(sc.model, sc.seed);
+  PoisonedBatch data(make_synthetic_source(model, sc.seed));
+  RunOptions o;
+  o.timeout = std::chrono::milliseconds(20000);
+  o.data = &data;
+  return run_loopback(sc, make_test_plan(sc, {3}, none(), none(), 1, Schedule::kSequential, 4), o);
+}
+
+TEST(LossScalingTest, ANonFiniteGradientSkipsTheUpdateOnEachSide) {
+  const auto scaled = train_through_a_poisoned_batch(1024);
+  int64_t skipped = 0;
+  for (const auto& r : scaled) {
+    ASSERT_TRUE(r.complete) << r.error;
+    skipped += r.skipped_updates;
+  }
+  EXPECT_EQ(skipped, 2);  // batch 1, on each of the two stages
+  const auto& stats = head_stats(scaled);
+  ASSERT_EQ(stats.size(), 4u);
+  EXPECT_TRUE(std::isnan(stats[1].loss));
+  EXPECT_TRUE(std::isfinite(stats[2].loss) && std::isfinite(stats[3].loss));
+
+  const auto unscaled = train_through_a_poisoned_batch(1);
+  for (const auto& r : unscaled) EXPECT_EQ(r.skipped_updates, 0);
+  EXPECT_TRUE(std::isnan(head_stats(unscaled)[3].loss));
 }
 
 }  // namespace

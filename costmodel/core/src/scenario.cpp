@@ -3,6 +3,7 @@
 #include "splitsim/costmodel/scenario.h"
 
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,9 +20,9 @@ namespace jr = json_read;
 using nlohmann::json;
 
 const std::vector<std::string> kModelKeys = {
-    "name",   "num_classes", "image_size",  "seq_len",      "hidden",
-    "layers", "heads",       "ffn",         "vocab_size",   "max_positions",
-    "path",   "input_shape", "input_dtype", "split_inside", "finetune", "dropout"};
+    "name",        "num_classes",  "image_size", "seq_len",       "hidden", "layers",
+    "heads",       "ffn",          "vocab_size", "max_positions", "path",   "input_shape",
+    "input_dtype", "split_inside", "finetune",   "dropout"};
 const std::vector<std::string> kFinetuneKeys = {"method",  "rank",    "alpha",
                                                 "dropout", "targets", "frozen"};
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay"};
@@ -369,10 +370,12 @@ void check_schema(const json& j) {
 }
 
 const std::vector<std::string>& top_level_keys() {
+  // clang-format off
   static const std::vector<std::string> kKeys = {
-      "schema",      "name",   "description", "model",     "batch_size", "precision", "compute_precision",  "partition",
-      "compression", "chunks", "schedule",    "optimizer", "devices",    "network",    "platform",
-      "iterations",  "warmup", "clients",     "dataset",   "seed",       "calibration"};
+      "schema", "name", "description", "model", "batch_size", "precision", "compute_precision",
+      "loss_scale", "partition", "compression", "chunks", "schedule", "optimizer", "devices",
+      "network", "platform", "iterations", "warmup", "clients", "dataset", "seed", "calibration"};
+  // clang-format on
   return kKeys;
 }
 
@@ -415,6 +418,10 @@ Scenario parse_scenario(const json& j) {
   if (j.contains("compute_precision")) {
     s.compute_precision = jr::read_choice(j.at("compute_precision"), "$.compute_precision",
                                           "compute precision", kPrecisions);
+  }
+  if (j.contains("loss_scale")) {
+    s.loss_scale = jr::read_number(j.at("loss_scale"), "$.loss_scale",
+                                   {0, true, std::numeric_limits<float>::max(), false});
   }
   if (j.contains("precision")) {
     s.precision = jr::read_choice(j.at("precision"), "$.precision", "precision", kPrecisions);

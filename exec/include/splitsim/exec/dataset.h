@@ -53,8 +53,12 @@ std::unique_ptr<BatchSource> make_ordered_image_source(LabeledImages data,
                                                        std::vector<int64_t> input_shape);
 // The first `n` samples (all of them when n <= 0 or n is not less than their count).
 LabeledImages first_samples(LabeledImages data, int64_t n);
-// SplitModel::make_input / make_target with per-(client, batch) seeds.
-std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed);
+// SplitModel::make_input / make_target with per-(client, batch) seeds. With
+// `distinct_batches` > 0, batch i is batch i mod distinct_batches: a fixed
+// set a working training run fits, so its loss falls (random labels are not
+// learnable otherwise).
+std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint64_t seed,
+                                                   int64_t distinct_batches = 0);
 
 // The labeled images of `dataset` ("fashion_mnist" | "cifar10"), `split`
 // "train" or "test" (Fashion-MNIST t10k-*, CIFAR-10 test_batch.bin).
@@ -65,8 +69,10 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
 
 // The source for `dataset` ("synthetic" | "fashion_mnist" | "cifar10").
 // `data_dir` (--data) overrides the default location; cifar10 requires it.
-// Throws InputError naming --data or $.dataset.
+// `distinct_batches` > 0 (--distinct-batches) applies to synthetic data only.
+// Throws InputError naming --data, --distinct-batches or $.dataset.
 std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
-                                               const std::string& data_dir, uint64_t seed);
+                                               const std::string& data_dir, uint64_t seed,
+                                               int64_t distinct_batches = 0);
 
 }  // namespace splitsim

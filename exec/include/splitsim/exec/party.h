@@ -18,21 +18,22 @@ struct PartyOutcome {
 };
 
 struct ExecPartyOptions {
-  std::string scenario;        // scenario file
-  std::string variant;         // label filter; must leave exactly one variant
-  std::string role;            // server (rank 0), client, or any party of the plan
-  int client_index = 0;        // with several clients: which one (0-based)
-  std::string listen;          // rank 0: ADDR:PORT to listen on
-  std::string connect;         // other ranks: the server's ADDR:PORT
-  std::string device = "cpu";  // "cpu" | "cuda"
-  std::string data;            // dataset directory ("" synthetic data)
-  std::string trace;           // write a Chrome trace of the run here ("" none)
-  bool json = false;           // the metrics JSON on `out`, else one summary line
-  int threads = 1;             // torch intra-op threads
-  double timeout_s = 60;       // connect and per-transfer timeout
-  int64_t iterations = 0;      // > 0: batches to run instead of the scenario's
-  std::string token;           // shared secret ("" none) and
-  std::string version;         // program version, both checked in the handshake
+  std::string scenario;          // scenario file
+  std::string variant;           // label filter; must leave exactly one variant
+  std::string role;              // server (rank 0), client, or any party of the plan
+  int client_index = 0;          // with several clients: which one (0-based)
+  std::string listen;            // rank 0: ADDR:PORT to listen on
+  std::string connect;           // other ranks: the server's ADDR:PORT
+  std::string device = "cpu";    // "cpu" | "cuda"
+  std::string data;              // dataset directory ("" synthetic data)
+  std::string trace;             // write a Chrome trace of the run here ("" none)
+  bool json = false;             // the metrics JSON on `out`, else one summary line
+  int threads = 1;               // torch intra-op threads
+  double timeout_s = 60;         // connect and per-transfer timeout
+  int64_t iterations = 0;        // > 0: batches to run instead of the scenario's
+  int64_t distinct_batches = 0;  // > 0: synthetic data repeats after this many batches
+  std::string token;             // shared secret ("" none) and
+  std::string version;           // program version, both checked in the handshake
 };
 
 // `splitsim exec`: loads the scenario (Workspace), plans the one selected

@@ -55,6 +55,9 @@ struct RunOptions {
   // `data_dir`, the --data flag).
   BatchSource* data = nullptr;
   std::string data_dir;
+  // > 0: the scenario's synthetic data repeats after this many batches
+  // (make_batch_source).
+  int64_t distinct_batches = 0;
   // Held-out evaluation (splitsim train): after every `eval_every` batches
   // (> 0; sequential, gpipe and 1f1b with one client), `eval_batches`
   // batches of `eval_data` go forward through the stages in eval mode, no
@@ -81,6 +84,9 @@ struct RunResult {
   bool complete = false;
   std::string error;         // the first failure when !complete
   int64_t batches_done = 0;  // batches every local stage finished (updated)
+  // Stage updates skipped over a non-finite gradient (loss scaling), summed
+  // over the stages (and, after gathering, the ranks).
+  int64_t skipped_updates = 0;
   // keep_gradients: per model unit index, its parameters' gradients.
   std::map<int, std::vector<torch::Tensor>> gradients;
   // keep_parameters: per local model unit index, its parameters (copies).

@@ -160,10 +160,15 @@ struct Scenario {
   std::string description;
   ModelSpec model;
   int64_t batch_size = 1;
-  std::string precision = "fp32";           // fp32 | fp16 | bf16 (activations on the wire)
+  std::string precision = "fp32";  // fp32 | fp16 | bf16 (activations on the wire)
   // fp32 | fp16 | bf16: what the devices compute in (fp16 and bf16 mixed:
   // FP32 master weights beside half-precision copies).
   std::string compute_precision = "fp32";
+  // exec multiplies the loss by it before the backward and divides every
+  // gradient by it before the update, which a non-finite gradient skips
+  // (fp16's small range: gradients that would underflow stay representable).
+  // 0: effective_loss_scale()'s default.
+  double loss_scale = 0;
   std::vector<PartSpec> partition;          // >= 2 parts, in model order
   std::vector<BoundaryCodecs> compression;  // one per boundary (partition.size()-1)
   int64_t chunks = 1;
@@ -184,6 +189,13 @@ struct Scenario {
   // expand_scenario); parse_scenario only reads the name.
   std::string calibration_file;
   std::shared_ptr<const Calibration> calibration;
+
+  // loss_scale, or by default 128 under fp16 compute (fairseq's initial
+  // scale) and 1 otherwise (bf16 has FP32's range).
+  double effective_loss_scale() const {
+    if (loss_scale > 0) return loss_scale;
+    return compute_precision == "fp16" ? 128.0 : 1.0;
+  }
 };
 
 // One point of a scenario's sweep. `label` is "base" without a sweep, else
