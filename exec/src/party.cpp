@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -96,6 +98,19 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   ro.data_dir = args.data;
   ro.distinct_batches = args.distinct_batches;
   ro.device = args.device;
+  // A line every 10 s or so and at the end (a full-size model takes
+  // seconds per batch on a CPU).
+  const int64_t total = plan.iterations;
+  auto last_line = std::chrono::steady_clock::now();
+  ro.on_batch = [&progress, total, last_line](int64_t done, double loss) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_line < std::chrono::seconds(10)) return;
+    last_line = now;
+    std::ostringstream line;
+    line << "exec: " << done << "/" << total << " batches";
+    if (!std::isnan(loss)) line << ", loss " << loss;
+    progress(line.str());
+  };
   if (args.device == "cuda" && !torch::cuda::is_available())
     throw InputError("--device",
                      "cuda requested but this LibTorch build or machine has no CUDA "

@@ -57,7 +57,8 @@ struct PartyContext {
   ExecClock::time_point start;
   RunOptions options;
   torch::Device device{torch::kCPU};
-  int64_t batches = 0;  // iterations + cool-down
+  int64_t batches = 0;                            // iterations + cool-down
+  int progress_stage = -1, progress_client = -1;  // the instance that calls options.on_batch
   // ddg/fr: each client's iteration barrier over its K stage instances, as
   // the simulator's (the algorithms' synchronous outer loop). The last of a
   // client's local instances to arrive meets the other ranks holding its

@@ -123,6 +123,9 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
     if (local) build_stage(ctx, k);
   }
 
+  for (const auto& [k, c] : instances)  // (stage, client) ascending: the last local stage
+    if (k > ctx.progress_stage) ctx.progress_stage = k, ctx.progress_client = c;
+
   if (has_iteration_barrier(plan.schedule))
     for (const auto& [k, c] : instances) {
       auto& b = ctx.barriers[c];

@@ -1,6 +1,7 @@
 // One (stage, client) instance: follows stage_ops() with real compute and
 // asynchronous transfers, recording a Timeline event for each step.
 #include <deque>
+#include <limits>
 #include <optional>
 
 #include "asynchronous.h"
@@ -310,6 +311,10 @@ class Instance {
 
   void update(const Op& op) {
     step(op);
+    if (ctx_.options.on_batch && k_ == ctx_.progress_stage && c_ == ctx_.progress_client &&
+        op.batch < plan_.iterations)
+      ctx_.options.on_batch(op.batch + 1, k_ == K_ - 1 ? stats(op.batch).loss
+                                                       : std::numeric_limits<double>::quiet_NaN());
     const int64_t every = ctx_.options.eval_every;
     if (every > 0 && (op.batch + 1) % every == 0 && op.batch < plan_.iterations)
       evaluate_stage(ctx_, wire_, op.batch + 1, &eval_serial_, out_);

@@ -11,6 +11,7 @@
 #include "model_test_util.h"
 #include "splitsim/costmodel/measure.h"
 #include "splitsim/costmodel/model_zoo.h"
+#include "splitsim/costmodel/optimizer.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/costmodel/scenario.h"
 
@@ -171,7 +172,7 @@ TEST(FinetuneTest, PlanHoldsStateAndUpdatesForTheTrainableParametersOnly) {
   for (int k = 0; k < 2; ++k) {
     const PlanStage &a = full.stages[k], &b = lora.stages[k];
     EXPECT_EQ(a.trainable_param_bytes(), a.param_bytes);
-    EXPECT_EQ(b.optimizer_state_bytes, 2 * b.trainable_param_bytes());  // AdamW: 2 copies
+    EXPECT_EQ(b.optimizer_state_bytes, 2 * b.trainable_param_bytes());    // AdamW: 2 copies
     EXPECT_LT(b.trainable_param_bytes(), a.trainable_param_bytes() / 5);  // the head stays
     EXPECT_LT(b.update_s, a.update_s / 5);
     EXPECT_LT(b.bwd_per_batch.macs(), a.bwd_per_batch.macs());
@@ -182,6 +183,22 @@ TEST(FinetuneTest, PlanHoldsStateAndUpdatesForTheTrainableParametersOnly) {
             (a.param_bytes - b.param_bytes) +
             (a.stash_bytes_per_microbatch - b.stash_bytes_per_microbatch) * a.stashed_microbatches);
   }
+}
+
+// The reports' AdamW eps (1e-6) reaches the optimizer exec and the
+// profile build; the default stays LibTorch's 1e-8.
+TEST(FinetuneTest, AdamOptimizersTakeTheScenariosEps) {
+  const std::vector<torch::Tensor> params = {torch::zeros({2}, torch::requires_grad())};
+  OptimizerSpec spec;
+  spec.name = "adamw";
+  spec.eps = 1e-6;
+  auto adamw = make_optimizer(spec, params);
+  EXPECT_EQ(static_cast<torch::optim::AdamWOptions&>(adamw->param_groups()[0].options()).eps(),
+            1e-6);
+  spec.name = "adam";
+  spec.eps = OptimizerSpec{}.eps;
+  auto adam = make_optimizer(spec, params);
+  EXPECT_EQ(static_cast<torch::optim::AdamOptions&>(adam->param_groups()[0].options()).eps(), 1e-8);
 }
 
 }  // namespace

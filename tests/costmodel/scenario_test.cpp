@@ -76,7 +76,7 @@ TEST(ScenarioParse, ReadsEveryKey) {
                                      {"backward": {"method": "topk", "keep_ratio": 0.5}}])");
   j["chunks"] = 4;
   j["schedule"] = "1f1b";
-  j["optimizer"] = {{"name", "adamw"}, {"lr", 1e-4}, {"weight_decay", 0.01}};
+  j["optimizer"] = {{"name", "adamw"}, {"lr", 1e-4}, {"weight_decay", 0.01}, {"eps", 1e-6}};
   j["network"] = json::parse(R"({"bandwidth_bit_per_s": 1e9, "up_bandwidth_bit_per_s": 2e8,
     "down_bandwidth_bit_per_s": 3e8, "latency_s": 0.001, "bandwidth_trace": "t.txt",
     "per_message_overhead_s": 1e-5, "bandwidth_factor": 0.9})");
@@ -95,6 +95,7 @@ TEST(ScenarioParse, ReadsEveryKey) {
   EXPECT_EQ(s.schedule, Schedule::k1F1B);
   EXPECT_EQ(s.optimizer.name, "adamw");
   EXPECT_EQ(s.optimizer.state_copies(), 2);
+  EXPECT_EQ(s.optimizer.eps, 1e-6);
   EXPECT_DOUBLE_EQ(s.network.up_bandwidth_bit_per_s, 2e8);
   EXPECT_DOUBLE_EQ(s.network.down_bandwidth_bit_per_s, 3e8);
   EXPECT_DOUBLE_EQ(s.network.latency_s, 0.001);
@@ -172,6 +173,11 @@ TEST(ScenarioErrors, WrongType) {
   j["loss_scale"] = 1e39;
   expect_parse_error(j, "$.loss_scale", "got 1e+39");
   j.erase("loss_scale");
+  j["optimizer"] = {{"name", "sgd"}, {"eps", 1e-6}};
+  expect_parse_error(j, "$.optimizer.eps", "applies to adam and adamw");
+  j["optimizer"] = {{"name", "adam"}, {"eps", 0}};
+  expect_parse_error(j, "$.optimizer.eps", "a number in (0, 1]");
+  j.erase("optimizer");
   j = base();
   j["model"] = {{"name", "roberta_base"}};
   j["model"]["finetune"] = {{"method", "qlora"}};

@@ -162,6 +162,10 @@ TEST_F(ExecCliTest, TwoProcessesOverGlooTrainLikeTheUnsplitModel) {
   const auto want = unsplit_losses();
   ASSERT_EQ(losses.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(losses[i], want[i], 1e-4) << "batch " << i;
+  EXPECT_EQ(j["training"]["skipped_updates"], 0);
+  // Progress at the end at least: the server holds the loss, the client not.
+  EXPECT_NE(server.err().find("exec: 3/3 batches, loss "), std::string::npos) << server.err();
+  EXPECT_NE(client.err().find("exec: 3/3 batches\n"), std::string::npos) << client.err();
   const std::string t = slurp(trace);
   EXPECT_NE(t.find("\"F s0 mb0\""), std::string::npos);
   EXPECT_NE(t.find("\"xfer fwd b0 mb0\""), std::string::npos);
@@ -177,6 +181,17 @@ TEST_F(ExecCliTest, HandshakeMismatchIsRefused) {
     EXPECT_NE(err.find("handshake refused"), std::string::npos) << err;
     EXPECT_NE(err.find("scenario hash"), std::string::npos) << err;
   }
+}
+
+// Parties drawing different batches would pair one side's inputs with the
+// other's labels: --distinct-batches is part of what the handshake compares.
+TEST_F(ExecCliTest, DistinctBatchesMustBeTheSameOnEveryParty) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--distinct-batches", "1"}));
+  Child client(dir, "client", client_args(port));
+  EXPECT_EQ(server.wait(110), 1);
+  EXPECT_EQ(client.wait(20), 1);
+  EXPECT_NE(server.err().find("handshake refused"), std::string::npos) << server.err();
 }
 
 // Issue #12: a peer without the server's shared secret is refused, and

@@ -25,7 +25,7 @@ const std::vector<std::string> kModelKeys = {
     "input_dtype", "split_inside", "finetune",   "dropout"};
 const std::vector<std::string> kFinetuneKeys = {"method",  "rank",    "alpha",
                                                 "dropout", "targets", "frozen"};
-const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay"};
+const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay", "eps"};
 const std::vector<std::string> kNetworkKeys = {"bandwidth_bit_per_s",
                                                "up_bandwidth_bit_per_s",
                                                "down_bandwidth_bit_per_s",
@@ -257,6 +257,12 @@ OptimizerSpec parse_optimizer(const json& j, const std::string& path) {
   if (j.contains("weight_decay")) {
     o.weight_decay =
         jr::read_number(j.at("weight_decay"), path + ".weight_decay", jr::non_negative());
+  }
+  if (j.contains("eps")) {
+    o.eps = jr::read_number(j.at("eps"), path + ".eps", {0, true, 1, false});
+    if (o.name == "sgd")
+      throw InputError(path + ".eps",
+                       "eps applies to adam and adamw; sgd has none (remove the key)");
   }
   return o;
 }

@@ -68,7 +68,7 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
       {"in_flight", in_flight},
       {"threads", threads},
       {"companion_load", loaded},
-      {"optimizer", {o.name, o.lr, o.momentum, o.weight_decay}}};
+      {"optimizer", {o.name, o.lr, o.momentum, o.weight_decay, o.eps}}};
   return j.dump();
 }
 

@@ -68,6 +68,10 @@ struct RunOptions {
   int64_t eval_batches = 0;
   // Called by the last stage after each evaluation (progress output).
   std::function<void(const EvalStats&)> on_eval;
+  // Progress: called after each batch's update by one instance of this
+  // process (its last local stage, lowest client) with the batches done so
+  // far and that batch's loss where that stage computes it (NaN elsewhere).
+  std::function<void(int64_t done, double loss)> on_batch;
 };
 
 struct BatchStats {

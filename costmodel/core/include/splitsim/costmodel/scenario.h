@@ -74,6 +74,7 @@ struct OptimizerSpec {
   double lr = 0.01;
   double momentum = 0.0;
   double weight_decay = 0.0;
+  double eps = 1e-8;  // adam / adamw: added to the second moment's root
   // Optimizer state per parameter, in parameter-sized copies (momentum: 1, adam: 2).
   int64_t state_copies() const;
 };
