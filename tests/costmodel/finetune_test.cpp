@@ -110,7 +110,8 @@ TEST(FinetuneTest, RefusalsNameTheirPath) {
                "freeze units");
   cnn.finetune.method = "full";
   cnn.dropout = 0.2;
-  expect_error([&] { resolve_model_defaults(cnn, "$.model"); }, "$.model.dropout", "transformers");
+  expect_error([&] { resolve_model_defaults(cnn, "$.model"); }, "$.model.dropout",
+               "roberta_base and bert_small only");
 }
 
 // Split at a cut as exec does (the receiver's input a fresh leaf, its

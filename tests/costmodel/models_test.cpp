@@ -90,7 +90,7 @@ TEST(ModelSpecTest, FillsDefaults) {
 TEST(ModelSpecTest, KnownModels) {
   EXPECT_EQ(known_models(),
             (std::vector<std::string>{"mobilenet_v2", "mobilenet_v2_cifar", "resnet20",
-                                      "roberta_base", "bert_small", "torchscript"}));
+                                      "roberta_base", "bert_small", "llama", "torchscript"}));
 }
 
 TEST(ModelSpecTest, UnknownModelNamesPathAndListsModels) {

@@ -395,11 +395,17 @@ TEST(ScenarioTest, AVariantFilterThatMatchesNothingQuotesAFewLabels) {
 
 TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
   const std::map<std::string, size_t> expected = {
-      {"mobilenet_v2_ushape.json", 15},      {"roberta_cola_ushape.json", 6},
-      {"mobilenet_v2_cifar_5stage.json", 2}, {"roberta_rte_5stage.json", 7},
-      {"resnet20_kstage.json", 20},          {"bert_small_schedules.json", 4},
-      {"validation_matrix.json", 36},        {"validation_thin_client.json", 12},
-      {"resnet20_many_clients.json", 2},     {"roberta_cola_lora.json", 6},
+      {"mobilenet_v2_ushape.json", 15},
+      {"roberta_cola_ushape.json", 6},
+      {"mobilenet_v2_cifar_5stage.json", 2},
+      {"roberta_rte_5stage.json", 7},
+      {"resnet20_kstage.json", 20},
+      {"bert_small_schedules.json", 4},
+      {"validation_matrix.json", 36},
+      {"validation_thin_client.json", 12},
+      {"resnet20_many_clients.json", 2},
+      {"roberta_cola_lora.json", 6},
+      {"llama_ushape.json", 4},
   };
   std::map<std::string, size_t> found;
   for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {

@@ -113,6 +113,20 @@ Scenario lora_scenario() {
   return sc;
 }
 
+// A LLaMA-style decoder as a U-shape (client embed_tokens .. layers.0.mlp,
+// server layers.1, client head): the causal LM's gradients across two cuts
+// are the unsplit model's.
+TEST(TransparencyTest, LlamaUShapeGivesTheUnsplitGradients) {
+  Scenario sc = small_scenario("resnet20", 2);
+  ModelSpec m;
+  m.name = "llama";
+  m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.ffn = 96;
+  m.seq_len = 8, m.vocab_size = 100;
+  sc.model = resolve_model_defaults(m, "$.model");
+  const Plan plan = make_test_plan(sc, {2, 4}, none(), none(), 1, Schedule::kSequential, 1);
+  expect_allclose(split_gradients(sc, plan), unsplit_gradients(sc));
+}
+
 // Client embeddings .. layer.0.ffn, server layer.1, client head.
 TEST(TransparencyTest, LoraUShapeGivesTheUnsplitGradients) {
   const Scenario sc = lora_scenario();

@@ -33,6 +33,7 @@ const IntOption kIntOptions[] = {
     {"ffn", &ModelSpec::ffn, 1, limits::kMaxFfn},
     {"vocab_size", &ModelSpec::vocab_size, 2, limits::kMaxVocabSize},
     {"max_positions", &ModelSpec::max_positions, 1, limits::kMaxPositions},
+    {"kv_heads", &ModelSpec::kv_heads, 1, limits::kMaxHeads},
 };
 
 void check_range(const IntOption& opt, int64_t value, const std::string& where) {
@@ -46,6 +47,11 @@ void check_range(const IntOption& opt, int64_t value, const std::string& where) 
 // bounded by kIntOptions, so no product overflows.
 int64_t transformer_params(const ModelSpec& m) {
   const int64_t h = m.hidden;
+  if (m.name == "llama") {  // untied embeddings and LM head; no biases
+    const int64_t kv = m.kv_heads * (h / m.heads);
+    const int64_t layer = 2 * h * h + 2 * h * kv + 3 * h * m.ffn + 2 * h;
+    return 2 * m.vocab_size * h + m.layers * layer + h;
+  }
   const int64_t embeddings = (m.vocab_size + m.max_positions + 2) * h;
   const int64_t layer = 4 * h * h + 2 * h * m.ffn;
   return embeddings + m.layers * layer + h * h + h * std::max<int64_t>(m.num_classes, 1);
@@ -78,6 +84,17 @@ const std::vector<ModelOptions>& model_table() {
         {"layers", 3},
         {"heads", 12},
         {"ffn", 3072},
+        {"seq_len", 512}}},
+      // A LLaMA-shaped decoder (costmodel/README.md "Models and partition
+      // units"); the defaults make a small one (125M parameters) that a
+      // CPU trains.
+      {"llama",
+       {{"vocab_size", 32000},
+        {"hidden", 768},
+        {"layers", 12},
+        {"heads", 12},
+        {"kv_heads", 4},
+        {"ffn", 2048},
         {"seq_len", 512}}},
       // TorchScript takes path, input_shape, input_dtype; vocab_size (the
       // range of synthetic token ids) only with input_dtype int64.
@@ -150,6 +167,16 @@ void check_transformer(const ModelSpec& spec, const std::string& path) {
                      "hidden " + std::to_string(spec.hidden) + " is not divisible by heads " +
                          std::to_string(spec.heads) + "; choose heads that divide hidden");
   }
+  if (spec.name == "llama" && spec.heads % spec.kv_heads != 0) {
+    throw InputError(path + ".kv_heads", "heads " + std::to_string(spec.heads) +
+                                             " is not a multiple of kv_heads " +
+                                             std::to_string(spec.kv_heads) +
+                                             "; each key/value head serves a whole group");
+  }
+  if (spec.name == "llama" && (spec.hidden / spec.heads) % 2 != 0) {
+    throw InputError(path + ".heads", "head size " + std::to_string(spec.hidden / spec.heads) +
+                                          " is odd; rotary positions turn pairs of dimensions");
+  }
   const int64_t params = transformer_params(spec);
   if (params > limits::kMaxTransformerParams) {
     throw InputError(path, "about " + std::to_string(params) +
@@ -157,6 +184,7 @@ void check_transformer(const ModelSpec& spec, const std::string& path) {
                                std::to_string(limits::kMaxTransformerParams) +
                                " (1 GiB of fp32 weights)");
   }
+  if (spec.name == "llama") return;  // rotary positions: no table to outgrow
   // RoBERTa's position ids start at padding_idx + 1 = 2.
   const int64_t offset = spec.name == "roberta_base" ? 2 : 0;
   if (spec.seq_len + offset > spec.max_positions) {
@@ -213,15 +241,17 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
     if (value == 0) value = default_value;
     if (value != 0) check_range(opt, value, where);  // 0: torchscript float32, no vocab
   }
-  const bool transformer = spec.name == "roberta_base" || spec.name == "bert_small";
-  if (!transformer && spec.dropout >= 0) {
-    throw InputError(path + ".dropout", "option not taken (transformers only); " + allowed);
+  const bool encoder = spec.name == "roberta_base" || spec.name == "bert_small";
+  const bool transformer = encoder || spec.name == "llama";
+  if (!encoder && spec.dropout >= 0) {
+    throw InputError(path + ".dropout",
+                     "option not taken (roberta_base and bert_small only); " + allowed);
   }
-  if (transformer && spec.dropout < 0) spec.dropout = 0.1;  // BERT's and RoBERTa's
+  if (encoder && spec.dropout < 0) spec.dropout = 0.1;  // BERT's and RoBERTa's
   if (spec.finetune.method == "lora" && !transformer) {
     throw InputError(path + ".finetune.method",
                      "LoRA adapts a transformer's projections; \"" + spec.name +
-                         "\" has none (roberta_base and bert_small do); freeze units with "
+                         "\" has none (roberta_base, bert_small and llama do); freeze units with "
                          "\"frozen\" instead");
   }
   if (torchscript) {
@@ -245,13 +275,14 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
                          " is not a multiple of 8; mobilenet_v2_cifar downsamples by 8 and "
                          "pools what is left (allowed: 8, 16, 24, 32, ...)");
   }
-  if (spec.name == "roberta_base" || spec.name == "bert_small") check_transformer(spec, path);
+  if (transformer) check_transformer(spec, path);
   return spec;
 }
 
 std::vector<int64_t> model_input_shape(const ModelSpec& spec) {
   if (spec.name == "torchscript") return spec.input_shape;
-  if (spec.name == "roberta_base" || spec.name == "bert_small") return {spec.seq_len};
+  if (spec.name == "roberta_base" || spec.name == "bert_small" || spec.name == "llama")
+    return {spec.seq_len};
   return {3, spec.image_size, spec.image_size};
 }
 

@@ -19,10 +19,12 @@ namespace {
 namespace jr = json_read;
 using nlohmann::json;
 
+// clang-format off
 const std::vector<std::string> kModelKeys = {
-    "name",        "num_classes",  "image_size", "seq_len",       "hidden", "layers",
-    "heads",       "ffn",          "vocab_size", "max_positions", "path",   "input_shape",
-    "input_dtype", "split_inside", "finetune",   "dropout"};
+    "name", "num_classes", "image_size", "seq_len", "hidden", "layers", "heads", "kv_heads",
+    "ffn", "vocab_size", "max_positions", "path", "input_shape", "input_dtype", "split_inside",
+    "finetune", "dropout"};
+// clang-format on
 const std::vector<std::string> kFinetuneKeys = {"method",  "rank",    "alpha",
                                                 "dropout", "targets", "frozen"};
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay", "eps"};
@@ -115,7 +117,8 @@ ModelSpec parse_model(const json& j, const std::string& path) {
                          {"heads", &m.heads},
                          {"ffn", &m.ffn},
                          {"vocab_size", &m.vocab_size},
-                         {"max_positions", &m.max_positions}};
+                         {"max_positions", &m.max_positions},
+                         {"kv_heads", &m.kv_heads}};
   for (const IntKey& k : ints) {
     if (j.contains(k.key)) *k.field = jr::read_int(j.at(k.key), path + "." + k.key);
   }

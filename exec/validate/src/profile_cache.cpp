@@ -54,7 +54,7 @@ std::string cache_key(const ModelSpec& m, int64_t batch, int64_t in_flight, int 
       {"num_classes", m.num_classes},
       {"image_size", m.image_size},
       {"seq_len", m.seq_len},
-      {"sizes", {m.hidden, m.layers, m.heads, m.ffn, m.vocab_size, m.max_positions}},
+      {"sizes", {m.hidden, m.layers, m.heads, m.ffn, m.vocab_size, m.max_positions, m.kv_heads}},
       {"path", m.path},
       {"file", {ec ? 0 : file_size, ec ? 0 : file_time}},
       {"split_inside", m.split_inside},

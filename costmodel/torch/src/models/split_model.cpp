@@ -23,12 +23,14 @@ std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& shape
 }
 
 // Freezes what the fine-tuning method leaves out (scenario.h FinetuneSpec):
-// with LoRA every parameter but the adapters' and the last unit's (the task
-// head); then the units named in `frozen`.
+// with LoRA every parameter but the adapters' and the last unit's (a
+// classifier's task head; a causal LM's head is its vocabulary projection
+// and stays frozen, as PEFT leaves it); then the units named in `frozen`.
 void apply_finetune(SplitModel& m) {
   const FinetuneSpec& f = m.spec.finetune;
   if (f.method == "lora") {
-    for (int i = 0; i + 1 < m.size(); ++i)
+    const int frozen_units = m.task == TaskKind::kCausalLm ? m.size() : m.size() - 1;
+    for (int i = 0; i < frozen_units; ++i)
       for (const auto& p : m.units[i]->named_parameters())
         if (p.key().find("lora_") == std::string::npos) p.value().set_requires_grad(false);
   }
@@ -73,6 +75,7 @@ torch::Tensor SplitModel::make_input(int64_t batch, uint64_t seed) const {
       return torch::randn(shape, gen, torch::kFloat32);
     case TaskKind::kSequenceClassification:
     case TaskKind::kMaskedLmAndNsp:
+    case TaskKind::kCausalLm:
       return torch::randint(0, spec.vocab_size, shape, gen, torch::kInt64);
     case TaskKind::kRegression:
       if (spec.input_dtype == "int64") {
@@ -96,6 +99,8 @@ torch::Tensor SplitModel::make_target(int64_t batch, uint64_t seed) const {
       torch::Tensor nsp = torch::randint(0, 2, {batch, 1}, gen, torch::kInt64);
       return torch::cat({mlm, nsp}, 1);
     }
+    case TaskKind::kCausalLm:
+      return torch::randint(0, spec.vocab_size, {batch, spec.seq_len}, gen, torch::kInt64);
     case TaskKind::kRegression:
       return torch::randn(with_batch(batch, output_shape), gen, torch::kFloat32);
   }
@@ -119,6 +124,9 @@ torch::Tensor SplitModel::loss(const torch::Tensor& output, const torch::Tensor&
       return torch::nn::functional::cross_entropy(mlm_logits, mlm_target) +
              torch::nn::functional::cross_entropy(nsp_logits, nsp_target);
     }
+    case TaskKind::kCausalLm:  // output [B,T,V], target [B,T]
+      return torch::nn::functional::cross_entropy(output.reshape({-1, output.size(-1)}),
+                                                  target.reshape({-1}));
     case TaskKind::kRegression:
       return torch::mse_loss(output, target.to(output.dtype()));
   }
@@ -154,6 +162,8 @@ SplitModel build_model(const ModelSpec& spec, uint64_t seed) {
     models::add_roberta_base(m);
   } else if (name == "bert_small") {
     models::add_bert_small(m);
+  } else if (name == "llama") {
+    models::add_llama(m);
   } else {
     assert(name == "torchscript");  // resolve_model_defaults knows no others
     models::add_torchscript(m);

@@ -19,43 +19,6 @@ namespace {
 
 namespace nn = torch::nn;
 
-// A dense projection x W^T + b, the same ops as nn::Linear (its weights are
-// drawn by one, so a model without adapters is the same for a seed, and
-// measures the same: a matmul, then the bias added). With
-// LoRA on it (FinetuneSpec::targets names it), W and b are frozen and an
-// adapter adds (alpha / r) * dropout(x) A^T B^T: A [r, in] drawn as
-// nn::Linear's weights, B [out, r] zero, so training starts from the base
-// model (as PEFT does).
-class ProjectionImpl : public nn::Module {
- public:
-  ProjectionImpl(int64_t in, int64_t out, const std::string& name, const FinetuneSpec& finetune) {
-    nn::Linear base(in, out);
-    weight_ = register_parameter("weight", base->weight);
-    bias_ = register_parameter("bias", base->bias);
-    const auto& t = finetune.targets;
-    if (finetune.method != "lora" || std::find(t.begin(), t.end(), name) == t.end()) return;
-    weight_.set_requires_grad(false);
-    bias_.set_requires_grad(false);
-    lora_a_ = register_parameter(
-        "lora_A", nn::Linear(nn::LinearOptions(in, finetune.rank).bias(false))->weight);
-    lora_b_ = register_parameter("lora_B", torch::zeros({out, finetune.rank}));
-    dropout_ = register_module("lora_dropout", nn::Dropout(finetune.dropout));
-    scale_ = finetune.alpha / static_cast<double>(finetune.rank);
-  }
-  torch::Tensor forward(const torch::Tensor& x) {
-    namespace F = torch::nn::functional;
-    torch::Tensor y = F::linear(x, weight_, bias_);
-    if (!lora_a_.defined()) return y;
-    return y + F::linear(F::linear(dropout_->forward(x), lora_a_), lora_b_) * scale_;
-  }
-
- private:
-  torch::Tensor weight_, bias_, lora_a_, lora_b_;
-  nn::Dropout dropout_{nullptr};
-  double scale_ = 0;
-};
-TORCH_MODULE(Projection);
-
 struct EmbeddingOptions {
   int64_t vocab, max_positions, type_vocab, hidden;
   int64_t padding_idx;      // -1: none

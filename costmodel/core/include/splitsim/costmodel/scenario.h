@@ -36,12 +36,14 @@ struct FinetuneSpec {
 const std::vector<std::string>& lora_targets();  // query, key, value, dense, intermediate, output
 
 struct ModelSpec {
-  // mobilenet_v2 | mobilenet_v2_cifar | resnet20 | roberta_base | bert_small | torchscript
+  // mobilenet_v2 | mobilenet_v2_cifar | resnet20 | roberta_base | bert_small | llama |
+  // torchscript
   std::string name;
   int64_t num_classes = 0;  // image classes / sequence labels (0 = model default)
   int64_t image_size = 0;   // image models: H = W (0 = model default)
   int64_t seq_len = 0;      // transformers (0 = model default), same for the rest
   int64_t hidden = 0, layers = 0, heads = 0, ffn = 0, vocab_size = 0, max_positions = 0;
+  int64_t kv_heads = 0;              // llama: key/value heads (grouped-query attention)
   std::string path;                  // torchscript: the .pt file
   std::vector<int64_t> input_shape;  // torchscript: per-sample input shape
   std::string input_dtype = "float32";

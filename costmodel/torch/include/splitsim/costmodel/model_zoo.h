@@ -1,12 +1,12 @@
 #pragma once
 // The model zoo (LibTorch): every model as an ordered list of partition units.
 // Unit names and layouts: costmodel/README.md "Models and partition units" lists them.
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "splitsim/costmodel/scenario.h"
 
@@ -22,16 +22,17 @@ enum class TaskKind {
   kImageClassification,     // input [B,3,H,W] float, target [B] class ids
   kSequenceClassification,  // input [B,T] token ids, target [B] labels
   kMaskedLmAndNsp,          // input [B,T] token ids, target [B,T+1]: MLM ids then NSP label
+  kCausalLm,                // input [B,T] token ids, output [B,T,V], target [B,T] next tokens
   kRegression,              // TorchScript models: target = output-shaped noise, MSE loss
 };
 
 struct SplitModel {
-  ModelSpec spec;                            // resolved (no 0 defaults left)
+  ModelSpec spec;  // resolved (no 0 defaults left)
   TaskKind task = TaskKind::kImageClassification;
-  std::vector<std::string> names;            // unit names, model order
+  std::vector<std::string> names;  // unit names, model order
   std::vector<std::shared_ptr<UnitModule>> units;
-  std::vector<std::vector<int>> inputs;      // producers of each unit; -1 = model input
-  std::vector<int64_t> output_shape;         // per sample (batch dim removed), of the last unit
+  std::vector<std::vector<int>> inputs;  // producers of each unit; -1 = model input
+  std::vector<int64_t> output_shape;     // per sample (batch dim removed), of the last unit
 
   int size() const { return static_cast<int>(units.size()); }
   // Runs units [first, last] in order.
