@@ -135,6 +135,14 @@ TEST_F(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
   json j = base();
   j["model"] = {{"name", "bert_small"}, {"hidden", 4096}, {"vocab_size", 262144}, {"heads", 64}};
   expect_refused(j, "$.model", "the limit is 268435456");
+  // A 1.3B encoder (24 blocks of hidden 2048, FFN 8192) plans from two
+  // blocks; with blocks frozen apart it would have to be built whole.
+  j["model"] = {
+      {"name", "roberta_base"}, {"layers", 24}, {"hidden", 2048}, {"heads", 16}, {"ffn", 8192},
+      {"seq_len", 512}};
+  EXPECT_EQ(expand_scenario(j).size(), 1u);
+  j["model"]["finetune"] = {{"frozen", {"layer.0"}}};
+  expect_refused(j, "$.model", "the limit is 268435456");
 }
 
 TEST_F(InputLimitsTest, RunSizesAreBounded) {

@@ -8,6 +8,7 @@
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/limits.h"
+#include "splitsim/costmodel/model_blocks.h"
 #include "splitsim/costmodel/scenario.h"
 
 namespace splitsim {
@@ -177,10 +178,13 @@ void check_transformer(const ModelSpec& spec, const std::string& path) {
     throw InputError(path + ".heads", "head size " + std::to_string(spec.hidden / spec.heads) +
                                           " is odd; rotary positions turn pairs of dimensions");
   }
-  const int64_t params = transformer_params(spec);
+  // Planning builds two blocks where they repeat (measure.h); exec builds
+  // the whole model and checks the whole (build_model).
+  const int64_t params = planned_transformer_param_count(spec);
   if (params > limits::kMaxTransformerParams) {
     throw InputError(path, "about " + std::to_string(params) +
-                               " parameters (vocab_size, hidden, layers, ffn); the limit is " +
+                               " parameters to build for planning (vocab_size, hidden, ffn, and "
+                               "layers unless two blocks stand for all); the limit is " +
                                std::to_string(limits::kMaxTransformerParams) +
                                " (1 GiB of fp32 weights)");
   }
@@ -290,6 +294,28 @@ const std::vector<std::string>& lora_targets() {
   static const std::vector<std::string> kTargets = {"query", "key",          "value",
                                                     "dense", "intermediate", "output"};
   return kTargets;
+}
+
+std::string repeated_block_prefix(const ModelSpec& spec) {
+  std::string prefix;
+  if (spec.name == "roberta_base" || spec.name == "bert_small") prefix = "layer.";
+  if (spec.name == "llama") prefix = "layers.";
+  if (prefix.empty() || spec.layers <= 2) return "";
+  for (const auto& f : spec.finetune.frozen)
+    if (f.rfind(prefix, 0) == 0) return "";
+  return prefix;
+}
+
+int64_t transformer_param_count(const ModelSpec& spec) {
+  if (spec.name != "roberta_base" && spec.name != "bert_small" && spec.name != "llama") return 0;
+  return transformer_params(spec);
+}
+
+int64_t planned_transformer_param_count(const ModelSpec& spec) {
+  if (repeated_block_prefix(spec).empty()) return transformer_param_count(spec);
+  ModelSpec two = spec;
+  two.layers = 2;
+  return transformer_params(two);
 }
 
 }  // namespace splitsim

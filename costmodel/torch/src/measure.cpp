@@ -3,9 +3,12 @@
 #include <torch/torch.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "memory_probe.h"
 #include "splitsim/costmodel/mac_counter.h"
+#include "splitsim/costmodel/model_blocks.h"
 #include "splitsim/costmodel/model_zoo.h"
 
 namespace splitsim {
@@ -15,10 +18,46 @@ std::vector<int64_t> per_sample(const torch::Tensor& t) {
   return std::vector<int64_t>(t.sizes().begin() + 1, t.sizes().end());
 }
 
+// The profile of the whole model from that of its first two blocks: the
+// units of block 1 repeated for blocks 2 .. layers-1, renamed.
+ModelProfile replicate_blocks(const ModelProfile& two, const std::string& prefix, int64_t layers) {
+  const std::string second = prefix + "1.";
+  ModelProfile out = two;
+  out.units.clear();
+  std::vector<UnitProfile> block;
+  const auto insert_copies = [&] {
+    for (int64_t i = 1; i < layers; ++i)
+      for (UnitProfile b : block) {
+        b.name = prefix + std::to_string(i) + "." + b.name.substr(second.size());
+        out.units.push_back(std::move(b));
+      }
+    block.clear();
+  };
+  for (const auto& u : two.units) {
+    if (u.name.rfind(second, 0) == 0) {
+      block.push_back(u);
+      continue;
+    }
+    if (!block.empty()) insert_copies();  // the first unit after block 1
+    out.units.push_back(u);
+  }
+  if (!block.empty()) insert_copies();
+  for (size_t i = 0; i < out.units.size(); ++i)  // a chain, as every model here
+    out.units[i].inputs = {static_cast<int>(i) - 1};
+  return out;
+}
+
 }  // namespace
 
-ModelProfile measure_model(const ModelSpec& spec, int64_t batch) {
+ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate) {
   if (batch < 2) throw std::invalid_argument("measure_model: batch must be >= 2 (BatchNorm)");
+  const ModelSpec resolved = resolve_model_defaults(spec, "$.model");
+  const std::string prefix = replicate ? repeated_block_prefix(resolved) : "";
+  if (!prefix.empty()) {
+    ModelSpec two = resolved;
+    two.layers = 2;
+    return replicate_blocks(measure_model(two, batch, false), prefix, resolved.layers);
+  }
   SplitModel model = build_model(spec, /*seed=*/0);
   model.train(true);
   const int n = model.size();

@@ -8,6 +8,8 @@
 
 #include "models/models_impl.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/limits.h"
+#include "splitsim/costmodel/model_blocks.h"
 #include "splitsim/costmodel/model_zoo.h"
 
 namespace splitsim {
@@ -150,6 +152,15 @@ void SplitModel::train(bool on) {
 SplitModel build_model(const ModelSpec& spec, uint64_t seed) {
   SplitModel m;
   m.spec = resolve_model_defaults(spec, "$.model");
+  // Planning may build two blocks of a large transformer (measure.h); a
+  // whole build (exec, train, profile) is held to the limit as a whole.
+  const int64_t params = transformer_param_count(m.spec);
+  if (params > limits::kMaxTransformerParams)
+    throw InputError("$.model", "building the whole model (exec, train, profile) takes about " +
+                                    std::to_string(params) + " parameters; the limit is " +
+                                    std::to_string(limits::kMaxTransformerParams) +
+                                    " (1 GiB of fp32 weights); plan, simulate and explore "
+                                    "measure two of its blocks and take it");
   torch::manual_seed(seed);
   const std::string& name = m.spec.name;
   if (name == "mobilenet_v2") {

@@ -11,6 +11,15 @@ namespace splitsim {
 // Builds `spec` and runs one training step at `batch` samples, unit by unit,
 // observing every ATen op. Counts are divided by `batch` (per sample); they are
 // linear in the batch size for every model here. batch >= 2 (BatchNorm).
-ModelProfile measure_model(const ModelSpec& spec, int64_t batch = 2);
+//
+// Transformers repeat one block. With `replicate_blocks`, a roberta_base,
+// bert_small or llama of more than two blocks whose blocks all train alike
+// (no frozen entry names some blocks and not others) is measured with two
+// blocks, and the second block's units stand for blocks 2 .. layers-1 under
+// their own names: every count, shape and byte equals the whole model's
+// (each block runs the same ops on the same shapes, with the same parameters
+// training and its input needing a gradient alike), at the cost of two
+// blocks (tests/costmodel/measure_replicated_test.cpp).
+ModelProfile measure_model(const ModelSpec& spec, int64_t batch = 2, bool replicate_blocks = true);
 
 }  // namespace splitsim
