@@ -98,12 +98,22 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
     throw InputError("--eval-every", "held-out evaluation runs with one client");
   const int K = static_cast<int>(plan.stages.size());
   ctx.batches = plan.iterations + cooldown_batches(plan.schedule, K, plan.chunks());
+  // Only the units of this rank's stages are built: each unit's weights
+  // come from its own seed, so they are the same as in any other build.
+  std::vector<bool> local_units(static_cast<size_t>(plan.stages.back().last_unit + 1), false);
+  for (int k = 0; k < K; ++k)
+    for (int c = 0; c < ctx.topo.clients; ++c)
+      if (ctx.topo.rank_of(k, c) == rank)
+        for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
+          local_units[static_cast<size_t>(u)] = true;
   {
     std::lock_guard<std::mutex> lock(build_mutex());
-    ctx.model = build_model(resolve_model_defaults(scenario.model, "$.model"), scenario.seed);
+    ctx.model =
+        build_model(resolve_model_defaults(scenario.model, "$.model"), scenario.seed, &local_units);
   }
   ctx.model.train(true);
-  for (auto& u : ctx.model.units) u->to(ctx.device);
+  for (auto& u : ctx.model.units)
+    if (u) u->to(ctx.device);
   std::unique_ptr<BatchSource> source;
   ctx.data = options.data;
   if (!ctx.data) {
@@ -141,6 +151,8 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
   for (auto& t : threads) t.join();
 
   RunResult r;
+  for (int u = 0; u < ctx.model.size(); ++u)
+    if (ctx.model.units[static_cast<size_t>(u)]) r.built_units.push_back(u);
   r.timeline.parties = ctx.topo.parties;
   r.timeline.client_parties = ctx.topo.client_parties;
   r.timeline.clients = ctx.topo.clients;

@@ -393,6 +393,35 @@ TEST(ModelZooTest, WeightsAreDeterministicPerSeed) {
   EXPECT_FALSE(torch::equal(first_weight(1), first_weight(2)));
 }
 
+// exec builds only its own stages: a unit built alone has the weights it
+// has in the whole model (each unit draws from its own seed), and a unit
+// left out is null and refuses to run.
+TEST(ModelZooTest, APartialBuildHasTheWholeBuildsUnits) {
+  ModelSpec llama = spec_of("llama");
+  llama.layers = 2, llama.hidden = 64, llama.heads = 4, llama.kv_heads = 2, llama.ffn = 96;
+  llama.vocab_size = 100, llama.seq_len = 8;
+  for (const ModelSpec& spec :
+       {spec_of("resnet20"), spec_of("mobilenet_v2_cifar"), small_roberta(), llama}) {
+    SCOPED_TRACE(spec.name);
+    const SplitModel whole = build_model(spec, 7);
+    std::vector<bool> odd(static_cast<size_t>(whole.size()));
+    for (size_t i = 0; i < odd.size(); ++i) odd[i] = i % 2 == 1;
+    const SplitModel part = build_model(spec, 7, &odd);
+    ASSERT_EQ(part.names, whole.names);
+    for (int i = 0; i < whole.size(); ++i) {
+      if (!odd[static_cast<size_t>(i)]) {
+        EXPECT_EQ(part.units[static_cast<size_t>(i)], nullptr) << whole.names[i];
+        EXPECT_THROW(part.forward(whole.make_input(2, 0), i, i), std::logic_error);
+        continue;
+      }
+      const auto a = whole.parameters(i, i), b = part.parameters(i, i);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t j = 0; j < a.size(); ++j)
+        EXPECT_TRUE(torch::equal(a[j], b[j])) << whole.names[i] << " parameter " << j;
+    }
+  }
+}
+
 TEST(ModelZooTest, UnknownModelThrows) {
   try {
     build_model(spec_of("vgg16"));

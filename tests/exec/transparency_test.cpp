@@ -47,6 +47,18 @@ TEST(TransparencyTest, TwoPartSplitWithCodecNoneGivesTheUnsplitGradients) {
   expect_allclose(split_gradients(sc, plan), unsplit_gradients(sc));
 }
 
+// Each rank builds only the units of its own stages.
+TEST(TransparencyTest, EachRankBuildsOnlyItsOwnStages) {
+  const Scenario sc = small_scenario("resnet20", 4);
+  const Plan plan = make_test_plan(sc, {0, 9}, none(), none(), 1, Schedule::kSequential, 1);
+  const auto results = run_loopback(sc, plan, RunOptions{});
+  // Rank 0 is the server (stage 1: units 1..9); the client holds stages 0 and 2.
+  std::vector<int> server, client = {0, 10};
+  for (int u = 1; u <= 9; ++u) server.push_back(u);
+  EXPECT_EQ(results[0].built_units, server);
+  EXPECT_EQ(results[1].built_units, client);
+}
+
 TEST(TransparencyTest, UShapeThreeStagesGiveTheUnsplitGradients) {
   const Scenario sc = small_scenario("resnet20", 4);
   const Plan plan = make_test_plan(sc, {0, 9}, none(), none(), 1, Schedule::kSequential, 1);

@@ -149,13 +149,14 @@ class LmHead : public UnitModule {
 void add_llama(SplitModel& m) {
   const ModelSpec& s = m.spec;
   m.task = TaskKind::kCausalLm;
-  add_unit(m, "embed_tokens", std::make_shared<TokenEmbedding>(s.vocab_size, s.hidden));
+  add_unit(m, "embed_tokens",
+           [&] { return std::make_shared<TokenEmbedding>(s.vocab_size, s.hidden); });
   for (int64_t i = 0; i < s.layers; ++i) {
     const std::string prefix = "layers." + std::to_string(i);
-    add_unit(m, prefix + ".self_attn", std::make_shared<SelfAttention>(s));
-    add_unit(m, prefix + ".mlp", std::make_shared<Mlp>(s));
+    add_unit(m, prefix + ".self_attn", [&] { return std::make_shared<SelfAttention>(s); });
+    add_unit(m, prefix + ".mlp", [&] { return std::make_shared<Mlp>(s); });
   }
-  add_unit(m, "head", std::make_shared<LmHead>(s.hidden, s.vocab_size));
+  add_unit(m, "head", [&] { return std::make_shared<LmHead>(s.hidden, s.vocab_size); });
   m.output_shape = {s.seq_len, s.vocab_size};
 }
 

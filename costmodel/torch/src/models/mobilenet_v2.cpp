@@ -123,21 +123,23 @@ void add_mobilenet_v2(SplitModel& m) {
   static const BlockRow kTable[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                     {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   m.task = TaskKind::kImageClassification;
-  add_unit(m, "features.0.conv", sequential_unit(conv(3, 32, 3, 2)));
-  add_unit(m, "features.0.bn", sequential_unit(nn::BatchNorm2d(32)));
-  add_unit(m, "features.0.relu", sequential_unit(nn::ReLU6()));
+  add_unit(m, "features.0.conv", [&] { return sequential_unit(conv(3, 32, 3, 2)); });
+  add_unit(m, "features.0.bn", [&] { return sequential_unit(nn::BatchNorm2d(32)); });
+  add_unit(m, "features.0.relu", [&] { return sequential_unit(nn::ReLU6()); });
   int64_t in = 32;
   int index = 1;
   for (const BlockRow& row : kTable) {
     for (int64_t i = 0; i < row.n; ++i) {
-      add_unit(m, "features." + std::to_string(index++),
-               std::make_shared<InvertedResidual>(in, row.c, i == 0 ? row.s : 1, row.t));
+      add_unit(m, "features." + std::to_string(index++), [&] {
+        return std::make_shared<InvertedResidual>(in, row.c, i == 0 ? row.s : 1, row.t);
+      });
       in = row.c;
     }
   }
   add_unit(m, "features.18",
-           sequential_unit(conv(in, 1280, 1), nn::BatchNorm2d(1280), nn::ReLU6()));
-  add_unit(m, "classifier", std::make_shared<TorchvisionClassifier>(1280, m.spec.num_classes));
+           [&] { return sequential_unit(conv(in, 1280, 1), nn::BatchNorm2d(1280), nn::ReLU6()); });
+  add_unit(m, "classifier",
+           [&] { return std::make_shared<TorchvisionClassifier>(1280, m.spec.num_classes); });
   m.output_shape = {m.spec.num_classes};
 }
 
@@ -146,23 +148,24 @@ void add_mobilenet_v2_cifar(SplitModel& m) {
   static const BlockRow kTable[] = {{1, 16, 1, 1}, {6, 24, 2, 1},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                     {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   m.task = TaskKind::kImageClassification;
-  add_unit(m, "conv1", sequential_unit(conv(3, 32, 3)));
-  add_unit(m, "bn1", sequential_unit(nn::BatchNorm2d(32), nn::ReLU()));
+  add_unit(m, "conv1", [&] { return sequential_unit(conv(3, 32, 3)); });
+  add_unit(m, "bn1", [&] { return sequential_unit(nn::BatchNorm2d(32), nn::ReLU()); });
   int64_t in = 32;
   int index = 0;
   for (const BlockRow& row : kTable) {
     for (int64_t i = 0; i < row.n; ++i) {
       add_unit(m, "layers." + std::to_string(index++),
-               std::make_shared<CifarBlock>(in, row.c, row.t, i == 0 ? row.s : 1));
+               [&] { return std::make_shared<CifarBlock>(in, row.c, row.t, i == 0 ? row.s : 1); });
       in = row.c;
     }
   }
-  add_unit(m, "conv2", sequential_unit(conv(in, 1280, 1)));
-  add_unit(m, "bn2", sequential_unit(nn::BatchNorm2d(1280), nn::ReLU()));
+  add_unit(m, "conv2", [&] { return sequential_unit(conv(in, 1280, 1)); });
+  add_unit(m, "bn2", [&] { return sequential_unit(nn::BatchNorm2d(1280), nn::ReLU()); });
   // Three stride-2 stages: 32x32 -> 4x4 (resolve_model_defaults checks
   // image_size % 8 == 0).
-  add_unit(m, "linear",
-           std::make_shared<CifarLinear>(1280, m.spec.num_classes, m.spec.image_size / 8));
+  add_unit(m, "linear", [&] {
+    return std::make_shared<CifarLinear>(1280, m.spec.num_classes, m.spec.image_size / 8);
+  });
   m.output_shape = {m.spec.num_classes};
 }
 

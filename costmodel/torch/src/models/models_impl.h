@@ -3,10 +3,11 @@
 // units to a SplitModel, in model order, and sets its task and output shape.
 // REQUIRES: m.spec is resolved (resolve_model_defaults) and names the model;
 // m.names and m.units are empty. Weights come from torch's global RNG, which
-// build_model() seeds first.
+// add_unit seeds before each unit.
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -73,6 +74,12 @@ class ProjectionImpl : public nn::Module {
 };
 TORCH_MODULE(Projection);
 
+// Appends unit `name`, made by `make` with torch's RNG seeded for this unit
+// alone (build_model: a unit's weights do not depend on the units built
+// before it), or left null where build_model was asked to leave it out.
+void add_unit(SplitModel& m, std::string name,
+              const std::function<std::shared_ptr<UnitModule>()>& make);
+// Appends a unit made elsewhere (TorchScript: slices of one loaded module).
 inline void add_unit(SplitModel& m, std::string name, std::shared_ptr<UnitModule> unit) {
   m.names.push_back(std::move(name));
   m.units.push_back(std::move(unit));

@@ -62,7 +62,8 @@ class Head : public UnitModule {
 void add_resnet20(SplitModel& m) {
   constexpr int kBlocksPerStage = 3;  // depth 6n + 2 = 20
   m.task = TaskKind::kImageClassification;
-  add_unit(m, "conv1", sequential_unit(conv3x3(3, 16, 1), nn::BatchNorm2d(16), nn::ReLU()));
+  add_unit(m, "conv1",
+           [&] { return sequential_unit(conv3x3(3, 16, 1), nn::BatchNorm2d(16), nn::ReLU()); });
   int64_t in = 16;
   const int64_t stage_planes[] = {16, 32, 64};
   for (int stage = 0; stage < 3; ++stage) {
@@ -70,11 +71,11 @@ void add_resnet20(SplitModel& m) {
     for (int i = 0; i < kBlocksPerStage; ++i) {
       const int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
       add_unit(m, "layer" + std::to_string(stage + 1) + "." + std::to_string(i),
-               std::make_shared<BasicBlock>(in, planes, stride));
+               [&] { return std::make_shared<BasicBlock>(in, planes, stride); });
       in = planes;
     }
   }
-  add_unit(m, "head", std::make_shared<Head>(in, m.spec.num_classes));
+  add_unit(m, "head", [&] { return std::make_shared<Head>(in, m.spec.num_classes); });
   m.output_shape = {m.spec.num_classes};
 }
 

@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cassert>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,21 @@ namespace {
 
 // Targets use their own stream, so they are not a function of the inputs.
 constexpr uint64_t kTargetSeedSalt = 0x9e3779b97f4a7c15ULL;
+
+// What build_model asked add_unit for, on the building thread.
+struct BuildRequest {
+  uint64_t seed = 0;
+  const std::vector<bool>* units = nullptr;  // null: all
+};
+thread_local BuildRequest build_request;
+
+// SplitMix64's finaliser: unit i's seed, far from unit i+1's.
+uint64_t unit_seed(uint64_t seed, int index) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(index) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& shape) {
   std::vector<int64_t> out{batch};
@@ -33,8 +50,9 @@ void apply_finetune(SplitModel& m) {
   if (f.method == "lora") {
     const int frozen_units = m.task == TaskKind::kCausalLm ? m.size() : m.size() - 1;
     for (int i = 0; i < frozen_units; ++i)
-      for (const auto& p : m.units[i]->named_parameters())
-        if (p.key().find("lora_") == std::string::npos) p.value().set_requires_grad(false);
+      if (m.units[i])
+        for (const auto& p : m.units[i]->named_parameters())
+          if (p.key().find("lora_") == std::string::npos) p.value().set_requires_grad(false);
   }
   for (size_t k = 0; k < f.frozen.size(); ++k) {
     const std::string& name = f.frozen[k];
@@ -42,7 +60,8 @@ void apply_finetune(SplitModel& m) {
     for (int i = 0; i < m.size(); ++i) {
       if (m.names[i] != name && m.names[i].rfind(name + ".", 0) != 0) continue;
       found = true;
-      for (auto& p : m.units[i]->parameters()) p.set_requires_grad(false);
+      if (m.units[i])
+        for (auto& p : m.units[i]->parameters()) p.set_requires_grad(false);
     }
     if (!found) {
       std::string units;
@@ -53,19 +72,28 @@ void apply_finetune(SplitModel& m) {
           "no unit is \"" + name + "\" or begins with \"" + name + ".\"; units: " + units);
     }
   }
-  for (const auto& unit : m.units)
+  for (const auto& unit : m.units) {
+    if (!unit) return;  // a part of the model: the whole was checked when planned
     for (const auto& p : unit->parameters())
       if (p.requires_grad()) return;
+  }
   throw InputError("$.model.finetune", "nothing is left to train: every parameter is frozen");
 }
 
 }  // namespace
 
+UnitModule& SplitModel::built(int i) const {
+  if (!units.at(static_cast<size_t>(i)))
+    throw std::logic_error("unit " + names[static_cast<size_t>(i)] +
+                           " was not built (build_model's build_units left it out)");
+  return *units[static_cast<size_t>(i)];
+}
+
 torch::Tensor SplitModel::forward(const torch::Tensor& x, int first, int last) const {
   assert(0 <= first && first <= last && last < size());
   torch::Tensor y = x;
   // The unit graph is a chain (inputs[i] == {i - 1}) for every model here.
-  for (int i = first; i <= last; ++i) y = units[i]->forward(y);
+  for (int i = first; i <= last; ++i) y = built(i).forward(y);
   return y;
 }
 
@@ -140,16 +168,34 @@ std::vector<torch::Tensor> SplitModel::parameters(int first, int last) const {
   assert(0 <= first && first <= last && last < size());
   std::vector<torch::Tensor> params;
   for (int i = first; i <= last; ++i) {
-    for (const torch::Tensor& p : units[i]->parameters()) params.push_back(p);
+    for (const torch::Tensor& p : built(i).parameters()) params.push_back(p);
   }
   return params;
 }
 
 void SplitModel::train(bool on) {
-  for (auto& unit : units) unit->train(on);
+  for (auto& unit : units)
+    if (unit) unit->train(on);
 }
 
-SplitModel build_model(const ModelSpec& spec, uint64_t seed) {
+namespace models {
+
+void add_unit(SplitModel& m, std::string name,
+              const std::function<std::shared_ptr<UnitModule>()>& make) {
+  const int index = m.size();
+  const auto* wanted = build_request.units;
+  std::shared_ptr<UnitModule> unit;
+  if (wanted == nullptr || (index < static_cast<int>(wanted->size()) && (*wanted)[index])) {
+    torch::manual_seed(unit_seed(build_request.seed, index));
+    unit = make();
+  }
+  m.names.push_back(std::move(name));
+  m.units.push_back(std::move(unit));
+}
+
+}  // namespace models
+
+SplitModel build_model(const ModelSpec& spec, uint64_t seed, const std::vector<bool>* build_units) {
   SplitModel m;
   m.spec = resolve_model_defaults(spec, "$.model");
   // Planning may build two blocks of a large transformer (measure.h); a
@@ -162,6 +208,10 @@ SplitModel build_model(const ModelSpec& spec, uint64_t seed) {
                                     " (1 GiB of fp32 weights); plan, simulate and explore "
                                     "measure two of its blocks and take it");
   torch::manual_seed(seed);
+  build_request = {seed, build_units};
+  struct Done {
+    ~Done() { build_request = {}; }
+  } done;
   const std::string& name = m.spec.name;
   if (name == "mobilenet_v2") {
     models::add_mobilenet_v2(m);

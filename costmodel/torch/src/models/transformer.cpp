@@ -166,10 +166,12 @@ void add_encoder_layers(SplitModel& m, double eps) {
   const ModelSpec& s = m.spec;
   for (int64_t i = 0; i < s.layers; ++i) {
     const std::string prefix = "layer." + std::to_string(i);
-    add_unit(m, prefix + ".attention",
-             std::make_shared<Attention>(s.hidden, s.heads, eps, s.dropout, s.finetune));
-    add_unit(m, prefix + ".ffn",
-             std::make_shared<FeedForward>(s.hidden, s.ffn, eps, s.dropout, s.finetune));
+    add_unit(m, prefix + ".attention", [&] {
+      return std::make_shared<Attention>(s.hidden, s.heads, eps, s.dropout, s.finetune);
+    });
+    add_unit(m, prefix + ".ffn", [&] {
+      return std::make_shared<FeedForward>(s.hidden, s.ffn, eps, s.dropout, s.finetune);
+    });
   }
 }
 
@@ -180,12 +182,15 @@ void add_roberta_base(SplitModel& m) {
   constexpr int64_t kPaddingIdx = 1;
   const ModelSpec& s = m.spec;
   m.task = TaskKind::kSequenceClassification;
-  add_unit(m, "embeddings",
-           std::make_shared<Embeddings>(EmbeddingOptions{s.vocab_size, s.max_positions, 1, s.hidden,
+  add_unit(m, "embeddings", [&] {
+    return std::make_shared<Embeddings>(EmbeddingOptions{s.vocab_size, s.max_positions, 1, s.hidden,
                                                          kPaddingIdx, kPaddingIdx + 1, kEps},
-                                        s.dropout));
+                                        s.dropout);
+  });
   add_encoder_layers(m, kEps);
-  add_unit(m, "head", std::make_shared<ClassificationHead>(s.hidden, s.num_classes, s.dropout));
+  add_unit(m, "head", [&] {
+    return std::make_shared<ClassificationHead>(s.hidden, s.num_classes, s.dropout);
+  });
   m.output_shape = {s.num_classes};
 }
 
@@ -193,12 +198,13 @@ void add_bert_small(SplitModel& m) {
   constexpr double kEps = 1e-12;
   const ModelSpec& s = m.spec;
   m.task = TaskKind::kMaskedLmAndNsp;
-  add_unit(
-      m, "embeddings",
-      std::make_shared<Embeddings>(
-          EmbeddingOptions{s.vocab_size, s.max_positions, 2, s.hidden, -1, 0, kEps}, s.dropout));
+  add_unit(m, "embeddings", [&] {
+    return std::make_shared<Embeddings>(
+        EmbeddingOptions{s.vocab_size, s.max_positions, 2, s.hidden, -1, 0, kEps}, s.dropout);
+  });
   add_encoder_layers(m, kEps);
-  add_unit(m, "heads", std::make_shared<PretrainingHeads>(s.hidden, s.vocab_size, kEps));
+  add_unit(m, "heads",
+           [&] { return std::make_shared<PretrainingHeads>(s.hidden, s.vocab_size, kEps); });
   m.output_shape = {s.seq_len * s.vocab_size + 2};
 }
 

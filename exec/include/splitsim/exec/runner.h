@@ -91,6 +91,7 @@ struct RunResult {
   // Stage updates skipped over a non-finite gradient (loss scaling), summed
   // over the stages (and, after gathering, the ranks).
   int64_t skipped_updates = 0;
+  std::vector<int> built_units;  // model units this rank built: its stages' (all: TorchScript)
   // keep_gradients: per model unit index, its parameters' gradients.
   std::map<int, std::vector<torch::Tensor>> gradients;
   // keep_parameters: per local model unit index, its parameters (copies).

@@ -30,11 +30,15 @@ struct SplitModel {
   ModelSpec spec;  // resolved (no 0 defaults left)
   TaskKind task = TaskKind::kImageClassification;
   std::vector<std::string> names;  // unit names, model order
+  // Null where build_model left a unit out (`build_units`): its name, inputs
+  // and the task stay; only built units may run or give parameters.
   std::vector<std::shared_ptr<UnitModule>> units;
   std::vector<std::vector<int>> inputs;  // producers of each unit; -1 = model input
   std::vector<int64_t> output_shape;     // per sample (batch dim removed), of the last unit
 
   int size() const { return static_cast<int>(units.size()); }
+  // Unit i; throws std::logic_error naming it when it was not built.
+  UnitModule& built(int i) const;
   // Runs units [first, last] in order.
   torch::Tensor forward(const torch::Tensor& x, int first, int last) const;
   torch::Tensor forward(const torch::Tensor& x) const { return forward(x, 0, size() - 1); }
@@ -48,9 +52,13 @@ struct SplitModel {
   void train(bool on = true);
 };
 
-// Builds `spec` (resolved with resolve_model_defaults) with weights drawn
-// from `seed`. Throws InputError for an unknown model or an unreadable
-// TorchScript file.
-SplitModel build_model(const ModelSpec& spec, uint64_t seed = 0);
+// Builds `spec` (resolved with resolve_model_defaults). Unit i's weights are
+// drawn from a stream of its own, seeded by `seed` and i, so a unit is the
+// same whichever other units are built. `build_units` null builds every
+// unit; else unit i is built only where i < size() and (*build_units)[i]
+// (exec builds its own stages; a TorchScript file is always built whole).
+// Throws InputError for an unknown model or an unreadable TorchScript file.
+SplitModel build_model(const ModelSpec& spec, uint64_t seed = 0,
+                       const std::vector<bool>* build_units = nullptr);
 
 }  // namespace splitsim
