@@ -57,6 +57,11 @@ void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult&
       os << ", loss " << j["training"]["loss_first"].get<double>() << " -> "
          << j["training"]["loss_last"].get<double>() << ", accuracy (last batch) "
          << j["training"]["accuracy_last"].get<double>();
+    for (const auto& [party, m] : j["memory"].items())
+      if (m.contains("measured_peak_tensor_bytes"))
+        os << ", " << party << " tensors peak "
+           << m["measured_peak_tensor_bytes"].get<double>() / 1e6 << " MB (plan "
+           << m["predicted_peak_bytes"].get<double>() / 1e6 << " MB)";
     out << os.str() << "\n";
   }
   out.flush();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "memory_account.h"
 #include "splitsim/costmodel/codec_module.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/exec/runner.h"
@@ -59,6 +60,7 @@ struct PartyContext {
   torch::Device device{torch::kCPU};
   int64_t batches = 0;                            // iterations + cool-down
   int progress_stage = -1, progress_client = -1;  // the instance that calls options.on_batch
+  MemoryAccount* memory = nullptr;  // every thread building or running stages joins it
   // ddg/fr: each client's iteration barrier over its K stage instances, as
   // the simulator's (the algorithms' synchronous outer loop). The last of a
   // client's local instances to arrive meets the other ranks holding its

@@ -106,6 +106,9 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
       if (ctx.topo.rank_of(k, c) == rank)
         for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
           local_units[static_cast<size_t>(u)] = true;
+  exec_internal::MemoryAccount memory;
+  exec_internal::MemoryAccount::Join joined(memory);
+  ctx.memory = &memory;
   {
     std::lock_guard<std::mutex> lock(build_mutex());
     ctx.model =
@@ -151,6 +154,7 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
   for (auto& t : threads) t.join();
 
   RunResult r;
+  r.peak_tensor_bytes[rank] = memory.peak_bytes();
   for (int u = 0; u < ctx.model.size(); ++u)
     if (ctx.model.units[static_cast<size_t>(u)]) r.built_units.push_back(u);
   r.timeline.parties = ctx.topo.parties;

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/exec/topology.h"
 #include "splitsim/sim/metrics.h"
 
 namespace splitsim {
@@ -209,10 +210,12 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
   constexpr int64_t kStatFields = 5;
   if (tr.rank() != 0) {
     const auto& ev = result->timeline.events;
-    torch::Tensor sizes =
-        torch::tensor({static_cast<int64_t>(ev.size()), static_cast<int64_t>(result->stats.size()),
-                       result->batches_done, result->skipped_updates},
-                      torch::kInt64);
+    torch::Tensor sizes = torch::tensor(
+        {static_cast<int64_t>(ev.size()), static_cast<int64_t>(result->stats.size()),
+         result->batches_done, result->skipped_updates,
+         result->peak_tensor_bytes.count(tr.rank()) != 0 ? result->peak_tensor_bytes.at(tr.rank())
+                                                         : int64_t{0}},
+        torch::kInt64);
     torch::Tensor events =
         torch::empty({static_cast<int64_t>(ev.size() * sizeof(TimelineEvent))}, torch::kUInt8);
     if (!ev.empty()) std::memcpy(events.data_ptr<uint8_t>(), ev.data(), events.numel());
@@ -230,12 +233,13 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
     return;
   }
   for (int r = 1; r < tr.world_size(); ++r) {
-    torch::Tensor sizes = torch::zeros({4}, torch::kInt64);
+    torch::Tensor sizes = torch::zeros({5}, torch::kInt64);
     tr.recv({sizes}, r, kTagSizes)->wait(timeout);
     const int64_t n_ev = sizes[0].item<int64_t>(), n_st = sizes[1].item<int64_t>();
     // Every length a peer announces is bounded before anything is allocated.
     if (n_ev < 0 || n_ev > max_events || n_st < 0 || n_st > max_events ||
-        sizes[2].item<int64_t>() < 0 || sizes[3].item<int64_t>() < 0) {
+        sizes[2].item<int64_t>() < 0 || sizes[3].item<int64_t>() < 0 ||
+        sizes[4].item<int64_t>() < 0) {
       throw std::runtime_error("rank " + std::to_string(r) + " announced " + std::to_string(n_ev) +
                                " events and " + std::to_string(n_st) +
                                " batch records; this run has at most " +
@@ -243,6 +247,7 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
     }
     result->batches_done = std::min(result->batches_done, sizes[2].item<int64_t>());
     result->skipped_updates += sizes[3].item<int64_t>();
+    result->peak_tensor_bytes[r] = sizes[4].item<int64_t>();
     if (n_ev > 0) {
       torch::Tensor events =
           torch::empty({n_ev * static_cast<int64_t>(sizeof(TimelineEvent))}, torch::kUInt8);
@@ -316,6 +321,24 @@ nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& r) {
     training["accuracy_last"] = accuracies.back();
   }
   j["training"] = training;
+  // Per party: the tensor bytes it held at most (measured where the rank
+  // reported them) beside the plan's peak memory of its stages.
+  const ExecTopology topo = make_topology(plan);
+  nlohmann::json memory = nlohmann::json::object();
+  for (int rank = 0; rank < topo.world_size(); ++rank) {
+    const int party = topo.rank_party[static_cast<size_t>(rank)];
+    int64_t predicted = 0;
+    for (int k = 0; k < topo.stages; ++k) {
+      bool here = false;
+      for (int c = 0; c < topo.clients; ++c) here = here || topo.party_of(k, c) == party;
+      if (here) predicted += plan.stages[static_cast<size_t>(k)].peak_memory_bytes;
+    }
+    nlohmann::json entry = {{"predicted_peak_bytes", predicted}};
+    const auto it = r.peak_tensor_bytes.find(rank);
+    if (it != r.peak_tensor_bytes.end()) entry["measured_peak_tensor_bytes"] = it->second;
+    memory[topo.parties[static_cast<size_t>(party)]] = entry;
+  }
+  j["memory"] = memory;
   return j;
 }
 

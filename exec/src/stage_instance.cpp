@@ -367,6 +367,8 @@ class Instance {
 }  // namespace
 
 void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out) {
+  std::optional<MemoryAccount::Join> joined;
+  if (ctx.memory != nullptr) joined.emplace(*ctx.memory);
   try {
     Instance(ctx, stage, client, out).run();
   } catch (const std::exception& e) {

@@ -163,6 +163,11 @@ TEST_F(ExecCliTest, TwoProcessesOverGlooTrainLikeTheUnsplitModel) {
   ASSERT_EQ(losses.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(losses[i], want[i], 1e-4) << "batch " << i;
   EXPECT_EQ(j["training"]["skipped_updates"], 0);
+  // Both parties' tensor peaks gathered, beside the plan's.
+  for (const char* party : {"client", "server"}) {
+    EXPECT_GT(j["memory"][party]["measured_peak_tensor_bytes"].get<int64_t>(), 0) << party;
+    EXPECT_GT(j["memory"][party]["predicted_peak_bytes"].get<int64_t>(), 0) << party;
+  }
   // Progress at the end at least: the server holds the loss, the client not.
   EXPECT_NE(server.err().find("exec: 3/3 batches, loss "), std::string::npos) << server.err();
   EXPECT_NE(client.err().find("exec: 3/3 batches\n"), std::string::npos) << client.err();

@@ -102,9 +102,10 @@ TEST(HardeningExecTest, GatherRefusesAnnouncedSizesBeyondTheRun) {
   for (const int64_t n : {int64_t{1} << 40, int64_t{-5}, int64_t{1001}}) {
     auto hub = std::make_shared<LoopbackHub>(2);
     LoopbackTransport t0(hub, 0), t1(hub, 1);
-    // events, batch records, batches done, skipped updates
-    auto sent = t1.send({torch::tensor({n, int64_t{0}, int64_t{4}, int64_t{0}}, torch::kInt64)}, 0,
-                        kTagSizes);
+    // events, batch records, batches done, skipped updates, peak tensor bytes
+    auto sent =
+        t1.send({torch::tensor({n, int64_t{0}, int64_t{4}, int64_t{0}, int64_t{0}}, torch::kInt64)},
+                0, kTagSizes);
     RunResult r = rank0_result();
     try {
       gather(t0, {0.0, 0.0}, &r, kTimeout, 1000);

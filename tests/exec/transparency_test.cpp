@@ -59,6 +59,35 @@ TEST(TransparencyTest, EachRankBuildsOnlyItsOwnStages) {
   EXPECT_EQ(results[1].built_units, client);
 }
 
+// A U-shape whose server part is far larger than the client's (a LLaMA
+// with a vocabulary of 100 and four wide blocks): the client process holds
+// tensors of its own size, not the model's; the server at least its weights.
+TEST(TransparencyTest, AClientHoldsTensorsOfItsOwnSizeNotTheModels) {
+  Scenario sc = small_scenario("resnet20", 2);
+  ModelSpec m;
+  m.name = "llama";
+  m.layers = 4, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.ffn = 1024;
+  m.seq_len = 8, m.vocab_size = 100;
+  sc.model = resolve_model_defaults(m, "$.model");
+  const SplitModel whole = build_model(sc.model, sc.seed);
+  const int last = whole.size() - 1;
+  const Plan plan = make_test_plan(sc, {0, last - 1}, none(), none(), 1, Schedule::kSequential, 2);
+  auto bytes = [&](int first, int end) {
+    int64_t b = 0;
+    for (const auto& p : whole.parameters(first, end)) b += p.numel() * p.element_size();
+    return b;
+  };
+  const int64_t model_bytes = bytes(0, last), server_bytes = bytes(1, last - 1);
+  ASSERT_GT(server_bytes, 10 * (model_bytes - server_bytes));  // the server part is 10x larger
+  const auto results = run_loopback(sc, plan, RunOptions{});
+  for (const auto& r : results) ASSERT_TRUE(r.complete) << r.error;
+  const int64_t server = results[0].peak_tensor_bytes.at(0);
+  const int64_t client = results[1].peak_tensor_bytes.at(1);
+  EXPECT_GE(server, server_bytes);
+  EXPECT_LT(client, model_bytes / 10) << "client " << client << " B, model " << model_bytes << " B";
+  EXPECT_GE(client, model_bytes - server_bytes);
+}
+
 TEST(TransparencyTest, UShapeThreeStagesGiveTheUnsplitGradients) {
   const Scenario sc = small_scenario("resnet20", 4);
   const Plan plan = make_test_plan(sc, {0, 9}, none(), none(), 1, Schedule::kSequential, 1);

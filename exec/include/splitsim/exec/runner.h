@@ -92,6 +92,10 @@ struct RunResult {
   // over the stages (and, after gathering, the ranks).
   int64_t skipped_updates = 0;
   std::vector<int> built_units;  // model units this rank built: its stages' (all: TorchScript)
+  // The most LibTorch CPU tensor bytes live at once, from the model build to
+  // the end of the run, by rank: this rank's, and after gather() on rank 0
+  // every rank's (exec/README.md "Memory").
+  std::map<int, int64_t> peak_tensor_bytes;
   // keep_gradients: per model unit index, its parameters' gradients.
   std::map<int, std::vector<torch::Tensor>> gradients;
   // keep_parameters: per local model unit index, its parameters (copies).

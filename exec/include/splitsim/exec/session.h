@@ -70,7 +70,9 @@ void join_transfer_ends(Timeline* timeline);
 
 // The metrics contract of `result` (batches [0, batches_done) when partial),
 // plus "complete", "error", "training" {loss/accuracy per batch, first,
-// last} and "wire" {bytes counted at the transport vs the Plan's formula}.
+// last}, "wire" {bytes counted at the transport vs the Plan's formula} and
+// "memory" {party: predicted_peak_bytes (the plan's stages), and
+// measured_peak_tensor_bytes where the rank reported it}.
 nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& result);
 
 }  // namespace splitsim
