@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "memory_account.h"
 #include "splitsim/costmodel/codec_module.h"
+#include "splitsim/costmodel/memory_account.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/exec/runner.h"
 

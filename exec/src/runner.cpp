@@ -106,8 +106,8 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
       if (ctx.topo.rank_of(k, c) == rank)
         for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
           local_units[static_cast<size_t>(u)] = true;
-  exec_internal::MemoryAccount memory;
-  exec_internal::MemoryAccount::Join joined(memory);
+  MemoryAccount memory;
+  MemoryAccount::Join joined(memory);
   ctx.memory = &memory;
   {
     std::lock_guard<std::mutex> lock(build_mutex());

@@ -59,16 +59,23 @@ TEST(TransparencyTest, EachRankBuildsOnlyItsOwnStages) {
   EXPECT_EQ(results[1].built_units, client);
 }
 
-// A U-shape whose server part is far larger than the client's (a LLaMA
-// with a vocabulary of 100 and four wide blocks): the client process holds
-// tensors of its own size, not the model's; the server at least its weights.
-TEST(TransparencyTest, AClientHoldsTensorsOfItsOwnSizeNotTheModels) {
+// A LLaMA-style decoder of hidden 64 (4 query and 2 key/value heads),
+// vocabulary 100, 8 tokens, batch 2.
+Scenario llama_scenario(int64_t layers, int64_t ffn) {
   Scenario sc = small_scenario("resnet20", 2);
   ModelSpec m;
   m.name = "llama";
-  m.layers = 4, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.ffn = 1024;
+  m.layers = layers, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.ffn = ffn;
   m.seq_len = 8, m.vocab_size = 100;
   sc.model = resolve_model_defaults(m, "$.model");
+  return sc;
+}
+
+// A U-shape whose server part is far larger than the client's (four wide
+// blocks): the client process holds tensors of its own size, not the
+// model's; the server at least its weights.
+TEST(TransparencyTest, AClientHoldsTensorsOfItsOwnSizeNotTheModels) {
+  const Scenario sc = llama_scenario(4, 1024);
   const SplitModel whole = build_model(sc.model, sc.seed);
   const int last = whole.size() - 1;
   const Plan plan = make_test_plan(sc, {0, last - 1}, none(), none(), 1, Schedule::kSequential, 2);
@@ -158,12 +165,7 @@ Scenario lora_scenario() {
 // server layers.1, client head): the causal LM's gradients across two cuts
 // are the unsplit model's.
 TEST(TransparencyTest, LlamaUShapeGivesTheUnsplitGradients) {
-  Scenario sc = small_scenario("resnet20", 2);
-  ModelSpec m;
-  m.name = "llama";
-  m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.ffn = 96;
-  m.seq_len = 8, m.vocab_size = 100;
-  sc.model = resolve_model_defaults(m, "$.model");
+  const Scenario sc = llama_scenario(2, 96);
   const Plan plan = make_test_plan(sc, {2, 4}, none(), none(), 1, Schedule::kSequential, 1);
   expect_allclose(split_gradients(sc, plan), unsplit_gradients(sc));
 }

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "memory_probe.h"
 #include "splitsim/costmodel/mac_counter.h"
+#include "splitsim/costmodel/memory_account.h"
 #include "splitsim/costmodel/model_blocks.h"
 #include "splitsim/costmodel/model_zoo.h"
 
@@ -82,7 +82,8 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate)
   for (int i = 0; i < n; ++i) {
     inputs[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(earlier_trains);
     for (const auto& p : model.units[i]->parameters()) earlier_trains |= p.requires_grad();
-    MemoryProbe memory;
+    MemoryAccount memory;
+    MemoryAccount::Join joined(memory);
     {
       MacCounter counter;
       outputs[i] = model.units[i]->forward(inputs[i]);

@@ -94,7 +94,7 @@ struct RunResult {
   std::vector<int> built_units;  // model units this rank built: its stages' (all: TorchScript)
   // The most LibTorch CPU tensor bytes live at once, from the model build to
   // the end of the run, by rank: this rank's, and after gather() on rank 0
-  // every rank's (exec/README.md "Memory").
+  // every rank's (exec/README.md "Design": Memory).
   std::map<int, int64_t> peak_tensor_bytes;
   // keep_gradients: per model unit index, its parameters' gradients.
   std::map<int, std::vector<torch::Tensor>> gradients;

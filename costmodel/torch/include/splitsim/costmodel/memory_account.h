@@ -1,17 +1,18 @@
 #pragma once
-// MemoryAccount: the LibTorch CPU tensor memory of one exec process. c10
-// reports every CPU allocation and free to the calling thread's
-// PROFILER_STATE debug info (the hook the profiler uses); every thread that
-// builds or runs stages joins the same account, which keeps the bytes
-// allocated and not yet freed, and the most at any time. It counts tensors
-// only: not the LibTorch runtime, the code, the heap's own overhead or
-// Gloo's buffers (exec/README.md "Memory").
+// MemoryAccount: LibTorch CPU tensor memory allocated while threads are
+// joined to it. c10 reports every CPU allocation and free to the calling
+// thread's PROFILER_STATE debug info (the hook the profiler uses); the
+// account keeps the bytes allocated on its threads and not yet freed, and
+// the most at any time. measure_model joins one thread to learn what a unit
+// keeps for its backward; exec joins every thread that builds or runs
+// stages (exec/README.md "Design": Memory). Tensors only: not the LibTorch runtime,
+// the code, the heap's own overhead or Gloo's buffers.
 #include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <cstdint>
 #include <memory>
 
-namespace splitsim::exec_internal {
+namespace splitsim {
 
 class MemoryAccount {
  public:
@@ -38,4 +39,4 @@ class MemoryAccount {
   std::shared_ptr<Reporter> reporter_;
 };
 
-}  // namespace splitsim::exec_internal
+}  // namespace splitsim

@@ -1,4 +1,4 @@
-#include "memory_account.h"
+#include "splitsim/costmodel/memory_account.h"
 
 #include <c10/core/Allocator.h>
 
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
-namespace splitsim::exec_internal {
+namespace splitsim {
 
 struct MemoryAccount::Reporter : c10::MemoryReportingInfoBase {
   mutable std::mutex mutex;
@@ -50,4 +50,4 @@ int64_t MemoryAccount::peak_bytes() const {
   return reporter_->peak_bytes;
 }
 
-}  // namespace splitsim::exec_internal
+}  // namespace splitsim
