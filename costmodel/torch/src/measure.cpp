@@ -106,12 +106,17 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate)
     x = outputs[i];
   }
 
-  // The loss belongs to the last unit, forward and backward.
+  // The loss belongs to the last unit, forward and backward, and so does
+  // what it keeps for its backward (cross-entropy: the log-softmax of the
+  // logits, as large as the logits: a language model's largest tensor).
   torch::Tensor loss;
   {
+    MemoryAccount memory;
+    MemoryAccount::Join joined(memory);
     MacCounter counter;
     loss = model.loss(outputs[n - 1], target);
     fwd[n - 1] += counter.counts();
+    profile.units[n - 1].stash_bytes_per_sample += memory.live_bytes() / batch;
   }
   for (int i = n - 1; i >= 0; --i) {
     // A unit whose output needs no gradient (frozen, fed by the input) has no
