@@ -107,14 +107,20 @@ TEST(DeviceTest, ShippedProfilesLoad) {
   EXPECT_EQ(peak("xeon_40core").peak_flops_fp16, 0);
 }
 
-// Mixed precision computes at the precision's peak where the device lists
-// one, else at its FP32 peak; the peaks round-trip and must be positive.
-TEST(DeviceTest, ComputePrecisionPicksItsPeak) {
+// A device "g" of 10 TFLOP/s FP32 and 80 TFLOP/s FP16, 1 TB/s.
+DeviceProfile fp16_device() {
   DeviceProfile d;
   d.name = "g";
   d.peak_flops = 10e12;
   d.memory_bandwidth_Bps = 1e12;
   d.peak_flops_fp16 = 80e12;
+  return d;
+}
+
+// Mixed precision computes at the precision's peak where the device lists
+// one, else at its FP32 peak; the peaks round-trip and must be positive.
+TEST(DeviceTest, ComputePrecisionPicksItsPeak) {
+  const DeviceProfile d = fp16_device();
   bool applied = false;
   EXPECT_EQ(at_compute_precision(d, "fp16", &applied).peak_flops, 80e12);
   EXPECT_TRUE(applied);
@@ -138,11 +144,7 @@ TEST(DeviceTest, ComputePrecisionPicksItsPeak) {
 // the MAC classes' shares (only at fp16), leaves element-wise work alone,
 // defaults each key to the FP32 share, and is refused without its peak.
 TEST(DeviceTest, HalfPrecisionEfficienciesApplyToTheMacClassesOnly) {
-  DeviceProfile d;
-  d.name = "g";
-  d.peak_flops = 10e12;
-  d.memory_bandwidth_Bps = 1e12;
-  d.peak_flops_fp16 = 80e12;
+  DeviceProfile d = fp16_device();
   d.peak_flops_bf16 = 40e12;
   d.efficiency.matmul = 0.8;
   d.efficiency.conv = 0.6;

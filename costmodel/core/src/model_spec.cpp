@@ -44,6 +44,9 @@ void check_range(const IntOption& opt, int64_t value, const std::string& where) 
                               std::to_string(opt.max) + " (scenarios/FORMAT.md, \"Input limits\")");
 }
 
+bool is_encoder(const std::string& name) { return name == "roberta_base" || name == "bert_small"; }
+bool is_transformer(const std::string& name) { return is_encoder(name) || name == "llama"; }
+
 // Parameters of a transformer: embeddings, layers, head. Every factor is
 // bounded by kIntOptions, so no product overflows.
 int64_t transformer_params(const ModelSpec& m) {
@@ -245,8 +248,8 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
     if (value == 0) value = default_value;
     if (value != 0) check_range(opt, value, where);  // 0: torchscript float32, no vocab
   }
-  const bool encoder = spec.name == "roberta_base" || spec.name == "bert_small";
-  const bool transformer = encoder || spec.name == "llama";
+  const bool encoder = is_encoder(spec.name);
+  const bool transformer = is_transformer(spec.name);
   if (!encoder && spec.dropout >= 0) {
     throw InputError(path + ".dropout",
                      "option not taken (roberta_base and bert_small only); " + allowed);
@@ -285,8 +288,7 @@ ModelSpec resolve_model_defaults(ModelSpec spec, const std::string& path) {
 
 std::vector<int64_t> model_input_shape(const ModelSpec& spec) {
   if (spec.name == "torchscript") return spec.input_shape;
-  if (spec.name == "roberta_base" || spec.name == "bert_small" || spec.name == "llama")
-    return {spec.seq_len};
+  if (is_transformer(spec.name)) return {spec.seq_len};
   return {3, spec.image_size, spec.image_size};
 }
 
@@ -298,7 +300,7 @@ const std::vector<std::string>& lora_targets() {
 
 std::string repeated_block_prefix(const ModelSpec& spec) {
   std::string prefix;
-  if (spec.name == "roberta_base" || spec.name == "bert_small") prefix = "layer.";
+  if (is_encoder(spec.name)) prefix = "layer.";
   if (spec.name == "llama") prefix = "layers.";
   if (prefix.empty() || spec.layers <= 2) return "";
   for (const auto& f : spec.finetune.frozen)
@@ -307,7 +309,7 @@ std::string repeated_block_prefix(const ModelSpec& spec) {
 }
 
 int64_t transformer_param_count(const ModelSpec& spec) {
-  if (spec.name != "roberta_base" && spec.name != "bert_small" && spec.name != "llama") return 0;
+  if (!is_transformer(spec.name)) return 0;
   return transformer_params(spec);
 }
 

@@ -21,6 +21,10 @@ const std::vector<std::string>& top_level_keys();
 // or nullptr when `object` has no fixed key set.
 const std::vector<std::string>* nested_keys(const std::string& object);
 
+// The keys of the "model" object, and the object at `path`, resolved with
+// its model's defaults (scenario_model.cpp). Throws InputError.
+const std::vector<std::string>& model_keys();
+ModelSpec parse_model(const nlohmann::json& j, const std::string& path);
 // The "network" and "platform" objects at `path` (also in plan files).
 // Throws InputError.
 NetworkSpec parse_network(const nlohmann::json& j, const std::string& path);
