@@ -1,10 +1,17 @@
 // `splitsim bench`: how fast the simulator is (run_simulator_bench,
 // sim/include/splitsim/sim/bench.h), on the plans of a scenario (by default
 // the shipped MobileNetV2 U-shape, found in data_dir()); the model is
-// measured once, outside the timings.
+// measured once, outside the timings. Then how fast and how small `plan` is
+// on the shipped big models (a 7B decoder, a 1.3B encoder), each run a
+// process of its own whose peak RSS the kernel reports.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 
 #include <cerrno>
 #include <cstring>
@@ -29,6 +36,7 @@ struct BenchArgs {
   std::string scenario;  // "": default_scenario_file()
   int repeat = 3;
   int jobs = 0;
+  std::string what = "all";  // sim | plan | all
 };
 
 const ScenarioVariant& find_variant(const Workspace& ws, const std::string& label) {
@@ -40,8 +48,8 @@ const ScenarioVariant& find_variant(const Workspace& ws, const std::string& labe
 extern "C" char** environ;
 
 // Runs this executable with `args`, its output discarded; throws unless it
-// exits 0.
-void run_self(const std::vector<std::string>& args) {
+// exits 0. Returns the child's peak resident set size in bytes.
+int64_t run_self(const std::vector<std::string>& args) {
   std::error_code ec;
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw std::runtime_error("bench: cannot find this executable: " + ec.message());
@@ -59,17 +67,60 @@ void run_self(const std::vector<std::string>& args) {
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw std::runtime_error("bench: cannot run " + exe + ": " + std::strerror(rc));
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string line;
     for (const auto& a : args) line += " " + a;
     throw std::runtime_error("bench: `splitsim" + line + "` failed");
   }
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// `plan` on the shipped big models: the median wall time of `repeat` runs
+// (min..max) and the largest peak RSS, beside the targets.
+void run_plan_bench(int repeat) {
+  struct Case {
+    const char* file;  // in data_dir()
+    const char* variant;
+    double target_s;
+    double target_gb;  // 0: none
+  };
+  const Case cases[] = {{"big_models/llama_7b_ushape.json", "lora", 10, 2},
+                        {"big_models/roberta_1_3b_split.json", "none", 5, 0}};
+  std::cout << "planning big models (`splitsim plan FILE --variant V`, a process each, "
+            << repeat << " runs):\n";
+  for (const Case& c : cases) {
+    const std::string file = (std::filesystem::path(data_dir()) / c.file).string();
+    std::vector<double> wall;
+    int64_t rss = 0;
+    for (int r = 0; r < repeat; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      rss = std::max(rss, run_self({"plan", file, "--variant", c.variant}));
+      wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(wall.begin(), wall.end());
+    const double median = wall[wall.size() / 2], gb = static_cast<double>(rss) / 1e9;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "  %-36s %6.2f s (%.2f..%.2f)   (target <= %.0f s%s)   peak RSS %.2f GB", c.file,
+                  median, wall.front(), wall.back(), c.target_s,
+                  median <= c.target_s ? "" : ", MISSED", gb);
+    std::cout << line;
+    if (c.target_gb > 0)
+      std::cout << "   (target <= " << c.target_gb << " GB" << (gb <= c.target_gb ? "" : ", MISSED")
+                << ")";
+    std::cout << "\n" << std::flush;
+  }
 }
 
 int run_bench(const BenchArgs& args) {
   if (args.repeat < 1) throw InputError("--repeat", "must be at least 1");
+  if (args.what == "plan") {
+    run_plan_bench(args.repeat);
+    return 0;
+  }
   Workspace ws(args.scenario.empty() ? default_scenario_file() : args.scenario,
                [](const std::string& line) { std::cerr << line << "\n"; });
   BenchPlans plans;
@@ -85,6 +136,7 @@ int run_bench(const BenchArgs& args) {
       {"`splitsim explore SCENARIO --kinds ushape --chunks 1,4,8`",
        [explore] { run_self(explore); }, 3.0}};
   run_simulator_bench(plans, args.repeat, args.jobs, std::cout, commands);
+  if (args.what == "all") run_plan_bench(args.repeat);
   return 0;
 }
 
@@ -97,13 +149,17 @@ Command add_bench_command(CLI::App& app) {
       "Time the simulator (wall clock, medians): one scenario of 100 batches, one CIFAR-10 epoch "
       "(782 batches, chunks 8), 1,000 clients x 10 batches, sweeps of 500 and 5,000 variants "
       "(and their rates), and the explorer's search over the scenario (`explore SCENARIO "
-      "--kinds ushape --chunks 1,4,8`, end to end); each figure beside its target.");
+      "--kinds ushape --chunks 1,4,8`, end to end); then `plan` on the shipped big models (a 7B "
+      "decoder, a 1.3B encoder): wall time and peak RSS. Each figure beside its target.");
   sub->add_option("--scenario", args->scenario,
                   "scenario whose plans are simulated (default: the shipped "
                   "scenarios/mobilenet_v2_ushape.json)");
   sub->add_option("--repeat", args->repeat, "runs per figure")
       ->capture_default_str()
       ->check(int_range(1, 1000));
+  sub->add_option("--what", args->what, "sim: the simulator's figures; plan: planning big models")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sim", "plan", "all"}));
   sub->add_option("--jobs", args->jobs, "parallel simulations in the sweeps (default: CPU count)")
       ->check(int_range(1, 1024));
   return {sub, [args] { return run_bench(*args); }};

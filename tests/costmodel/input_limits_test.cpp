@@ -131,18 +131,24 @@ TEST_F(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
     j["model"] = c.model;
     expect_refused(j, c.where, "is out of range; allowed: ");
   }
-  // Each option within its bound, the model as a whole too large.
+  // Each option within its bound, one unit too large to build at once: the
+  // embeddings, or a block.
   json j = base();
   j["model"] = {{"name", "bert_small"}, {"hidden", 4096}, {"vocab_size", 262144}, {"heads", 64}};
+  expect_refused(j, "$.model", "its largest unit has about ");
+  j["model"] = {{"name", "llama"}, {"hidden", 8192}, {"heads", 64}, {"kv_heads", 8}, {"ffn", 28672}};
   expect_refused(j, "$.model", "the limit is 268435456");
-  // A 1.3B encoder (24 blocks of hidden 2048, FFN 8192) plans from two
-  // blocks; with blocks frozen apart it would have to be built whole.
+  // Planning builds one unit at a time: a 1.3B encoder (24 blocks of hidden
+  // 2048, FFN 8192), with blocks frozen apart too, and a 7B decoder plan.
   j["model"] = {
       {"name", "roberta_base"}, {"layers", 24}, {"hidden", 2048}, {"heads", 16}, {"ffn", 8192},
       {"seq_len", 512}};
   EXPECT_EQ(expand_scenario(j).size(), 1u);
   j["model"]["finetune"] = {{"frozen", {"layer.0"}}};
-  expect_refused(j, "$.model", "the limit is 268435456");
+  EXPECT_EQ(expand_scenario(j).size(), 1u);
+  j["model"] = {{"name", "llama"},     {"layers", 32}, {"hidden", 4096},  {"heads", 32},
+                {"kv_heads", 32},      {"ffn", 11008}, {"seq_len", 2048}};
+  EXPECT_EQ(expand_scenario(j).size(), 1u);
 }
 
 TEST_F(InputLimitsTest, RunSizesAreBounded) {

@@ -48,6 +48,23 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
   EXPECT_EQ(found, expected) << "every shipped scenario is listed here with its variant count";
 }
 
+// scenarios/big_models/: planned on the meta device, beyond what a whole
+// build may hold (exec refuses them).
+TEST(ScenarioFiles, BigModelsLoadWithTheirSweeps) {
+  const auto llama = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/big_models/llama_7b_ushape.json");
+  ASSERT_EQ(llama.size(), 2u);
+  EXPECT_EQ(llama[0].scenario.model.layers, 32);
+  EXPECT_EQ(llama[0].scenario.model.finetune.method, "lora");
+  EXPECT_EQ(llama[1].scenario.model.finetune.method, "full");
+  const auto enc =
+      load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/big_models/roberta_1_3b_split.json");
+  ASSERT_EQ(enc.size(), 2u);
+  EXPECT_EQ(enc[0].scenario.model.hidden, 2048);
+  for (const auto& v : {llama[0], enc[0]})
+    for (const auto& [party, device] : v.scenario.devices)
+      EXPECT_NO_THROW(load_device(device, {kDevicesDir}, "$.devices." + party));
+}
+
 // scenarios/accuracy/: what `splitsim train` sweeps for exec/TRAINING.md,
 // six codecs x chunks 1, 4 on Fashion-MNIST.
 // The scenarios of the many-clients measurements: alike clients (exec runs

@@ -45,7 +45,19 @@ void check_range(const IntOption& opt, int64_t value, const std::string& where) 
 }
 
 bool is_encoder(const std::string& name) { return name == "roberta_base" || name == "bert_small"; }
-bool is_transformer(const std::string& name) { return is_encoder(name) || name == "llama"; }
+
+// The most parameters one unit of a transformer holds, or more (a whole
+// block stands for each of its units): planning builds one unit at a time.
+int64_t largest_transformer_unit_params(const ModelSpec& m) {
+  const int64_t h = m.hidden;
+  const int64_t embeddings = (m.vocab_size + (m.name == "llama" ? 0 : m.max_positions + 2)) * h;
+  const int64_t kv = m.name == "llama" ? m.kv_heads * (h / m.heads) : h;
+  const int64_t block = 2 * h * h + 2 * h * kv + 3 * h * m.ffn;
+  const int64_t head = m.name == "llama" ? m.vocab_size * h
+                       : m.name == "bert_small" ? h * h + h * m.vocab_size
+                                                : h * h + h * std::max<int64_t>(m.num_classes, 1);
+  return std::max({embeddings, block, head});
+}
 
 // Parameters of a transformer: embeddings, layers, head. Every factor is
 // bounded by kIntOptions, so no product overflows.
@@ -181,13 +193,14 @@ void check_transformer(const ModelSpec& spec, const std::string& path) {
     throw InputError(path + ".heads", "head size " + std::to_string(spec.hidden / spec.heads) +
                                           " is odd; rotary positions turn pairs of dimensions");
   }
-  // Planning builds two blocks where they repeat (measure.h); exec builds
-  // the whole model and checks the whole (build_model).
-  const int64_t params = planned_transformer_param_count(spec);
+  // Planning builds one unit at a time and moves it to the meta device
+  // (measure.h); exec builds the whole model and checks the whole
+  // (build_model).
+  const int64_t params = largest_transformer_unit_params(spec);
   if (params > limits::kMaxTransformerParams) {
-    throw InputError(path, "about " + std::to_string(params) +
-                               " parameters to build for planning (vocab_size, hidden, ffn, and "
-                               "layers unless two blocks stand for all); the limit is " +
+    throw InputError(path, "its largest unit has about " + std::to_string(params) +
+                               " parameters (vocab_size x hidden, or one block's hidden and "
+                               "ffn), built at once for planning; the limit is " +
                                std::to_string(limits::kMaxTransformerParams) +
                                " (1 GiB of fp32 weights)");
   }
@@ -308,16 +321,11 @@ std::string repeated_block_prefix(const ModelSpec& spec) {
   return prefix;
 }
 
+bool is_transformer(const std::string& name) { return is_encoder(name) || name == "llama"; }
+
 int64_t transformer_param_count(const ModelSpec& spec) {
   if (!is_transformer(spec.name)) return 0;
   return transformer_params(spec);
-}
-
-int64_t planned_transformer_param_count(const ModelSpec& spec) {
-  if (repeated_block_prefix(spec).empty()) return transformer_param_count(spec);
-  ModelSpec two = spec;
-  two.layers = 2;
-  return transformer_params(two);
 }
 
 }  // namespace splitsim

@@ -2,10 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "meta_kernels.h"
 #include "splitsim/costmodel/mac_counter.h"
 #include "splitsim/costmodel/memory_account.h"
 #include "splitsim/costmodel/model_blocks.h"
@@ -47,22 +49,51 @@ ModelProfile replicate_blocks(const ModelProfile& two, const std::string& prefix
   return out;
 }
 
+// What a unit keeps for its backward: the tensor memory allocated while it
+// runs and still held after (MemoryAccount), or on the meta device, which
+// allocates nothing, the bytes of the tensors its ops created and that are
+// still held (StorageAccount). The two agree on the CPU.
+class Stash {
+ public:
+  // `existing`: what the step reads and did not create (the unit's input,
+  // its parameters and buffers; the loss's logits and target).
+  Stash(bool meta, const std::vector<torch::Tensor>& existing) {
+    if (meta) {
+      storage_.emplace();
+      for (const torch::Tensor& t : existing) storage_->exclude(t);
+    } else {
+      memory_.emplace();
+      joined_.emplace(*memory_);
+    }
+  }
+  int64_t live_bytes() const { return storage_ ? storage_->live_bytes() : memory_->live_bytes(); }
+
+ private:
+  std::optional<StorageAccount> storage_;
+  std::optional<MemoryAccount> memory_;
+  std::optional<MemoryAccount::Join> joined_;
+};
+
 }  // namespace
 
-ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate) {
+ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate, MeasureOn on) {
   if (batch < 2) throw std::invalid_argument("measure_model: batch must be >= 2 (BatchNorm)");
   const ModelSpec resolved = resolve_model_defaults(spec, "$.model");
+  const bool meta = on == MeasureOn::kMeta || (on == MeasureOn::kAuto && is_transformer(resolved.name));
   const std::string prefix = replicate ? repeated_block_prefix(resolved) : "";
   if (!prefix.empty()) {
     ModelSpec two = resolved;
     two.layers = 2;
-    return replicate_blocks(measure_model(two, batch, false), prefix, resolved.layers);
+    return replicate_blocks(measure_model(two, batch, false, meta ? MeasureOn::kMeta : MeasureOn::kCpu),
+                            prefix, resolved.layers);
   }
-  SplitModel model = build_model(spec, /*seed=*/0);
+  if (meta) link_meta_kernels();
+  SplitModel model = build_model(spec, /*seed=*/0, nullptr, meta);
   model.train(true);
   const int n = model.size();
-  const torch::Tensor input = model.make_input(batch, /*seed=*/1);
-  const torch::Tensor target = model.make_target(batch, /*seed=*/1);
+  const torch::Device device = meta ? torch::kMeta : torch::kCPU;
+  const torch::Tensor input = model.make_input(batch, /*seed=*/1).to(device);
+  const torch::Tensor target = model.make_target(batch, /*seed=*/1).to(device);
 
   ModelProfile profile;
   profile.model = model.spec.name;
@@ -82,8 +113,10 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate)
   for (int i = 0; i < n; ++i) {
     inputs[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(earlier_trains);
     for (const auto& p : model.units[i]->parameters()) earlier_trains |= p.requires_grad();
-    MemoryAccount memory;
-    MemoryAccount::Join joined(memory);
+    std::vector<torch::Tensor> existing = model.units[i]->parameters();
+    for (const torch::Tensor& b : model.units[i]->buffers()) existing.push_back(b);
+    existing.push_back(inputs[i]);
+    Stash stash(meta, existing);
     {
       MacCounter counter;
       outputs[i] = model.units[i]->forward(inputs[i]);
@@ -94,7 +127,7 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate)
     u.inputs = model.inputs[i];
     u.output_shape = per_sample(outputs[i]);
     u.output_elem_bytes = outputs[i].element_size();
-    u.stash_bytes_per_sample = memory.live_bytes() / batch;
+    u.stash_bytes_per_sample = stash.live_bytes() / batch;
     for (const auto& p : model.units[i]->parameters()) {
       u.param_count += p.numel();
       u.param_bytes += p.numel() * p.element_size();
@@ -111,12 +144,11 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate)
   // logits, as large as the logits: a language model's largest tensor).
   torch::Tensor loss;
   {
-    MemoryAccount memory;
-    MemoryAccount::Join joined(memory);
+    Stash stash(meta, {outputs[n - 1], target});
     MacCounter counter;
     loss = model.loss(outputs[n - 1], target);
     fwd[n - 1] += counter.counts();
-    profile.units[n - 1].stash_bytes_per_sample += memory.live_bytes() / batch;
+    profile.units[n - 1].stash_bytes_per_sample += stash.live_bytes() / batch;
   }
   for (int i = n - 1; i >= 0; --i) {
     // A unit whose output needs no gradient (frozen, fed by the input) has no

@@ -1,10 +1,14 @@
 #include "splitsim/costmodel/memory_account.h"
 
+#include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <algorithm>
+#include <cassert>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace splitsim {
 
@@ -48,6 +52,98 @@ int64_t MemoryAccount::live_bytes() const {
 int64_t MemoryAccount::peak_bytes() const {
   std::lock_guard<std::mutex> lock(reporter_->mutex);
   return reporter_->peak_bytes;
+}
+
+}  // namespace splitsim
+
+// ---- StorageAccount --------------------------------------------------------
+
+namespace splitsim {
+
+struct StorageAccount::State {
+  // Every storage seen, held weakly: a weak reference keeps a StorageImpl's
+  // object (not its memory) alive, so no new storage can take the address of
+  // one seen before. `created`: those first seen as an op's output.
+  std::unordered_map<const c10::StorageImpl*, c10::weak_intrusive_ptr<c10::StorageImpl>> seen;
+  std::vector<const c10::StorageImpl*> created;
+  int depth = 0;  // ops started and not ended
+
+  // True when `st` is seen for the first time.
+  bool see(const c10::Storage& st) {
+    return seen.try_emplace(st.unsafeGetStorageImpl(), st.getWeakStorageImpl()).second;
+  }
+};
+
+namespace {
+
+thread_local StorageAccount::State* storage_state = nullptr;
+
+template <class F>
+void for_each_storage(const c10::IValue& v, F&& f) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (t.defined() && t.has_storage()) f(t.storage());
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorList().vec())
+      if (t.defined() && t.has_storage()) f(t.storage());
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) for_each_storage(e, f);
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) for_each_storage(e, f);
+  }
+}
+
+// Only the outermost op's inputs are taken as there before: inside a
+// kernel, ops read and fill the outputs it allocated without an op
+// (structured kernels: mm's resolve_conj, sum's fill_, addmm's copy_ of the
+// bias), and those were not there before.
+std::unique_ptr<at::ObserverContext> storage_on_start(const at::RecordFunction& fn) {
+  StorageAccount::State* s = storage_state;
+  if (s == nullptr) return nullptr;
+  if (s->depth++ == 0)
+    for (const c10::IValue& v : fn.inputs())
+      for_each_storage(v, [&](const c10::Storage& st) { s->see(st); });
+  return nullptr;
+}
+
+void storage_on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  StorageAccount::State* s = storage_state;
+  if (s == nullptr) return;
+  --s->depth;
+  for (const c10::IValue& v : fn.outputs())
+    for_each_storage(v, [&](const c10::Storage& st) {
+      if (s->see(st)) s->created.push_back(st.unsafeGetStorageImpl());
+    });
+}
+
+}  // namespace
+
+StorageAccount::StorageAccount() : state_(std::make_unique<State>()) {
+  assert(storage_state == nullptr && "one StorageAccount per thread");
+  storage_state = state_.get();
+  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&storage_on_start,
+                                                                  &storage_on_end)
+                                           .needsInputs(true)
+                                           .needsOutputs(true)
+                                           .scopes({at::RecordScope::FUNCTION}));
+}
+
+void StorageAccount::exclude(const at::Tensor& existing) {
+  if (existing.defined() && existing.has_storage()) state_->see(existing.storage());
+}
+
+StorageAccount::~StorageAccount() {
+  at::removeCallback(handle_);
+  storage_state = nullptr;
+}
+
+int64_t StorageAccount::live_bytes() const {
+  int64_t bytes = 0;
+  for (const c10::StorageImpl* p : state_->created) {
+    const c10::intrusive_ptr<c10::StorageImpl> st = state_->seen.at(p).lock();
+    if (st) bytes += static_cast<int64_t>(st->nbytes());
+  }
+  return bytes;
 }
 
 }  // namespace splitsim

@@ -24,6 +24,7 @@ constexpr uint64_t kTargetSeedSalt = 0x9e3779b97f4a7c15ULL;
 struct BuildRequest {
   uint64_t seed = 0;
   const std::vector<bool>* units = nullptr;  // null: all
+  bool on_meta = false;                      // each unit moved to the meta device once built
 };
 thread_local BuildRequest build_request;
 
@@ -33,6 +34,20 @@ uint64_t unit_seed(uint64_t seed, int index) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// Turns every parameter and buffer of `unit` into a meta tensor of its shape
+// in place, so that the members holding them see the change, and frees their
+// memory. Module::to(kMeta) refuses (set_data allows CPU <-> CUDA only); this
+// is what set_data does after its check. Their gradient settings stay.
+void move_to_meta(torch::nn::Module& unit) {
+  auto move = [](const torch::Tensor& t) {
+    const torch::Tensor meta =
+        at::empty_strided(t.sizes(), t.strides(), t.options().device(torch::kMeta));
+    t.unsafeGetTensorImpl()->shallow_copy_from(meta.getIntrusivePtr());
+  };
+  for (const torch::Tensor& p : unit.parameters()) move(p);
+  for (const torch::Tensor& b : unit.buffers()) move(b);
 }
 
 std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& shape) {
@@ -188,6 +203,7 @@ void add_unit(SplitModel& m, std::string name,
   if (wanted == nullptr || (index < static_cast<int>(wanted->size()) && (*wanted)[index])) {
     torch::manual_seed(unit_seed(build_request.seed, index));
     unit = make();
+    if (build_request.on_meta) move_to_meta(*unit);
   }
   m.names.push_back(std::move(name));
   m.units.push_back(std::move(unit));
@@ -195,20 +211,24 @@ void add_unit(SplitModel& m, std::string name,
 
 }  // namespace models
 
-SplitModel build_model(const ModelSpec& spec, uint64_t seed, const std::vector<bool>* build_units) {
+SplitModel build_model(const ModelSpec& spec, uint64_t seed, const std::vector<bool>* build_units,
+                       bool on_meta) {
   SplitModel m;
   m.spec = resolve_model_defaults(spec, "$.model");
-  // Planning may build two blocks of a large transformer (measure.h); a
-  // whole build (exec, train, profile) is held to the limit as a whole.
+  if (on_meta && !is_transformer(m.spec.name))
+    throw std::logic_error("build_model: only the zoo's transformers build on the meta device");
+  // Planning builds one unit at a time on the meta device (measure.h; the
+  // scenario's checks bound the largest unit); a whole build (exec, train,
+  // profile) is held to the limit as a whole.
   const int64_t params = transformer_param_count(m.spec);
-  if (params > limits::kMaxTransformerParams)
+  if (!on_meta && params > limits::kMaxTransformerParams)
     throw InputError("$.model", "building the whole model (exec, train, profile) takes about " +
                                     std::to_string(params) + " parameters; the limit is " +
                                     std::to_string(limits::kMaxTransformerParams) +
                                     " (1 GiB of fp32 weights); plan, simulate and explore "
                                     "measure two of its blocks and take it");
   torch::manual_seed(seed);
-  build_request = {seed, build_units};
+  build_request = {seed, build_units, on_meta};
   struct Done {
     ~Done() { build_request = {}; }
   } done;

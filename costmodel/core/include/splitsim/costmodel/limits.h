@@ -48,20 +48,25 @@ constexpr int64_t kMaxTraceLines = 100000;
 constexpr double kMaxTraceTimeS = 1e9;
 constexpr double kMinTraceFactor = 1e-3;
 
-// Model options. Each model is built and run for one training step by
-// `plan`; these keep that step within a few GiB and a few seconds.
+// Model options. `plan` runs one training step of each model: the CNNs
+// for real, the transformers on the meta device (shapes only, one unit's
+// weights built at a time); exec, train and profile run them for real. These
+// keep a planned model within what one machine measures in seconds and a
+// real run within a few GiB of weights.
 constexpr int64_t kMaxNumClasses = 100000;
 constexpr int64_t kMinImageSize = 8;
 constexpr int64_t kMaxImageSize = 512;
-constexpr int64_t kMaxSeqLen = 1024;
+constexpr int64_t kMaxSeqLen = 4096;
 constexpr int64_t kMaxPositions = 4096;
-constexpr int64_t kMaxHidden = 4096;
-constexpr int64_t kMaxLayers = 48;
-constexpr int64_t kMaxHeads = 64;
-constexpr int64_t kMaxFfn = 16384;
+constexpr int64_t kMaxHidden = 8192;
+constexpr int64_t kMaxLayers = 128;
+constexpr int64_t kMaxHeads = 128;
+constexpr int64_t kMaxFfn = 32768;
 constexpr int64_t kMaxVocabSize = 262144;
-// Parameters of a transformer (embeddings + layers + head): 2^28, 1 GiB of
-// fp32 weights, twice RoBERTa-large.
+// Parameters of a transformer (embeddings + layers + head) that exec, train
+// and profile build, and of its largest unit (the embeddings or the LM head,
+// or one block) that planning builds at once: 2^28, 1 GiB of fp32 weights,
+// twice RoBERTa-large.
 constexpr int64_t kMaxTransformerParams = int64_t{1} << 28;
 // TorchScript input: dimensions and elements per sample.
 constexpr int64_t kMaxInputDims = 8;

@@ -15,10 +15,11 @@ namespace splitsim {
 // and not others ("layer.3" does; "layer" and "embeddings" do not). Else "".
 std::string repeated_block_prefix(const ModelSpec& spec);
 
-// Parameters of a built-in transformer (resolved `spec`): the whole model,
-// and the model planning builds (two blocks where repeated_block_prefix is
-// not empty, else the whole). 0 for the other models.
+// The zoo's transformers: roberta_base, bert_small, llama.
+bool is_transformer(const std::string& name);
+
+// Parameters of a built-in transformer (resolved `spec`), the whole model;
+// 0 for the other models.
 int64_t transformer_param_count(const ModelSpec& spec);
-int64_t planned_transformer_param_count(const ModelSpec& spec);
 
 }  // namespace splitsim

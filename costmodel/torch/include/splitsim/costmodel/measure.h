@@ -20,6 +20,17 @@ namespace splitsim {
 // (each block runs the same ops on the same shapes, with the same parameters
 // training and its input needing a gradient alike), at the cost of two
 // blocks (tests/costmodel/measure_replicated_test.cpp).
-ModelProfile measure_model(const ModelSpec& spec, int64_t batch = 2, bool replicate_blocks = true);
+//
+// Where the step runs (`on`): kAuto runs the zoo's transformers on the meta
+// device (tensors with shapes and no memory: the same ops observed, no
+// weights or activations held, so a 7B decoder measures in seconds) and
+// everything else on the CPU (LibTorch 1.13 has no meta kernel for a
+// convolution's backward; the CNNs are small). On the meta device the stash
+// is counted from the tensors the unit's ops created and still held
+// (StorageAccount). Both give the same profile, byte for byte
+// (tests/costmodel/measure_shapes_test.cpp); kCpu and kMeta force one.
+enum class MeasureOn { kAuto, kCpu, kMeta };
+ModelProfile measure_model(const ModelSpec& spec, int64_t batch = 2, bool replicate_blocks = true,
+                           MeasureOn on = MeasureOn::kAuto);
 
 }  // namespace splitsim

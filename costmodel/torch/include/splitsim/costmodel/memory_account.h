@@ -7,6 +7,7 @@
 // keeps for its backward; exec joins every thread that builds or runs
 // stages (exec/README.md "Design": Memory). Tensors only: not the LibTorch runtime,
 // the code, the heap's own overhead or Gloo's buffers.
+#include <ATen/core/Tensor.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <cstdint>
@@ -37,6 +38,35 @@ class MemoryAccount {
  private:
   struct Reporter;
   std::shared_ptr<Reporter> reporter_;
+};
+
+// StorageAccount: the bytes of the tensors that ATen ops create on the
+// calling thread while it is alive and that are still held, on any device,
+// the meta device included (which allocates nothing, so MemoryAccount cannot
+// see it). It watches every op's inputs and outputs (RecordFunction): a
+// storage first seen as an op's output was created inside; one first seen as
+// an input of an outermost op (not one a kernel calls), or named by
+// exclude(), was there before and never counts. measure_model
+// uses it for the stash of units measured on the meta device; on the CPU it
+// agrees with MemoryAccount byte for byte on every zoo model's units
+// (tests/costmodel/measure_shapes_test.cpp). One per thread at a time.
+class StorageAccount {
+ public:
+  StorageAccount();
+  ~StorageAccount();
+  StorageAccount(const StorageAccount&) = delete;
+  StorageAccount& operator=(const StorageAccount&) = delete;
+
+  // `existing` (and its storage's views) was there before: never counted.
+  void exclude(const at::Tensor& existing);
+  // Bytes of the storages created inside and still alive now.
+  int64_t live_bytes() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+  uint64_t handle_ = 0;
 };
 
 }  // namespace splitsim

@@ -57,8 +57,11 @@ struct SplitModel {
 // same whichever other units are built. `build_units` null builds every
 // unit; else unit i is built only where i < size() and (*build_units)[i]
 // (exec builds its own stages; a TorchScript file is always built whole).
+// `on_meta` (the zoo's transformers only): each unit is moved to the meta
+// device as soon as it is built, so its weights have shapes and no memory
+// and at most one unit's weights are ever held (measure_model's shape pass).
 // Throws InputError for an unknown model or an unreadable TorchScript file.
 SplitModel build_model(const ModelSpec& spec, uint64_t seed = 0,
-                       const std::vector<bool>* build_units = nullptr);
+                       const std::vector<bool>* build_units = nullptr, bool on_meta = false);
 
 }  // namespace splitsim

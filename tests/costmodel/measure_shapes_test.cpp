@@ -1,0 +1,125 @@
+// The shape pass: a transformer measured on the meta device gives the same
+// profile as one training step on the CPU, byte for byte (MACs, element
+// counts, ops, shapes, parameters trainable and frozen, stashed bytes); the
+// StorageAccount that counts the stash there agrees with MemoryAccount on
+// every unit of every zoo model; and a model far beyond what the CPU step
+// could hold measures without holding it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model_test_util.h"
+#include "splitsim/costmodel/measure.h"
+#include "splitsim/costmodel/memory_account.h"
+#include "splitsim/costmodel/model_zoo.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim {
+namespace {
+
+using namespace model_test;  // NOLINT: test helpers
+
+void expect_same_on_both(const ModelSpec& spec, int64_t batch = 2) {
+  const nlohmann::json cpu = measure_model(spec, batch, false, MeasureOn::kCpu);
+  const nlohmann::json meta = measure_model(spec, batch, false, MeasureOn::kMeta);
+  ASSERT_EQ(cpu.at("units").size(), meta.at("units").size());
+  EXPECT_EQ(cpu, meta) << "first difference: "
+                       << nlohmann::json::diff(cpu, meta).dump().substr(0, 400);
+}
+
+ModelSpec small(const std::string& name, int64_t layers) {
+  ModelSpec s = spec_of(name);
+  s.layers = layers, s.hidden = 64, s.heads = 4, s.ffn = 128, s.seq_len = 16, s.vocab_size = 200;
+  if (name == "llama") s.kv_heads = 2;
+  return s;
+}
+
+TEST(MeasureShapesTest, EveryTransformerAndFineTuningMeasuresTheSameOnMeta) {
+  for (const std::string name : {"roberta_base", "bert_small", "llama"}) {
+    SCOPED_TRACE(name);
+    ModelSpec s = small(name, 2);
+    expect_same_on_both(s);  // full fine-tuning
+    expect_same_on_both(s, 3);
+    s.finetune.method = "lora";
+    expect_same_on_both(s);  // adapters, frozen bases
+    s.finetune.method = "full";
+    s.finetune.frozen = {name == "llama" ? "embed_tokens" : "embeddings"};
+    expect_same_on_both(s);  // the first block's input needs no gradient
+    s.finetune.frozen = {name == "llama" ? "layers.0" : "layer.0"};
+    expect_same_on_both(s);
+  }
+}
+
+TEST(MeasureShapesTest, TheDefaultSizesMeasureTheSameOnMeta) {
+  for (const std::string name : {"roberta_base", "bert_small", "llama"}) {
+    SCOPED_TRACE(name);
+    ModelSpec s = spec_of(name);
+    s.layers = 2;
+    if (name == "llama") s.seq_len = 128;  // the 32,000-way logits at seq 512 are slow on a CPU
+    expect_same_on_both(s);
+  }
+}
+
+// The stash of a unit measured on the meta device is only as good as
+// StorageAccount; on the CPU it must agree with the allocator's count on
+// every unit of every zoo model, CNNs included (in-place ReLUs, BatchNorm's
+// saved statistics, views).
+TEST(MeasureShapesTest, StorageAccountAgreesWithTheAllocatorOnEveryUnit) {
+  for (const std::string name : {"resnet20", "mobilenet_v2_cifar", "roberta_base", "llama"}) {
+    SCOPED_TRACE(name);
+    ModelSpec s = name == "resnet20" || name == "mobilenet_v2_cifar" ? spec_of(name) : small(name, 2);
+    SplitModel m = build_model(s, 0);
+    torch::Tensor x = m.make_input(4, 1);
+    for (int i = 0; i < m.size(); ++i) {
+      SCOPED_TRACE(m.names[i]);
+      torch::Tensor in = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
+      MemoryAccount memory;
+      MemoryAccount::Join joined(memory);
+      StorageAccount storage;
+      storage.exclude(in);
+      for (const auto& p : m.units[i]->parameters()) storage.exclude(p);
+      for (const auto& b : m.units[i]->buffers()) storage.exclude(b);
+      torch::Tensor out = m.units[i]->forward(in);
+      EXPECT_EQ(storage.live_bytes(), memory.live_bytes());
+      EXPECT_GT(storage.live_bytes(), 0);
+      x = out;
+    }
+  }
+}
+
+// Tensors made before the account, and what an in-place op writes into
+// them, are not the unit's; a temporary freed inside is not either.
+TEST(MeasureShapesTest, StorageAccountCountsOnlyWhatIsCreatedAndHeld) {
+  torch::Tensor before = torch::ones({1000});
+  StorageAccount account;
+  before.mul_(2);
+  torch::Tensor kept = before * 3;  // 4,000 bytes
+  { torch::Tensor dropped = before + 1; }
+  torch::Tensor view = kept.view({10, 100});  // the same storage
+  EXPECT_EQ(account.live_bytes(), 4000);
+  kept = torch::Tensor();
+  EXPECT_EQ(account.live_bytes(), 4000);  // the view still holds it
+  view = torch::Tensor();
+  EXPECT_EQ(account.live_bytes(), 0);
+}
+
+// The 7B-class decoder (32 layers, hidden 4096, FFN 11008, seq 2048):
+// one CPU training step of its two measured blocks would hold tens of GB;
+// the shape pass holds one unit's weights at a time.
+TEST(MeasureShapesTest, ASevenBillionParameterDecoderMeasuresWithoutHoldingIt) {
+  ModelSpec s = spec_of("llama");
+  s.layers = 32, s.hidden = 4096, s.heads = 32, s.kv_heads = 32, s.ffn = 11008, s.seq_len = 2048;
+  const ModelProfile p = measure_model(s);
+  ASSERT_EQ(p.units.size(), 66u);
+  int64_t params = 0;
+  for (const auto& u : p.units) params += u.param_count;
+  // HF's LLaMA-7B: 6,738,415,616 parameters.
+  EXPECT_EQ(params, 6738415616);
+  const auto& mlp = p.units[p.index_of("layers.31.mlp")];
+  EXPECT_EQ(mlp.fwd.matmul_macs, 3 * 2048 * 4096 * 11008LL);  // per sample
+  EXPECT_EQ(mlp.output_shape, (std::vector<int64_t>{2048, 4096}));
+}
+
+}  // namespace
+}  // namespace splitsim
