@@ -327,12 +327,13 @@ nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& r) {
   nlohmann::json memory = nlohmann::json::object();
   for (int rank = 0; rank < topo.world_size(); ++rank) {
     const int party = topo.rank_party[static_cast<size_t>(rank)];
-    int64_t predicted = 0;
+    std::vector<int> stages;
     for (int k = 0; k < topo.stages; ++k) {
       bool here = false;
       for (int c = 0; c < topo.clients; ++c) here = here || topo.party_of(k, c) == party;
-      if (here) predicted += plan.stages[static_cast<size_t>(k)].peak_memory_bytes;
+      if (here) stages.push_back(k);
     }
+    const int64_t predicted = party_peak_memory_bytes(plan, stages);
     nlohmann::json entry = {{"predicted_peak_bytes", predicted}};
     const auto it = r.peak_tensor_bytes.find(rank);
     if (it != r.peak_tensor_bytes.end()) entry["measured_peak_tensor_bytes"] = it->second;

@@ -258,15 +258,49 @@ TEST(PlannerTest, PeakMemoryAddsParamsGradsStateAndStash) {
   const Plan plan = make_plan(s, toy_model(), devices());
   const PlanStage& st = plan.stages[1];
   EXPECT_EQ(st.optimizer_state_bytes, 2 * 800);
-  EXPECT_EQ(st.stash_bytes_per_microbatch, 2 * 512 * 4);
+  // Per micro-batch of 4: u1's and u2's stash and the input received from u0.
+  EXPECT_EQ(st.stash_bytes_per_microbatch, 2 * 512 * 4 + 512 * 4);
   EXPECT_EQ(st.stashed_microbatches, 2);
-  EXPECT_EQ(st.peak_memory_bytes, 800 + 800 + 1600 + 2 * 4096);
+  // u2's backward holds the gradient received for its output; u1's comes
+  // after u2's stash is freed.
+  EXPECT_EQ(st.work_bytes, 512 * 4);
+  EXPECT_EQ(st.input_bytes, 0);
+  // gpipe, m = 2: the stage's ops are F0 F1 B1 B0 U per batch, receives
+  // posted for the next 2m + 2 = 6 ops; at B1: B0, U, F0', F1', B1', B0' =
+  // 2 activations and 3 gradients of 2,048 bytes each (codec none).
+  EXPECT_EQ(st.recv_bytes, 5 * 2048);
+  EXPECT_EQ(st.peak_memory_bytes, 800 + 800 + 1600 + 2 * 6144 + 2048 + 10240);
+  EXPECT_EQ(plan.stages[0].input_bytes, 8 * 512);  // the batch: 8 samples of [8,4,4] floats
   // Mixed precision: FP32 master weights and half copies (x1.5), half
-  // gradients and activations (x0.5), FP32 optimizer state.
+  // gradients and activations (x0.5), FP32 optimizer state; the wire's
+  // bytes are the codec's.
   s.compute_precision = "fp16";
   const Plan mixed = make_plan(s, toy_model(), devices());
-  EXPECT_EQ(mixed.stages[1].peak_memory_bytes, 1200 + 400 + 1600 + 4096);
+  EXPECT_EQ(mixed.stages[1].peak_memory_bytes, 1200 + (800 + 2 * 6144 + 2048) / 2 + 1600 + 10240);
   EXPECT_EQ(mixed.compute_precision, "fp16");
+}
+
+// A backward's working memory counts above the stash of the units before
+// it: the units after it have freed theirs. A party running several stages
+// holds one working memory at a time.
+TEST(PlannerTest, WorkingMemoryIsTheHungriestBackwardAboveTheStash) {
+  ModelProfile m = toy_model();
+  m.units[1].bwd_work_bytes_per_sample = 1000;
+  m.units[2].bwd_work_bytes_per_sample = 3000;
+  const Plan plan = make_plan(ushape(), m, devices());
+  // u2 (last): 3000 + its received gradient 512; u1: 1000 less u2's stash.
+  EXPECT_EQ(plan.stages[1].work_bytes, (3000 + 512) * 4);
+  m.units[1].bwd_work_bytes_per_sample = 9000;
+  EXPECT_EQ(make_plan(ushape(), m, devices()).stages[1].work_bytes, (9000 - 512) * 4);
+  m.units[0].bwd_work_bytes_per_sample = 700;
+  m.units[3].bwd_work_bytes_per_sample = 100;
+  const Plan p = make_plan(ushape(), m, devices());
+  const int64_t w0 = p.stages[0].work_bytes, w2 = p.stages[2].work_bytes;
+  EXPECT_EQ(w0, (700 + 512) * 4);
+  EXPECT_EQ(w2, 100 * 4);
+  EXPECT_EQ(party_peak_memory_bytes(p, {0, 2}),
+            p.stages[0].peak_memory_bytes + p.stages[2].peak_memory_bytes - w2);
+  EXPECT_EQ(party_peak_memory_bytes(p, {1}), p.stages[1].peak_memory_bytes);
 }
 
 // The MAC terms run at the compute precision's peak where the device lists

@@ -216,6 +216,43 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_EQ(j["summary"]["overlap_by_chunks"].size(), 2u);
 }
 
+// Memory: exec's metrics JSON gives per party the plan's peak and the
+// tensor bytes its process held; parties without a measurement are left
+// out; the summary counts those within 15% and the report carries them.
+TEST(Matrix, MemoryChecksComeFromExecsJsonAndAreSummarised) {
+  const nlohmann::json exec = {
+      {"memory",
+       {{"client", {{"predicted_peak_bytes", 110}, {"measured_peak_tensor_bytes", 100}}},
+        {"server", {{"predicted_peak_bytes", 80}, {"measured_peak_tensor_bytes", 100}}},
+        {"gpu1", {{"predicted_peak_bytes", 5}}}}}};
+  const std::vector<MemoryCheck> checks = memory_checks(exec);
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[0].party, "client");
+  EXPECT_NEAR(checks[0].error(), 0.10, 1e-12);
+  EXPECT_NEAR(checks[1].error(), -0.20, 1e-12);
+  EXPECT_TRUE(memory_checks(nlohmann::json::object()).empty());
+
+  ValidationRun r;
+  r.variant = "v";
+  r.predicted = two_party(1.0, 4000, 0.2);
+  r.measured = two_party(1.0, 4000, 0.2);
+  r.errors = compare_metrics(r.predicted, r.measured);
+  r.memory = checks;
+  const MatrixSummary s = summarise({r});
+  ASSERT_EQ(s.memory_abs_errors.size(), 2u);
+  EXPECT_EQ(s.memory_within_target, 1);  // 10% in, 20% out
+  const nlohmann::json j = matrix_json({r});
+  EXPECT_EQ(j["summary"]["memory"]["within_target"], 1);
+  EXPECT_NEAR(j["summary"]["memory"]["max_abs_error_pct"].get<double>(), 20, 1e-9);
+  EXPECT_NEAR(j["runs"][0]["memory"]["server"]["error_pct"].get<double>(), -20, 1e-9);
+  std::ostringstream table;
+  print_matrix(table, {r});
+  EXPECT_NE(table.str().find("within 15% in 1 of 2 (target all MISSED), |error| median 15.0%, "
+                             "max 20.0%"),
+            std::string::npos)
+      << table.str();
+}
+
 TEST(Repetitions, MedianRepetitionSpreadAndPerMetricMedians) {
   ValidationRun r;
   r.predicted = two_party(1.0, 4000, 0.3);

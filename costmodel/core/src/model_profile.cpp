@@ -77,7 +77,8 @@ void to_json(nlohmann::json& j, const UnitProfile& u) {
        {"param_bytes", u.param_bytes},
        {"trainable_param_count", u.trainable_param_count()},
        {"trainable_param_bytes", u.trainable_param_bytes()},
-       {"stash_bytes_per_sample", u.stash_bytes_per_sample}};
+       {"stash_bytes_per_sample", u.stash_bytes_per_sample},
+       {"bwd_work_bytes_per_sample", u.bwd_work_bytes_per_sample}};
 }
 
 void from_json(const nlohmann::json& j, UnitProfile& u) {
@@ -93,6 +94,8 @@ void from_json(const nlohmann::json& j, UnitProfile& u) {
   u.frozen_param_count = u.param_count - j.value("trainable_param_count", u.param_count);
   u.frozen_param_bytes = u.param_bytes - j.value("trainable_param_bytes", u.param_bytes);
   u.stash_bytes_per_sample = j.at("stash_bytes_per_sample").get<int64_t>();
+  // Files written before the backward's working memory was measured: none.
+  u.bwd_work_bytes_per_sample = j.value("bwd_work_bytes_per_sample", int64_t{0});
 }
 
 void to_json(nlohmann::json& j, const ModelProfile& p) {

@@ -1,5 +1,6 @@
 #include "splitsim/costmodel/plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -131,6 +132,9 @@ void to_json(nlohmann::json& j, const Plan& p) {
                       {"stashed_microbatches", s.stashed_microbatches},
                       {"weight_versions", s.weight_versions},
                       {"replay_bytes", s.replay_bytes},
+                      {"work_bytes", s.work_bytes},
+                      {"input_bytes", s.input_bytes},
+                      {"recv_bytes", s.recv_bytes},
                       {"peak_memory_bytes", s.peak_memory_bytes},
                       {"fwd_s_per_microbatch", s.fwd_s},
                       {"bwd_s_per_microbatch", s.bwd_s},
@@ -299,6 +303,19 @@ void print_plan(std::ostream& os, const Plan& p) {
   for (const auto& s : p.stages) any_formula |= !s.timed_from_measurement;
   if (any_formula)
     os << "* compute seconds from the device's spec-sheet formula (MACs / peak x efficiency)\n";
+}
+
+int64_t party_peak_memory_bytes(const Plan& plan, const std::vector<int>& stages) {
+  int64_t sum = 0, largest_work = 0, work = 0;
+  for (int k : stages) {
+    const PlanStage& s = plan.stages.at(static_cast<size_t>(k));
+    sum += s.peak_memory_bytes;
+    // As the peak counts it (halved under mixed precision, planner.cpp).
+    const int64_t w = plan.compute_precision != "fp32" ? s.work_bytes / 2 : s.work_bytes;
+    work += w;
+    largest_work = std::max(largest_work, w);
+  }
+  return sum - work + largest_work;
 }
 
 }  // namespace splitsim

@@ -48,6 +48,9 @@ const std::vector<std::string> kStageKeys = {"name",
                                              "stashed_microbatches",
                                              "weight_versions",
                                              "replay_bytes",
+                                             "work_bytes",
+                                             "input_bytes",
+                                             "recv_bytes",
                                              "peak_memory_bytes",
                                              "fwd_s_per_microbatch",
                                              "bwd_s_per_microbatch",
@@ -262,6 +265,9 @@ PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m)
                              {"stash_bytes_per_microbatch", &s.stash_bytes_per_microbatch},
                              {"stashed_microbatches", &s.stashed_microbatches},
                              {"replay_bytes", &s.replay_bytes},
+                             {"work_bytes", &s.work_bytes},
+                             {"input_bytes", &s.input_bytes},
+                             {"recv_bytes", &s.recv_bytes},
                              {"peak_memory_bytes", &s.peak_memory_bytes}};
   for (const CountKey& c : counts)
     if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));

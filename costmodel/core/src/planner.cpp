@@ -203,6 +203,31 @@ Plan plan_with_groups(const Scenario& sc, const ModelProfile& model,
   return plan;
 }
 
+// The wire tensors of the receives a stage has posted ahead at most at
+// once. A transport posts each receive ahead of the op that takes it (exec:
+// the receives of the next 2m + 2 ops, exec/src/stage_instance.cpp), so that
+// the bytes land while the stage computes; each holds one micro-batch's wire
+// tensors (the largest micro-batch's). Counted where the stage's memory
+// peaks, while a backward runs; the running op's own is not counted:
+// decoded, it is the received gradient.
+int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m) {
+  const int K = static_cast<int>(plan.stages.size());
+  const int64_t fwd = k > 0 ? plan.boundaries[k - 1].forward.wire_bytes.front() : 0;
+  const int64_t bwd = k + 1 < K ? plan.boundaries[k].backward.wire_bytes.front() : 0;
+  if (fwd == 0 && bwd == 0) return 0;
+  const std::vector<Op> ops = stage_ops(plan.schedule, k, K, m, 3);
+  const size_t window = static_cast<size_t>(2 * m + 2);
+  int64_t most = 0;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    if (ops[j].kind != OpKind::kBackward) continue;  // where the stage's memory peaks
+    int64_t held = 0;
+    for (size_t i = j + 1; i < ops.size() && i <= j + window; ++i)
+      held += ops[i].kind == OpKind::kForward ? fwd : ops[i].kind == OpKind::kBackward ? bwd : 0;
+    most = std::max(most, held);
+  }
+  return most;
+}
+
 }  // namespace
 
 Plan make_plan(const Scenario& sc, const ModelProfile& model,
@@ -254,14 +279,36 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
       st.frozen_param_bytes += model.units[i].frozen_param_bytes;
       st.stash_bytes_per_microbatch += model.units[i].stash_bytes_per_sample * b_max;
     }
+    // The stage's input per sample: the batch's (stage 0) or what it
+    // receives from the stage before.
+    int64_t in_bytes = model.input_dtype == "int64" ? 8 : 4;
+    for (int64_t d : model.input_shape) in_bytes *= first == 0 ? d : 1;
+    if (first > 0) in_bytes = model.units[first - 1].output_bytes();
     if (sc.schedule == Schedule::kFr) {
       // Features replay keeps only each micro-batch's stage input; the full
       // activations of one micro-batch exist again while it is recomputed.
-      int64_t in_bytes = model.input_dtype == "int64" ? 8 : 4;
-      for (int64_t d : model.input_shape) in_bytes *= first == 0 ? d : 1;
-      if (first > 0) in_bytes = model.units[first - 1].output_bytes();
       st.replay_bytes = st.stash_bytes_per_microbatch;
       st.stash_bytes_per_microbatch = in_bytes * b_max;
+    } else if (first > 0) {
+      // A received input is kept beside the units' stash until its
+      // backward (the units count what they keep, not their input).
+      st.stash_bytes_per_microbatch += in_bytes * b_max;
+    }
+    // Stage 0 holds the current batch's input. While a micro-batch's
+    // backward runs through the stage, last unit first, unit i's working
+    // memory comes on top of the stash of the units before it and its own
+    // (the later units' is freed by then): what it adds above the whole
+    // stash, at its largest.
+    if (first == 0) st.input_bytes = in_bytes * sc.batch_size;
+    // The last unit's backward also holds the gradient the stage received
+    // (decoded), as large as the stage's output.
+    int64_t freed = 0;  // per sample: the stash of the units after i
+    for (int i = last; i >= first; --i) {
+      const UnitProfile& u = model.units[i];
+      const int64_t received = i == last && k + 1 < K ? u.output_bytes() : 0;
+      st.work_bytes =
+          std::max(st.work_bytes, (u.bwd_work_bytes_per_sample + received - freed) * b_max);
+      freed += u.stash_bytes_per_sample;
     }
     st.fwd_per_batch = sum_units(model, first, last, false).scaled(sc.batch_size);
     st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);
@@ -364,6 +411,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     PlanStage& st = plan.stages[k];
     const DeviceProfile& dev = devices.at(st.party);
     st.optimizer_state_bytes = st.trainable_param_bytes() * state_copies;
+    st.recv_bytes = posted_receive_bytes(plan, k, m);
     double update = 0;
     bool measured = true;
     for (int i = st.first_unit; i <= st.last_unit; ++i) {
@@ -384,8 +432,9 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     st.peak_memory_bytes = static_cast<int64_t>(std::llround(
         weights * st.param_bytes +
         halves * (st.trainable_param_bytes() * st.weight_versions +
-                  st.stash_bytes_per_microbatch * st.stashed_microbatches + st.replay_bytes) +
-        st.optimizer_state_bytes));
+                  st.stash_bytes_per_microbatch * st.stashed_microbatches + st.replay_bytes +
+                  st.work_bytes) +
+        st.input_bytes + st.recv_bytes + st.optimizer_state_bytes));
   }
   if (!sc.calibration_file.empty()) {
     if (!sc.calibration)

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -49,15 +50,16 @@ ModelProfile replicate_blocks(const ModelProfile& two, const std::string& prefix
   return out;
 }
 
-// What a unit keeps for its backward: the tensor memory allocated while it
-// runs and still held after (MemoryAccount), or on the meta device, which
-// allocates nothing, the bytes of the tensors its ops created and that are
-// still held (StorageAccount). The two agree on the CPU.
-class Stash {
+// Tensor bytes of one part of the step: what the allocator reports
+// (MemoryAccount), or on the meta device, which allocates nothing, the
+// storages its ops created (StorageAccount). The two agree on the CPU.
+// live_bytes() after a unit's forward is what it keeps for its backward;
+// peak_bytes() over a backward, what that backward needs at once.
+class TensorBytes {
  public:
   // `existing`: what the step reads and did not create (the unit's input,
   // its parameters and buffers; the loss's logits and target).
-  Stash(bool meta, const std::vector<torch::Tensor>& existing) {
+  TensorBytes(bool meta, const std::vector<torch::Tensor>& existing) {
     if (meta) {
       storage_.emplace();
       for (const torch::Tensor& t : existing) storage_->exclude(t);
@@ -67,6 +69,7 @@ class Stash {
     }
   }
   int64_t live_bytes() const { return storage_ ? storage_->live_bytes() : memory_->live_bytes(); }
+  int64_t peak_bytes() const { return storage_ ? storage_->peak_bytes() : memory_->peak_bytes(); }
 
  private:
   std::optional<StorageAccount> storage_;
@@ -116,7 +119,7 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
     std::vector<torch::Tensor> existing = model.units[i]->parameters();
     for (const torch::Tensor& b : model.units[i]->buffers()) existing.push_back(b);
     existing.push_back(inputs[i]);
-    Stash stash(meta, existing);
+    TensorBytes stash(meta, existing);
     {
       MacCounter counter;
       outputs[i] = model.units[i]->forward(inputs[i]);
@@ -144,7 +147,7 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
   // logits, as large as the logits: a language model's largest tensor).
   torch::Tensor loss;
   {
-    Stash stash(meta, {outputs[n - 1], target});
+    TensorBytes stash(meta, {outputs[n - 1], target});
     MacCounter counter;
     loss = model.loss(outputs[n - 1], target);
     fwd[n - 1] += counter.counts();
@@ -154,6 +157,7 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
     // A unit whose output needs no gradient (frozen, fed by the input) has no
     // backward: nothing before it trains either.
     if (i < n - 1 && !outputs[i].requires_grad()) continue;
+    TensorBytes work(meta, {});
     MacCounter counter;
     if (i == n - 1) {
       loss.backward();
@@ -163,6 +167,11 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
       outputs[i].backward(g);
     }
     bwd[i] = counter.counts();
+    // The parameters' gradients it leaves are counted apart (the plan holds
+    // them for the whole step); the rest is its working memory.
+    UnitProfile& u = profile.units[i];
+    u.bwd_work_bytes_per_sample =
+        std::max<int64_t>(0, work.peak_bytes() - u.trainable_param_bytes()) / batch;
   }
 
   const double per = 1.0 / static_cast<double>(batch);

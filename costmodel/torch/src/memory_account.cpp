@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -66,7 +67,17 @@ struct StorageAccount::State {
   // one seen before. `created`: those first seen as an op's output.
   std::unordered_map<const c10::StorageImpl*, c10::weak_intrusive_ptr<c10::StorageImpl>> seen;
   std::vector<const c10::StorageImpl*> created;
-  int depth = 0;  // ops started and not ended
+  int depth = 0;     // ops started and not ended
+  int64_t peak = 0;  // the most live_bytes() after any op
+
+  int64_t live_bytes() const {
+    int64_t bytes = 0;
+    for (const c10::StorageImpl* p : created) {
+      const c10::intrusive_ptr<c10::StorageImpl> st = seen.at(p).lock();
+      if (st) bytes += static_cast<int64_t>(st->nbytes());
+    }
+    return bytes;
+  }
 
   // True when `st` is seen for the first time.
   bool see(const c10::Storage& st) {
@@ -93,13 +104,17 @@ void for_each_storage(const c10::IValue& v, F&& f) {
   }
 }
 
+// An ATen op; not the autograd engine's record of a node it runs
+// ("autograd::engine::evaluate_function: ..."), whose ops are the outermost.
+bool is_op(const at::RecordFunction& fn) { return std::strncmp(fn.name(), "aten::", 6) == 0; }
+
 // Only the outermost op's inputs are taken as there before: inside a
 // kernel, ops read and fill the outputs it allocated without an op
 // (structured kernels: mm's resolve_conj, sum's fill_, addmm's copy_ of the
 // bias), and those were not there before.
 std::unique_ptr<at::ObserverContext> storage_on_start(const at::RecordFunction& fn) {
   StorageAccount::State* s = storage_state;
-  if (s == nullptr) return nullptr;
+  if (s == nullptr || !is_op(fn)) return nullptr;
   if (s->depth++ == 0)
     for (const c10::IValue& v : fn.inputs())
       for_each_storage(v, [&](const c10::Storage& st) { s->see(st); });
@@ -108,12 +123,13 @@ std::unique_ptr<at::ObserverContext> storage_on_start(const at::RecordFunction& 
 
 void storage_on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   StorageAccount::State* s = storage_state;
-  if (s == nullptr) return;
+  if (s == nullptr || !is_op(fn)) return;
   --s->depth;
   for (const c10::IValue& v : fn.outputs())
     for_each_storage(v, [&](const c10::Storage& st) {
       if (s->see(st)) s->created.push_back(st.unsafeGetStorageImpl());
     });
+  s->peak = std::max(s->peak, s->live_bytes());
 }
 
 }  // namespace
@@ -137,13 +153,10 @@ StorageAccount::~StorageAccount() {
   storage_state = nullptr;
 }
 
-int64_t StorageAccount::live_bytes() const {
-  int64_t bytes = 0;
-  for (const c10::StorageImpl* p : state_->created) {
-    const c10::intrusive_ptr<c10::StorageImpl> st = state_->seen.at(p).lock();
-    if (st) bytes += static_cast<int64_t>(st->nbytes());
-  }
-  return bytes;
+int64_t StorageAccount::live_bytes() const { return state_->live_bytes(); }
+
+int64_t StorageAccount::peak_bytes() const {
+  return std::max(state_->peak, state_->live_bytes());
 }
 
 }  // namespace splitsim

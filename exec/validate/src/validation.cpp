@@ -291,8 +291,36 @@ nlohmann::json validation_json(const ValidationRun& run) {
                    {"cpu_s_per_message_received", run.platform.cpu_s_per_message_received},
                    {"shared_machine", run.platform.shared_machine},
                    {"co_compute_slowdown", run.platform.co_compute_slowdown}};
+  if (!run.memory.empty()) {
+    nlohmann::json memory = nlohmann::json::object();
+    for (const MemoryCheck& m : run.memory)
+      memory[m.party] = {{"predicted_peak_bytes", m.predicted_bytes},
+                         {"measured_peak_tensor_bytes", m.measured_bytes},
+                         {"error_pct", number_or_null(100 * m.error())}};
+    j["memory"] = memory;
+  }
   if (!run.failure.empty()) j["failure"] = run.failure;
   return j;
+}
+
+double MemoryCheck::error() const {
+  if (measured_bytes == 0) return predicted_bytes == 0 ? 0.0 : std::nan("");
+  return static_cast<double>(predicted_bytes - measured_bytes) /
+         static_cast<double>(measured_bytes);
+}
+
+std::vector<MemoryCheck> memory_checks(const nlohmann::json& exec_metrics) {
+  std::vector<MemoryCheck> out;
+  const auto it = exec_metrics.find("memory");
+  if (it == exec_metrics.end() || !it->is_object()) return out;
+  for (const auto& [party, m] : it->items()) {
+    if (!m.is_object() || !m.contains("measured_peak_tensor_bytes") ||
+        !m.contains("predicted_peak_bytes"))
+      continue;
+    out.push_back({party, m.at("predicted_peak_bytes").get<int64_t>(),
+                   m.at("measured_peak_tensor_bytes").get<int64_t>()});
+  }
+  return out;
 }
 
 }  // namespace splitsim

@@ -15,6 +15,7 @@ namespace {
 // The targets printed and written in the report.
 constexpr double kTargetMedian = 0.05, kTargetP90 = 0.10, kTargetBusy = 0.10;
 constexpr double kTargetOverlapVsSim = 1.15;
+constexpr double kTargetMemory = 0.15;  // planned peak memory per party against exec's
 
 const char* met(bool ok) { return ok ? "met" : "MISSED"; }
 
@@ -83,6 +84,12 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
       s.bytes_exact += bytes_match(r.predicted, r.measured);
     }
     if (r.overlap_ratio && std::isfinite(*r.overlap_ratio)) add_overlap(r, &s);
+    for (const MemoryCheck& m : r.memory) {
+      const double e = std::fabs(m.error());
+      if (!std::isfinite(e)) continue;
+      s.memory_abs_errors.push_back(e);
+      s.memory_within_target += e <= kTargetMemory;
+    }
   }
   std::sort(s.overlap_by_chunks.begin(), s.overlap_by_chunks.end(),
             [](const auto& a, const auto& b) { return a.chunks < b.chunks; });
@@ -153,12 +160,24 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
         {"max_overlap_ratio_exec_over_sim",
          s.predicted_overlap_ratios.empty() ? nullptr : nlohmann::json(s.max_overlap_vs_predicted)},
         {"overlap_by_chunks", by_chunks},
+        {"memory",
+         {{"party_runs", s.memory_abs_errors.size()},
+          {"within_target", s.memory_within_target},
+          {"median_abs_error_pct",
+           s.memory_abs_errors.empty() ? nullptr
+                                       : nlohmann::json(100 * quantile(s.memory_abs_errors, 0.5))},
+          {"max_abs_error_pct",
+           s.memory_abs_errors.empty()
+               ? nullptr
+               : nlohmann::json(100 * *std::max_element(s.memory_abs_errors.begin(),
+                                                         s.memory_abs_errors.end()))}}},
         {"targets",
          {{"median_abs_error_time_per_batch_pct", 100 * kTargetMedian},
           {"p90_abs_error_time_per_batch_pct", 100 * kTargetP90},
           {"median_abs_error_busy_pct", 100 * kTargetBusy},
           {"bytes_exact", "all deterministic codecs"},
-          {"max_overlap_ratio_exec_over_sim", kTargetOverlapVsSim}}}}}};
+          {"max_overlap_ratio_exec_over_sim", kTargetOverlapVsSim},
+          {"memory_abs_error_pct", 100 * kTargetMemory}}}}}};
 }
 
 void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
@@ -237,6 +256,16 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
   os << "bytes per batch exact for deterministic codecs: " << s.bytes_exact << " of "
      << s.bytes_checked << (s.bytes_exact == s.bytes_checked ? " (target met)" : " (target MISSED)")
      << "\n";
+  if (!s.memory_abs_errors.empty()) {
+    const int n = static_cast<int>(s.memory_abs_errors.size());
+    std::snprintf(line, sizeof line,
+                  "peak memory per party, plan against exec's tensor peak: within 15%% in %d of "
+                  "%d (target all %s), |error| median %.1f%%, max %.1f%%\n",
+                  s.memory_within_target, n, met(s.memory_within_target == n),
+                  100 * quantile(s.memory_abs_errors, 0.5),
+                  100 * *std::max_element(s.memory_abs_errors.begin(), s.memory_abs_errors.end()));
+    os << line;
+  }
   if (s.overlap_ratios.empty()) {
     os << "overlap ratio (gpipe, chunks >= 4): no such run\n";
     return;

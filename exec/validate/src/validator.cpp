@@ -314,6 +314,7 @@ void Validator::measure(const ValidationItem& item, Prepared* p) {
     }
     Metrics m;
     from_json(measured, m);
+    if (r.repetitions.empty()) r.memory = memory_checks(measured);
     r.repetitions.push_back(m);
     r.conditions.push_back(cond);
     return;

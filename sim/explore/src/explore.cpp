@@ -314,13 +314,16 @@ ExploreResult explore(const Scenario& base, const ModelProfile& model,
     c.plan = apply_calibration(make_plan(sc, model, devices, c.label), space.calibration);
     const std::string& client = c.plan.stages.front().party;
     int64_t total_macs = 0;
-    for (const auto& st : c.plan.stages) {
+    std::vector<int> client_stages;
+    for (size_t k = 0; k < c.plan.stages.size(); ++k) {
+      const PlanStage& st = c.plan.stages[k];
       const int64_t macs = st.fwd_per_batch.macs() + st.bwd_per_batch.macs();
       total_macs += macs;
       if (st.party != client) continue;
       c.client_macs_per_batch += macs;
-      c.client_memory_bytes += st.peak_memory_bytes;
+      client_stages.push_back(static_cast<int>(k));
     }
+    c.client_memory_bytes = party_peak_memory_bytes(c.plan, client_stages);
     c.client_mac_share = total_macs > 0 ? static_cast<double>(c.client_macs_per_batch) /
                                               static_cast<double>(total_macs)
                                         : 0;

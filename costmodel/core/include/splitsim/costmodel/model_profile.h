@@ -40,6 +40,10 @@ struct UnitProfile {
   int64_t frozen_param_count = 0;              // no requires_grad (LoRA, frozen units)
   int64_t frozen_param_bytes = 0;
   int64_t stash_bytes_per_sample = 0;          // retained after forward, for backward
+  // The most tensor bytes its backward holds at once beyond the stash and
+  // the parameters' gradients (the gradients of its activations, the
+  // loss's gradient of the logits): working memory, freed when it ends.
+  int64_t bwd_work_bytes_per_sample = 0;
 
   int64_t output_numel() const;                // per sample
   int64_t output_bytes() const { return output_numel() * output_elem_bytes; }

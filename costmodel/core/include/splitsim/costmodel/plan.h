@@ -33,7 +33,12 @@ struct PlanStage {
   int64_t stashed_microbatches = 0;        // peak, for the schedule
   int64_t weight_versions = 1;             // pipedream keeps several
   int64_t replay_bytes = 0;                // fr: one micro-batch recomputed in backward
-  int64_t peak_memory_bytes = 0;           // params + trainable grads, state, versions + stash
+  int64_t work_bytes = 0;                  // a backward's working memory above the stash
+  int64_t input_bytes = 0;                 // stage 0: the batch's input
+  int64_t recv_bytes = 0;                  // receives posted ahead: their wire tensors
+  // params + trainable grads, state, versions + stash + work + input + recv
+  // (costmodel/README.md "How the cost model counts": Memory)
+  int64_t peak_memory_bytes = 0;
   std::vector<double> fwd_s;               // per micro-batch, incl. codec work on this stage
   std::vector<double> bwd_s;               // per micro-batch, incl. codec work on this stage
   double update_s = 0;                     // optimizer step, once per batch
@@ -115,6 +120,12 @@ struct Plan {
   int64_t bytes_sent(const std::string& party) const;
   int64_t bytes_received(const std::string& party) const;
 };
+
+// The most tensor memory a party running `stages` of `plan` holds: their
+// peaks summed, but one working memory (the largest), since the party runs
+// one backward at a time (a U-shape's client holds both of its stages'
+// weights and stashes, never both backwards at once).
+int64_t party_peak_memory_bytes(const Plan& plan, const std::vector<int>& stages);
 
 inline constexpr const char* kPlanSchema = "splitsim.plan/1";
 

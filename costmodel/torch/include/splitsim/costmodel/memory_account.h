@@ -59,8 +59,11 @@ class StorageAccount {
 
   // `existing` (and its storage's views) was there before: never counted.
   void exclude(const at::Tensor& existing);
-  // Bytes of the storages created inside and still alive now.
+  // Bytes of the storages created inside and still alive now, and the most
+  // of them alive at the end of any op so far (temporaries a kernel
+  // allocates and frees without an op are not seen).
   int64_t live_bytes() const;
+  int64_t peak_bytes() const;
 
   struct State;
 

@@ -72,6 +72,17 @@ struct RunConditions {
 };
 nlohmann::json conditions_json(const RunConditions& c);
 
+// One party's memory in one run: the plan's peak for the party's stages
+// (party_peak_memory_bytes) and the most tensor bytes exec's process held
+// (exec/README.md "Design": Memory). Deterministic: the first repetition's.
+struct MemoryCheck {
+  std::string party;
+  int64_t predicted_bytes = 0, measured_bytes = 0;
+  double error() const;  // (predicted - measured) / measured
+};
+// The parties of exec's metrics JSON "memory" that report a measurement.
+std::vector<MemoryCheck> memory_checks(const nlohmann::json& exec_metrics);
+
 // One validated variant.
 struct ValidationRun {
   std::string scenario, variant;
@@ -105,6 +116,7 @@ struct ValidationRun {
   // schedule itself (fill, drain, transfers on the critical path) keeps the
   // run from the bound, not exec.
   std::optional<double> predicted_overlap_ratio;
+  std::vector<MemoryCheck> memory;  // per party, from the first repetition
   std::string failure;  // non-empty: the run failed (measured is empty)
 };
 
@@ -172,6 +184,10 @@ struct MatrixSummary {
     double max_ratio = 0, max_predicted_ratio = 0;
   };
   std::vector<ByChunks> overlap_by_chunks;  // ascending chunks
+  // Per party and run: |error| of the planned peak memory against exec's
+  // tensor peak; how many lie within kTargetMemory.
+  std::vector<double> memory_abs_errors;
+  int memory_within_target = 0;
 };
 MatrixSummary summarise(const std::vector<ValidationRun>& runs);
 // {"schema": "splitsim.validation_matrix/1", "runs": [validation_json...], "summary": {...}}

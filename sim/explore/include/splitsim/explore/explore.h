@@ -93,7 +93,7 @@ struct Candidate {
   int64_t wire_bytes_per_batch = 0;   // every boundary, both directions
   int64_t client_macs_per_batch = 0;  // fwd + bwd of the client's stages
   double client_mac_share = 0;
-  int64_t client_memory_bytes = 0;              // peak_memory_bytes of the client's stages
+  int64_t client_memory_bytes = 0;              // party_peak_memory_bytes of the client's stages
   double lower_bound_s = 0, upper_bound_s = 0;  // screen_bounds()
   bool screened_out = false;                    // provably off the Pareto front
   double time_per_batch_s = std::numeric_limits<double>::quiet_NaN();  // simulated
