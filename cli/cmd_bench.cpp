@@ -10,10 +10,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -89,8 +88,8 @@ void run_plan_bench(int repeat) {
   };
   const Case cases[] = {{"big_models/llama_7b_ushape.json", "lora", 10, 2},
                         {"big_models/roberta_1_3b_split.json", "none", 5, 0}};
-  std::cout << "planning big models (`splitsim plan FILE --variant V`, a process each, "
-            << repeat << " runs):\n";
+  std::cout << "planning big models (`splitsim plan FILE --variant V`, a process each, " << repeat
+            << " runs):\n";
   for (const Case& c : cases) {
     const std::string file = (std::filesystem::path(data_dir()) / c.file).string();
     std::vector<double> wall;

@@ -79,11 +79,11 @@ void write_plan(const Plan& p, PlanWriter* w) {
     w->str(s.name);
     w->str(s.party);
     w->str(s.device);
-    for (int64_t v : {int64_t{s.first_unit}, int64_t{s.last_unit}, s.param_count, s.param_bytes,
-                      s.frozen_param_count, s.frozen_param_bytes, s.optimizer_state_bytes,
-                      s.stash_bytes_per_microbatch, s.stashed_microbatches, s.weight_versions,
-                      s.replay_bytes, s.work_bytes, s.input_bytes, s.recv_bytes,
-                      s.peak_memory_bytes})
+    for (int64_t v :
+         {int64_t{s.first_unit}, int64_t{s.last_unit}, s.param_count, s.param_bytes,
+          s.frozen_param_count, s.frozen_param_bytes, s.optimizer_state_bytes,
+          s.stash_bytes_per_microbatch, s.stashed_microbatches, s.weight_versions, s.replay_bytes,
+          s.work_bytes, s.input_bytes, s.recv_bytes, s.peak_memory_bytes})
       w->pod(v);
     w->vec(s.fwd_s);
     w->vec(s.bwd_s);
@@ -162,11 +162,10 @@ Plan read_plan(PlanReader* r) {
     r->pod(&last);
     s.first_unit = static_cast<int>(first);
     s.last_unit = static_cast<int>(last);
-    for (int64_t* v :
-         {&s.param_count, &s.param_bytes, &s.frozen_param_count, &s.frozen_param_bytes,
-          &s.optimizer_state_bytes, &s.stash_bytes_per_microbatch, &s.stashed_microbatches,
-          &s.weight_versions, &s.replay_bytes, &s.work_bytes, &s.input_bytes, &s.recv_bytes,
-          &s.peak_memory_bytes})
+    for (int64_t* v : {&s.param_count, &s.param_bytes, &s.frozen_param_count, &s.frozen_param_bytes,
+                       &s.optimizer_state_bytes, &s.stash_bytes_per_microbatch,
+                       &s.stashed_microbatches, &s.weight_versions, &s.replay_bytes, &s.work_bytes,
+                       &s.input_bytes, &s.recv_bytes, &s.peak_memory_bytes})
       r->pod(v);
     r->vec(&s.fwd_s);
     r->vec(&s.bwd_s);

@@ -136,7 +136,8 @@ TEST_F(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
   json j = base();
   j["model"] = {{"name", "bert_small"}, {"hidden", 4096}, {"vocab_size", 262144}, {"heads", 64}};
   expect_refused(j, "$.model", "its largest unit has about ");
-  j["model"] = {{"name", "llama"}, {"hidden", 8192}, {"heads", 64}, {"kv_heads", 8}, {"ffn", 28672}};
+  j["model"] = {
+      {"name", "llama"}, {"hidden", 8192}, {"heads", 64}, {"kv_heads", 8}, {"ffn", 28672}};
   expect_refused(j, "$.model", "the limit is 268435456");
   // Planning builds one unit at a time: a 1.3B encoder (24 blocks of hidden
   // 2048, FFN 8192), with blocks frozen apart too, and a 7B decoder plan.
@@ -146,8 +147,8 @@ TEST_F(InputLimitsTest, HugeModelOptionsAreRefusedAtTheirPath) {
   EXPECT_EQ(expand_scenario(j).size(), 1u);
   j["model"]["finetune"] = {{"frozen", {"layer.0"}}};
   EXPECT_EQ(expand_scenario(j).size(), 1u);
-  j["model"] = {{"name", "llama"},     {"layers", 32}, {"hidden", 4096},  {"heads", 32},
-                {"kv_heads", 32},      {"ffn", 11008}, {"seq_len", 2048}};
+  j["model"] = {{"name", "llama"}, {"layers", 32}, {"hidden", 4096}, {"heads", 32},
+                {"kv_heads", 32},  {"ffn", 11008}, {"seq_len", 2048}};
   EXPECT_EQ(expand_scenario(j).size(), 1u);
 }
 

@@ -27,13 +27,6 @@ void expect_same_profile(const ModelSpec& spec) {
                                << nlohmann::json::diff(whole, replicated).dump().substr(0, 400);
 }
 
-ModelSpec small(const std::string& name, int64_t layers) {
-  ModelSpec s = spec_of(name);
-  s.layers = layers, s.hidden = 64, s.heads = 4, s.ffn = 128, s.seq_len = 16, s.vocab_size = 200;
-  if (name == "llama") s.kv_heads = 2;
-  return s;
-}
-
 TEST(MeasureReplicatedTest, RobertaBaseFullSizeIsExact) {
   ModelSpec s = spec_of("roberta_base");
   expect_same_profile(s);
@@ -42,7 +35,7 @@ TEST(MeasureReplicatedTest, RobertaBaseFullSizeIsExact) {
 TEST(MeasureReplicatedTest, EveryRepeatedBlockModelAndFineTuningIsExact) {
   for (const std::string name : {"roberta_base", "bert_small", "llama"}) {
     SCOPED_TRACE(name);
-    ModelSpec s = small(name, 5);
+    ModelSpec s = small_transformer(name, 5);
     expect_same_profile(s);  // full fine-tuning
     s.finetune.method = "lora";
     expect_same_profile(s);  // adapters in every block, frozen bases
@@ -70,7 +63,7 @@ TEST(MeasureReplicatedTest, AWholeBuildBeyondTheLimitIsRefused) {
 
 // Blocks that train differently are measured whole, and still right.
 TEST(MeasureReplicatedTest, BlocksFrozenApartAreMeasuredWhole) {
-  ModelSpec s = small("roberta_base", 4);
+  ModelSpec s = small_transformer("roberta_base", 4);
   s.finetune.frozen = {"layer.0", "layer.2.ffn"};
   expect_same_profile(s);
   const ModelProfile p = measure_model(s);

@@ -44,17 +44,10 @@ void expect_same_on_both(const ModelSpec& spec, int64_t batch = 2) {
                        << nlohmann::json::diff(cpu, meta).dump().substr(0, 400);
 }
 
-ModelSpec small(const std::string& name, int64_t layers) {
-  ModelSpec s = spec_of(name);
-  s.layers = layers, s.hidden = 64, s.heads = 4, s.ffn = 128, s.seq_len = 16, s.vocab_size = 200;
-  if (name == "llama") s.kv_heads = 2;
-  return s;
-}
-
 TEST(MeasureShapesTest, EveryTransformerAndFineTuningMeasuresTheSameOnMeta) {
   for (const std::string name : {"roberta_base", "bert_small", "llama"}) {
     SCOPED_TRACE(name);
-    ModelSpec s = small(name, 2);
+    ModelSpec s = small_transformer(name, 2);
     expect_same_on_both(s);  // full fine-tuning
     expect_same_on_both(s, 3);
     s.finetune.method = "lora";
@@ -85,7 +78,8 @@ TEST(MeasureShapesTest, TheDefaultSizesMeasureTheSameOnMeta) {
 TEST(MeasureShapesTest, StorageAccountAgreesWithTheAllocatorOnEveryUnit) {
   for (const std::string name : {"resnet20", "mobilenet_v2_cifar", "roberta_base", "llama"}) {
     SCOPED_TRACE(name);
-    ModelSpec s = name == "resnet20" || name == "mobilenet_v2_cifar" ? spec_of(name) : small(name, 2);
+    ModelSpec s = name == "resnet20" || name == "mobilenet_v2_cifar" ? spec_of(name)
+                                                                     : small_transformer(name, 2);
     SplitModel m = build_model(s, 0);
     torch::Tensor x = m.make_input(4, 1);
     for (int i = 0; i < m.size(); ++i) {

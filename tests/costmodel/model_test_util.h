@@ -28,6 +28,14 @@ inline ModelSpec spec_of(const std::string& name) {
   return s;
 }
 
+// A transformer of the zoo at a size that measures in milliseconds.
+inline ModelSpec small_transformer(const std::string& name, int64_t layers) {
+  ModelSpec s = spec_of(name);
+  s.layers = layers, s.hidden = 64, s.heads = 4, s.ffn = 128, s.seq_len = 16, s.vocab_size = 200;
+  if (name == "llama") s.kv_heads = 2;
+  return s;
+}
+
 // Units form a chain: unit i consumes unit i-1 (the first, the model input).
 inline void expect_chain(const SplitModel& m) {
   ASSERT_EQ(m.names.size(), m.units.size());

@@ -51,7 +51,8 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
 // scenarios/big_models/: planned on the meta device, beyond what a whole
 // build may hold (exec refuses them).
 TEST(ScenarioFiles, BigModelsLoadWithTheirSweeps) {
-  const auto llama = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/big_models/llama_7b_ushape.json");
+  const auto llama =
+      load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/big_models/llama_7b_ushape.json");
   ASSERT_EQ(llama.size(), 2u);
   EXPECT_EQ(llama[0].scenario.model.layers, 32);
   EXPECT_EQ(llama[0].scenario.model.finetune.method, "lora");

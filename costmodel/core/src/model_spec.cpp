@@ -53,7 +53,7 @@ int64_t largest_transformer_unit_params(const ModelSpec& m) {
   const int64_t embeddings = (m.vocab_size + (m.name == "llama" ? 0 : m.max_positions + 2)) * h;
   const int64_t kv = m.name == "llama" ? m.kv_heads * (h / m.heads) : h;
   const int64_t block = 2 * h * h + 2 * h * kv + 3 * h * m.ffn;
-  const int64_t head = m.name == "llama" ? m.vocab_size * h
+  const int64_t head = m.name == "llama"        ? m.vocab_size * h
                        : m.name == "bert_small" ? h * h + h * m.vocab_size
                                                 : h * h + h * std::max<int64_t>(m.num_classes, 1);
   return std::max({embeddings, block, head});

@@ -429,12 +429,12 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     // gradients and activations (x0.5); the optimizer state stays FP32.
     const bool mixed = sc.compute_precision != "fp32";
     const double weights = mixed ? 1.5 : 1.0, halves = mixed ? 0.5 : 1.0;
-    st.peak_memory_bytes = static_cast<int64_t>(std::llround(
-        weights * st.param_bytes +
-        halves * (st.trainable_param_bytes() * st.weight_versions +
-                  st.stash_bytes_per_microbatch * st.stashed_microbatches + st.replay_bytes +
-                  st.work_bytes) +
-        st.input_bytes + st.recv_bytes + st.optimizer_state_bytes));
+    st.peak_memory_bytes = static_cast<int64_t>(
+        std::llround(weights * st.param_bytes +
+                     halves * (st.trainable_param_bytes() * st.weight_versions +
+                               st.stash_bytes_per_microbatch * st.stashed_microbatches +
+                               st.replay_bytes + st.work_bytes) +
+                     st.input_bytes + st.recv_bytes + st.optimizer_state_bytes));
   }
   if (!sc.calibration_file.empty()) {
     if (!sc.calibration)

@@ -82,13 +82,15 @@ class TensorBytes {
 ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate, MeasureOn on) {
   if (batch < 2) throw std::invalid_argument("measure_model: batch must be >= 2 (BatchNorm)");
   const ModelSpec resolved = resolve_model_defaults(spec, "$.model");
-  const bool meta = on == MeasureOn::kMeta || (on == MeasureOn::kAuto && is_transformer(resolved.name));
+  const bool meta =
+      on == MeasureOn::kMeta || (on == MeasureOn::kAuto && is_transformer(resolved.name));
   const std::string prefix = replicate ? repeated_block_prefix(resolved) : "";
   if (!prefix.empty()) {
     ModelSpec two = resolved;
     two.layers = 2;
-    return replicate_blocks(measure_model(two, batch, false, meta ? MeasureOn::kMeta : MeasureOn::kCpu),
-                            prefix, resolved.layers);
+    return replicate_blocks(
+        measure_model(two, batch, false, meta ? MeasureOn::kMeta : MeasureOn::kCpu), prefix,
+        resolved.layers);
   }
   if (meta) link_meta_kernels();
   SplitModel model = build_model(spec, /*seed=*/0, nullptr, meta);

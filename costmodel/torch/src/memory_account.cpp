@@ -137,11 +137,11 @@ void storage_on_end(const at::RecordFunction& fn, at::ObserverContext*) {
 StorageAccount::StorageAccount() : state_(std::make_unique<State>()) {
   assert(storage_state == nullptr && "one StorageAccount per thread");
   storage_state = state_.get();
-  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&storage_on_start,
-                                                                  &storage_on_end)
-                                           .needsInputs(true)
-                                           .needsOutputs(true)
-                                           .scopes({at::RecordScope::FUNCTION}));
+  handle_ =
+      at::addThreadLocalCallback(at::RecordFunctionCallback(&storage_on_start, &storage_on_end)
+                                     .needsInputs(true)
+                                     .needsOutputs(true)
+                                     .scopes({at::RecordScope::FUNCTION}));
 }
 
 void StorageAccount::exclude(const at::Tensor& existing) {
@@ -155,8 +155,6 @@ StorageAccount::~StorageAccount() {
 
 int64_t StorageAccount::live_bytes() const { return state_->live_bytes(); }
 
-int64_t StorageAccount::peak_bytes() const {
-  return std::max(state_->peak, state_->live_bytes());
-}
+int64_t StorageAccount::peak_bytes() const { return std::max(state_->peak, state_->live_bytes()); }
 
 }  // namespace splitsim

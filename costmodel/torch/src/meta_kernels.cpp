@@ -5,6 +5,8 @@
 // else: measure_model observes the op by name and input shapes, so the
 // kernel only has to let the step go on. Checked against the CPU step,
 // profile for profile (tests/costmodel/measure_shapes_test.cpp).
+#include "meta_kernels.h"
+
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -12,14 +14,13 @@
 #include <tuple>
 #include <vector>
 
-#include "meta_kernels.h"
-
 namespace splitsim {
 namespace {
 
 at::Tensor index_select_meta(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   std::vector<int64_t> sizes = self.sizes().vec();
-  if (!sizes.empty()) sizes[static_cast<size_t>(at::maybe_wrap_dim(dim, self.dim()))] = index.numel();
+  if (!sizes.empty())
+    sizes[static_cast<size_t>(at::maybe_wrap_dim(dim, self.dim()))] = index.numel();
   return at::empty(sizes, self.options());
 }
 

@@ -163,14 +163,14 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
         {"memory",
          {{"party_runs", s.memory_abs_errors.size()},
           {"within_target", s.memory_within_target},
-          {"median_abs_error_pct",
-           s.memory_abs_errors.empty() ? nullptr
+          {"median_abs_error_pct", s.memory_abs_errors.empty()
+                                       ? nullptr
                                        : nlohmann::json(100 * quantile(s.memory_abs_errors, 0.5))},
           {"max_abs_error_pct",
            s.memory_abs_errors.empty()
                ? nullptr
                : nlohmann::json(100 * *std::max_element(s.memory_abs_errors.begin(),
-                                                         s.memory_abs_errors.end()))}}},
+                                                        s.memory_abs_errors.end()))}}},
         {"targets",
          {{"median_abs_error_time_per_batch_pct", 100 * kTargetMedian},
           {"p90_abs_error_time_per_batch_pct", 100 * kTargetP90},
