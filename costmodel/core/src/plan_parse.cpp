@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "json_read.h"
+#include "plan_fields.h"
 #include "scenario_internal.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
@@ -22,6 +23,7 @@ namespace {
 
 namespace jr = json_read;
 using nlohmann::json;
+using namespace plan_fields;  // NOLINT: the plan's value readers
 
 const std::vector<std::string> kTopKeys = {
     "schema",           "scenario", "variant", "model",        "batch_size", "chunks",
@@ -73,110 +75,6 @@ const std::vector<std::string> kTransferKeys = {"method",
                                                 "decode_s_per_microbatch",
                                                 "encode_s_per_batch",
                                                 "decode_s_per_batch"};
-const std::vector<std::string> kWorkKeys = {"conv_macs", "depthwise_macs",    "matmul_macs",
-                                            "macs",      "elementwise_elems", "ops"};
-
-// Bytes, a shape's dimension, a count of parameters: non-negative, and small
-// enough that a sum over every micro-batch or stage stays far below 2^63.
-int64_t read_count(const json& v, const std::string& path) {
-  return jr::read_int(v, path, 0, limits::kMaxPlanBytes);
-}
-
-// MACs, elements or ops of a batch.
-int64_t read_work_count(const json& v, const std::string& path) {
-  return jr::read_int(v, path, 0, limits::kMaxPlanWork);
-}
-
-// Seconds of one task: finite, in [0, limits::kMaxTaskS].
-double read_seconds(const json& v, const std::string& path) {
-  const double s = jr::read_number(v, path, {0, false, limits::kMaxTaskS, false});
-  if (!std::isfinite(s)) throw InputError(path, "expected a finite number, got " + jr::show(v));
-  return s;
-}
-
-// One micro-batch's op-class shares: every class, each in [0, 1], summing to 1
-// (or all 0: a stage with no model work).
-OpClassParts read_op_class_shares(const json& v, const std::string& path) {
-  jr::require_object(v, path,
-                     "op-class shares such as {\"conv\": 0.8, \"depthwise\": 0, \"matmul\": 0, "
-                     "\"elementwise\": 0.15, \"per_op\": 0.05}");
-  jr::check_keys(v, path, {std::begin(kOpClassNames), std::end(kOpClassNames)});
-  OpClassParts p;
-  for (size_t i = 0; i < 5; ++i) {
-    jr::require_key(v, path, kOpClassNames[i], "a share in [0, 1]");
-    op_class_part(p, i) = jr::read_number(
-        v.at(kOpClassNames[i]), jr::member_path(path, kOpClassNames[i]), {0, false, 1, false});
-  }
-  if (p.total() != 0 && std::fabs(p.total() - 1) > 1e-6)
-    throw InputError(path, "the shares sum to " + jr::show(p.total()) + "; expected 1 (or all 0)");
-  return p;
-}
-
-template <typename T, typename Read>
-std::vector<T> read_list(const json& v, const std::string& path, const std::string& what,
-                         Read read) {
-  jr::require_array(v, path, what);
-  std::vector<T> out;
-  for (size_t i = 0; i < v.size(); ++i) out.push_back(read(v[i], jr::index_path(path, i)));
-  return out;
-}
-
-// A per-micro-batch list: one entry per micro-batch.
-template <typename T, typename Read>
-std::vector<T> per_microbatch(const json& obj, const std::string& path, const std::string& key,
-                              size_t m, Read read) {
-  const std::string at = jr::member_path(path, key);
-  std::vector<T> v = read_list<T>(obj.at(key), at, "a list with one entry per micro-batch", read);
-  if (v.size() != m)
-    throw InputError(at, "has " + std::to_string(v.size()) +
-                             " entries; expected one per micro-batch (" + std::to_string(m) +
-                             ", as $.microbatch_sizes)");
-  return v;
-}
-
-std::vector<int64_t> read_shape(const json& v, const std::string& path) {
-  return read_list<int64_t>(v, path, "a shape such as [32, 56, 56]", read_count);
-}
-
-// An optional total that repeats the sum of per-micro-batch seconds.
-void check_seconds_total(const json& obj, const std::string& path, const std::string& key,
-                         const std::vector<double>& parts) {
-  if (!obj.contains(key)) return;
-  const std::string at = jr::member_path(path, key);
-  const double total = jr::read_number(obj.at(key), at, jr::non_negative());
-  if (!std::isfinite(total))
-    throw InputError(at, "expected a finite number, got " + jr::show(obj.at(key)));
-  const double sum = std::accumulate(parts.begin(), parts.end(), 0.0);
-  if (std::fabs(total - sum) > 1e-9 * std::max(1.0, std::fabs(sum)))
-    throw InputError(at, "is " + jr::show(obj.at(key)) + " but the per-micro-batch values sum to " +
-                             jr::show(sum) + "; give the same seconds in both, or leave this out");
-}
-
-void check_count_total(const json& obj, const std::string& path, const std::string& key,
-                       int64_t want, const std::string& from) {
-  if (!obj.contains(key)) return;
-  const std::string at = jr::member_path(path, key);
-  const int64_t got = jr::read_int(obj.at(key), at, 0);
-  if (got != want)
-    throw InputError(at, "is " + std::to_string(got) + " but " + from + " gives " +
-                             std::to_string(want) + "; give the same in both, or leave this out");
-}
-
-OpCounts read_work(const json& v, const std::string& path) {
-  jr::require_object(v, path, "work by op class such as {\"conv_macs\": 0, ...}");
-  jr::check_keys(v, path, kWorkKeys);
-  OpCounts c;
-  int64_t* fields[] = {&c.conv_macs, &c.depthwise_macs, &c.matmul_macs, &c.elementwise_elems,
-                       &c.ops};
-  const char* names[] = {"conv_macs", "depthwise_macs", "matmul_macs", "elementwise_elems", "ops"};
-  for (size_t i = 0; i < 5; ++i) {
-    jr::require_key(v, path, names[i], "a non-negative integer");
-    *fields[i] = read_work_count(v.at(names[i]), jr::member_path(path, names[i]));
-  }
-  check_count_total(v, path, "macs", c.macs(), "conv + depthwise + matmul MACs");
-  return c;
-}
-
 // One of "client_groups": its per-client lists have `count` entries, its
 // stage costs name stages of the client role (`client_party`), once each.
 PlanClientGroup read_group(const json& j, const std::string& path, const Plan& p,

@@ -55,11 +55,7 @@ int64_t MemoryAccount::peak_bytes() const {
   return reporter_->peak_bytes;
 }
 
-}  // namespace splitsim
-
 // ---- StorageAccount --------------------------------------------------------
-
-namespace splitsim {
 
 struct StorageAccount::State {
   // Every storage seen, held weakly: a weak reference keeps a StorageImpl's
