@@ -106,14 +106,10 @@ void PairSender::run() {
     tokens = paced > 0 ? 0 : tokens - at_once;  // the paced part spends every token as it comes
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
+    // (The work per message is the stage actors' own: StageActor::call.)
     const double over_s = paced / rate;
-    // The sender pays per tensor (a send each), the receiver per transfer
-    // (its tensors arrive together and wake it once).
-    const double tensors = static_cast<double>(o.messages);
-    sg4::ExecPtr send_work = start_host_work(
-        from, pf.cpu_s_per_message_sent * tensors + pf.sent_s_per_byte(from_party) * bytes, over_s);
-    sg4::ExecPtr recv_work = start_host_work(
-        to, pf.cpu_s_per_message_received + pf.received_s_per_byte(to_party) * bytes, over_s);
+    sg4::ExecPtr send_work = start_host_work(from, pf.sent_s_per_byte(from_party) * bytes, over_s);
+    sg4::ExecPtr recv_work = start_host_work(to, pf.received_s_per_byte(to_party) * bytes, over_s);
     if (paced > 0 || burst == 0)
       sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
     if (send_work) send_work->wait();
@@ -177,7 +173,10 @@ class StageActor {
     const Plan& plan = *ctx_->plan;
     const int k = in.stage, K = static_cast<int>(plan.stages.size());
     const size_t i = static_cast<size_t>(op.microbatch);
-    if (k > 0) expect(ctx_->fwd_inbox[id_].take(), op);
+    if (k > 0) {
+      receive_call(in, k - 1, false);
+      expect(ctx_->fwd_inbox[id_].take(), op);
+    }
     const double dec = k > 0 ? plan.boundaries[k - 1].forward.decode_s[i] : 0.0;
     const double enc = k + 1 < K ? plan.boundaries[k].forward.encode_s[i] : 0.0;
     const double model = std::max(0.0, plan.fwd_s(k, in.client)[i] - dec - enc);
@@ -192,7 +191,10 @@ class StageActor {
     const Plan& plan = *ctx_->plan;
     const int k = in.stage, K = static_cast<int>(plan.stages.size());
     const size_t i = static_cast<size_t>(op.microbatch);
-    if (k + 1 < K) expect(ctx_->bwd_inbox[id_].take(), op);
+    if (k + 1 < K) {
+      receive_call(in, k, true);
+      expect(ctx_->bwd_inbox[id_].take(), op);
+    }
     double replay = 0;  // fr: the stage's forward again, without the codec work
     if (plan.schedule == Schedule::kFr) {
       replay = plan.fwd_s(k, in.client)[i];
@@ -209,6 +211,23 @@ class StageActor {
              {EventKind::kBackward, model},
              {EventKind::kEncode, enc, k - 1, true}});
     if (k > 0) send(in, op, k - 1, true);
+  }
+
+  // The transport's work per message runs on the stage's own actor, between
+  // its computations, as exec's compute thread makes the calls itself: the
+  // send of each tensor after the encode (the bytes start at once), the
+  // posting of each receive (its buffers, its waiter) before the stage takes
+  // it. It occupies the host (sharing it with whatever else runs there) but
+  // is not compute: no event, no busy time, and the stage's next computation
+  // waits for it.
+  static void call(double seconds) {
+    if (seconds > 0) sg4::this_actor::execute(seconds * kFlopsPerSecond);
+  }
+
+  void receive_call(const Instance& in, int boundary, bool backward) {
+    const Deployment& d = *ctx_->deployment;
+    if (!d.channels[d.channel(in.client, boundary, backward)].local)
+      call(ctx_->plan->platform.cpu_s_per_message_received);
   }
 
   // Waits until the message has arrived (its latency has passed).
@@ -285,7 +304,10 @@ class StageActor {
     o.send.boundary = boundary;
     o.send.backward = backward ? 1 : 0;
     o.send.bytes = o.bytes;
+    const double call_s =
+        ctx_->plan->platform.cpu_s_per_message_sent * static_cast<double>(o.messages);
     ctx_->senders.at({in.party, o.send.peer})->post(std::move(o));
+    call(call_s);  // the bytes leave while the sender's call runs, as a send's first write
   }
 
   TimelineEvent base(const Instance& in, const Op& op) const {

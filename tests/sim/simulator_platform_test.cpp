@@ -1,5 +1,6 @@
 // The platform's host work against hand-computed timelines: CPU seconds per
-// byte sent and received (competing with compute while a transfer runs), and
+// byte sent and received (competing with compute while a transfer runs), per
+// message (a call on the stage's own actor, between its computations), and
 // the co-compute slowdown of parties that share one machine.
 #include <gtest/gtest.h>
 
@@ -68,36 +69,58 @@ TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
   EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kRel);
 }
 
-TEST(SimulatorPlatformTest, SendWorkPerTensorReceiveWorkPerTransfer) {
-  // 2.5 ms per message sent. Forward: 2 tensors per micro-batch, 5 ms of
-  // work spread over each 10 ms transfer, as 5e-9 s/B above: F1 shares the
-  // core with xfer0's work from 10 to 20 ms, then runs alone to 25; xfer1
-  // 25..35. Backward: the server's messages carry no bytes but are still a
-  // message each (2.5 ms, unspread, on the idle server): B1 at 35 sends
-  // 35..37.5, B0's follows on the same pair 37.5..40.
+// Where an event of stage `stage`, kind `kind`, starts in batch `batch`.
+double start_of(const Timeline& t, EventKind kind, int stage, int64_t batch, int64_t mb) {
+  for (const TimelineEvent& e : t.events)
+    if (e.kind == kind && e.stage == stage && e.batch == batch && e.microbatch == mb)
+      return e.start_s;
+  ADD_FAILURE() << "no such event";
+  return -1;
+}
+
+TEST(SimulatorPlatformTest, TheSendCallPerTensorRunsOnTheSendingStage) {
+  // 2.5 ms per tensor sent, 2 tensors per forward transfer: after F0
+  // (0..10) the client's stage posts xfer0 (10..20) and makes the call
+  // (10..15) before F1 (15..25); xfer1 25..35, call 25..30. Backward: the
+  // server's gradients carry no bytes but are a message each: B1 at 35
+  // posts (it arrives at once) and calls 35..37.5, B0 posts at 37.5. The
+  // client takes B0's gradient at 37.5 and starts the next batch: 37.5 ms
+  // per batch, of which the client computes 20 (the calls are not compute).
   Plan p = streaming_client();
   p.boundaries[0].forward.wire_messages = 2;
   p.platform.cpu_s_per_message_sent = 2.5e-3;
   EXPECT_TRUE(p.platform.any());
-  Metrics m = run(p);
-  EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
-  // Per message and per byte add up: one 2.5 ms message and 2.5e-9 s/B make
-  // the same 5 ms per forward transfer.
+  const Timeline t = simulate(p);
+  const Metrics m = compute_metrics(t, p, p.warmup);
+  EXPECT_NEAR(m.time_per_batch_s / 37.5e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
+  const double f0 = start_of(t, EventKind::kForward, 0, 3, 0);
+  EXPECT_NEAR((start_of(t, EventKind::kForward, 0, 3, 1) - f0) / 15e-3, 1.0, kRel);
+  EXPECT_NEAR((start_of(t, EventKind::kSend, 0, 3, 1) - f0) / 25e-3, 1.0, kRel);
+  // One tensor per transfer: half the call.
   p.boundaries[0].forward.wire_messages = 1;
-  p.platform.cpu_s_per_byte_sent = 2.5e-9;
-  m = run(p);
-  EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
-  // Received: 20 ms per transfer holds each message on an idle receiver (as
-  // HostWorkLongerThanTheWireHoldsTheMessage): forward 10..30 and 30..50;
-  // the backward messages on the client 50..70 and 70..90. Once per
-  // transfer, however many tensors it carries.
+  const Timeline one = simulate(p);
+  EXPECT_NEAR(
+      (start_of(one, EventKind::kForward, 0, 3, 1) - start_of(one, EventKind::kForward, 0, 3, 0)) /
+          12.5e-3,
+      1.0, kRel);
+}
+
+TEST(SimulatorPlatformTest, TheReceivePostPerTransferRunsOnTheReceivingStage) {
+  // 20 ms per transfer received, however many tensors it carries, paid by
+  // the receiving stage before it takes the message. The server posts
+  // before F0 (0..20; xfer0 10..20 is there) and F1 (20..40; xfer1 20..30
+  // waited), so its gradients leave at 40. The client posts before B1
+  // (20..40) and B0 (40..60) and starts the next batch at 60; the server,
+  // posting again from 40, is ready before the next xfer0 ends (70..80).
+  // 60 ms per batch.
   Plan q = streaming_client();
   q.platform.cpu_s_per_message_received = 20e-3;
-  EXPECT_NEAR(run(q).time_per_batch_s / 90e-3, 1.0, kRel);
+  Metrics m = run(q);
+  EXPECT_NEAR(m.time_per_batch_s / 60e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
   q.boundaries[0].forward.wire_messages = 2;
-  EXPECT_NEAR(run(q).time_per_batch_s / 90e-3, 1.0, kRel);
+  EXPECT_NEAR(run(q).time_per_batch_s / 60e-3, 1.0, kRel);
 }
 
 TEST(SimulatorPlatformTest, APartysOwnHostWorkAddsToThePlatforms) {

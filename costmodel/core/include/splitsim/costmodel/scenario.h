@@ -143,8 +143,9 @@ struct PlatformSpec {
   // host that copies or serializes more, e.g. fitted by calibrate).
   std::map<std::string, PartyHostWork> parties;
   // CPU seconds a party spends per message (one tensor on the wire) it sends
-  // / receives, on top of the per-byte work: the transport's fixed cost (a
-  // thread hand-off, system calls, the wake-ups of a party that computes).
+  // / per transfer it receives, on top of the per-byte work: the transport's
+  // fixed cost (the send call, posting a receive, a thread hand-off), paid
+  // by the stage between its computations (sim/README.md "Host work").
   double cpu_s_per_message_sent = 0.0;
   double cpu_s_per_message_received = 0.0;
   // The seconds `party` spends per byte it sends / receives.
