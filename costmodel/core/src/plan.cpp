@@ -305,13 +305,18 @@ void print_plan(std::ostream& os, const Plan& p) {
     os << "* compute seconds from the device's spec-sheet formula (MACs / peak x efficiency)\n";
 }
 
+double activation_memory_factor(const std::string& compute_precision) {
+  return compute_precision != "fp32" ? 0.5 : 1.0;
+}
+
 int64_t party_peak_memory_bytes(const Plan& plan, const std::vector<int>& stages) {
+  const double factor = activation_memory_factor(plan.compute_precision);
   int64_t sum = 0, largest_work = 0, work = 0;
   for (int k : stages) {
     const PlanStage& s = plan.stages.at(static_cast<size_t>(k));
     sum += s.peak_memory_bytes;
-    // As the peak counts it (halved under mixed precision, planner.cpp).
-    const int64_t w = plan.compute_precision != "fp32" ? s.work_bytes / 2 : s.work_bytes;
+    // As the stage's peak counts it.
+    const int64_t w = static_cast<int64_t>(factor * static_cast<double>(s.work_bytes));
     work += w;
     largest_work = std::max(largest_work, w);
   }

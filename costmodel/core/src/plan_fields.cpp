@@ -21,20 +21,16 @@ int64_t read_count(const json& v, const std::string& path) {
   return jr::read_int(v, path, 0, limits::kMaxPlanBytes);
 }
 
-// MACs, elements or ops of a batch.
 int64_t read_work_count(const json& v, const std::string& path) {
   return jr::read_int(v, path, 0, limits::kMaxPlanWork);
 }
 
-// Seconds of one task: finite, in [0, limits::kMaxTaskS].
 double read_seconds(const json& v, const std::string& path) {
   const double s = jr::read_number(v, path, {0, false, limits::kMaxTaskS, false});
   if (!std::isfinite(s)) throw InputError(path, "expected a finite number, got " + jr::show(v));
   return s;
 }
 
-// One micro-batch's op-class shares: every class, each in [0, 1], summing to 1
-// (or all 0: a stage with no model work).
 OpClassParts read_op_class_shares(const json& v, const std::string& path) {
   jr::require_object(v, path,
                      "op-class shares such as {\"conv\": 0.8, \"depthwise\": 0, \"matmul\": 0, "
@@ -55,7 +51,6 @@ std::vector<int64_t> read_shape(const json& v, const std::string& path) {
   return read_list<int64_t>(v, path, "a shape such as [32, 56, 56]", read_count);
 }
 
-// An optional total that repeats the sum of per-micro-batch seconds.
 void check_seconds_total(const json& obj, const std::string& path, const std::string& key,
                          const std::vector<double>& parts) {
   if (!obj.contains(key)) return;

@@ -427,8 +427,8 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     // pipedream stashes beyond the current one. Mixed precision keeps FP32
     // master weights beside half-precision copies (x1.5), and half-precision
     // gradients and activations (x0.5); the optimizer state stays FP32.
-    const bool mixed = sc.compute_precision != "fp32";
-    const double weights = mixed ? 1.5 : 1.0, halves = mixed ? 0.5 : 1.0;
+    const double halves = activation_memory_factor(sc.compute_precision);
+    const double weights = halves < 1 ? 1.5 : 1.0;
     st.peak_memory_bytes = static_cast<int64_t>(
         std::llround(weights * st.param_bytes +
                      halves * (st.trainable_param_bytes() * st.weight_versions +

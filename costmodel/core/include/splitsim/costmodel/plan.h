@@ -121,6 +121,10 @@ struct Plan {
   int64_t bytes_received(const std::string& party) const;
 };
 
+// What mixed precision does to a stage's gradients and activations in the
+// plan's memory: half-precision copies (x0.5); 1 under "fp32".
+double activation_memory_factor(const std::string& compute_precision);
+
 // The most tensor memory a party running `stages` of `plan` holds: their
 // peaks summed, but one working memory (the largest), since the party runs
 // one backward at a time (a U-shape's client holds both of its stages'
