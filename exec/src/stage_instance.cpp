@@ -55,8 +55,11 @@ class Instance {
     const auto ops = stage_ops(plan_.schedule, k_, K_, m_, ctx_.batches);
     const size_t window = static_cast<size_t>(2 * m_ + 2);
     for (size_t j = 0; j < ops.size(); ++j) {
-      for (; next_post_ < ops.size() && next_post_ <= j + window; ++next_post_)
-        post_receive(next_post_, ops[next_post_]);
+      if (next_post_ < ops.size() && next_post_ <= j + window) {
+        std::lock_guard<std::mutex> lock(ctx_.compute);
+        for (; next_post_ < ops.size() && next_post_ <= j + window; ++next_post_)
+          post_receive(next_post_, ops[next_post_]);
+      }
       const Op& op = ops[j];
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
@@ -129,7 +132,12 @@ class Instance {
   }
 
   // Packs are checked against the cost model's layout (the wire bytes
-  // formula) and sent; the send completes in the background.
+  // formula) and sent; the send completes in the background. Called in the
+  // encode's turn on the party's processor (ctx_.compute held), as the
+  // receives are posted in one: the transport's calls are the stage's work
+  // on the processor, taken in turn with the other stage's compute, not
+  // left to the kernel's time slices (exec/validate/README.md, "Where exec
+  // pays per message").
   void send(const Op& op, int b, bool backward, std::vector<torch::Tensor> wire, int peer_stage) {
     const int64_t bytes = wire_.to_wire(b, backward, op.batch, op.microbatch, &wire);
     const double t0 = now_s();
@@ -197,22 +205,27 @@ class Instance {
     return parts_.fwd_dec->expand(s.leaf);
   }
 
+  // A forward is one turn on the party's processor (ctx_.compute): the
+  // decode, the forward, the encode and the send call, as the simulator
+  // runs them (its HostArbiter); only the wait for the input is outside, so
+  // the party's other stage cannot come in between the forward and its send.
   void forward(size_t j, const Op& op) {
     Stash s;
-    if (k_ == 0) {
+    std::vector<torch::Tensor> received;
+    if (k_ == 0)
       s.input = data(op.batch).first.narrow(0, mb_offset(op.microbatch), mb_size(op.microbatch));
-    } else {
-      auto wire = take_receive(j, op, k_ - 1, false, k_ - 1);
-      std::lock_guard<std::mutex> lock(ctx_.compute);
+    else
+      received = take_receive(j, op, k_ - 1, false, k_ - 1);
+    std::lock_guard<std::mutex> lock(ctx_.compute);
+    if (k_ > 0) {
       const double t0 = now_s();
       torch::NoGradGuard no_grad;
       parts_.fwd_dec->set_step(op.batch);
-      s.leaf = parts_.fwd_dec->unpack(wire, mb_size(op.microbatch)).to(torch::kFloat).detach();
+      s.leaf = parts_.fwd_dec->unpack(received, mb_size(op.microbatch)).to(torch::kFloat).detach();
       s.leaf.requires_grad_(true);
       record(EventKind::kDecode, op, t0, now_s(), k_ - 1, 0);
     }
     {
-      std::lock_guard<std::mutex> lock(ctx_.compute);
       const double t0 = now_s();
       std::optional<torch::NoGradGuard> no_grad;
       if (fr_) no_grad.emplace();
@@ -222,20 +235,22 @@ class Instance {
       record(EventKind::kForward, op, t0, now_s());
     }
     if (k_ < K_ - 1) {
+      const double t0 = now_s();
       std::vector<torch::Tensor> wire;
       {
-        std::lock_guard<std::mutex> lock(ctx_.compute);
-        const double t0 = now_s();
         torch::NoGradGuard no_grad;
         wire = parts_.fwd_enc->pack(s.y.detach());
-        record(EventKind::kEncode, op, t0, now_s(), k_, 0);
       }
+      record(EventKind::kEncode, op, t0, now_s(), k_, 0);
       send(op, k_, false, std::move(wire), k_ + 1);
     }
     if (fr_) s.y = s.loss = torch::Tensor();
     stash_[{op.batch, op.microbatch}] = std::move(s);
   }
 
+  // A backward is one turn too (decode, backward, encode, send call); fr's
+  // replay of the forward is a turn of its own before the wait for the
+  // gradient.
   void backward(size_t j, const Op& op) {
     Stash s = std::move(stash_.at({op.batch, op.microbatch}));
     stash_.erase({op.batch, op.microbatch});
@@ -247,19 +262,19 @@ class Instance {
       compute_forward(&s, stage_input(s, op), op);
       record(EventKind::kRecompute, op, t0, now_s());
     }
+    std::vector<torch::Tensor> received;
+    if (k_ < K_ - 1) received = take_receive(j, op, k_, true, k_ + 1);
+    std::lock_guard<std::mutex> lock(ctx_.compute);
     torch::Tensor grad;
     if (k_ < K_ - 1) {
-      auto wire = take_receive(j, op, k_, true, k_ + 1);
-      std::lock_guard<std::mutex> lock(ctx_.compute);
       const double t0 = now_s();
       torch::NoGradGuard no_grad;
       parts_.bwd_dec->set_step(op.batch);
-      grad = parts_.bwd_dec->expand(parts_.bwd_dec->unpack(wire, mb_size(op.microbatch)))
+      grad = parts_.bwd_dec->expand(parts_.bwd_dec->unpack(received, mb_size(op.microbatch)))
                  .to(torch::kFloat);
       record(EventKind::kDecode, op, t0, now_s(), k_, 1);
     }
     {
-      std::lock_guard<std::mutex> lock(ctx_.compute);
       const double t0 = now_s();
       StashedWeights use(parts_, s.weights.get());
       if (k_ == K_ - 1)
@@ -269,15 +284,14 @@ class Instance {
       record(EventKind::kBackward, op, t0, now_s());
     }
     if (k_ > 0) {
+      const double t0 = now_s();
       std::vector<torch::Tensor> wire;
       {
-        std::lock_guard<std::mutex> lock(ctx_.compute);
-        const double t0 = now_s();
         torch::NoGradGuard no_grad;
         parts_.bwd_enc->set_step(op.batch);
         wire = parts_.bwd_enc->pack(parts_.bwd_enc->carry(s.leaf.grad()));
-        record(EventKind::kEncode, op, t0, now_s(), k_ - 1, 1);
       }
+      record(EventKind::kEncode, op, t0, now_s(), k_ - 1, 1);
       send(op, k_ - 1, true, std::move(wire), k_ - 1);
     }
   }

@@ -160,6 +160,7 @@ class StageActor {
           break;
         case OpKind::kUpdate:
           compute(in, op, {{EventKind::kUpdate, ctx_->plan->update_s(in.stage, in.client)}});
+          let_go(in);
           break;
         case OpKind::kBarrier:
           ctx_->barriers[in.client]->wait();
@@ -185,6 +186,7 @@ class StageActor {
              {EventKind::kForward, model},
              {EventKind::kEncode, enc, k, false}});
     if (k + 1 < K) send(in, op, k, false);
+    let_go(in);
   }
 
   void backward(const Instance& in, const Op& op) {
@@ -211,23 +213,41 @@ class StageActor {
              {EventKind::kBackward, model},
              {EventKind::kEncode, enc, k - 1, true}});
     if (k > 0) send(in, op, k - 1, true);
+    let_go(in);
   }
 
-  // The transport's work per message runs on the stage's own actor, between
-  // its computations, as exec's compute thread makes the calls itself: the
-  // send of each tensor after the encode (the bytes start at once), the
-  // posting of each receive (its buffers, its waiter) before the stage takes
-  // it. It occupies the host (sharing it with whatever else runs there) but
-  // is not compute: no event, no busy time, and the stage's next computation
-  // waits for it.
-  static void call(double seconds) {
-    if (seconds > 0) sg4::this_actor::execute(seconds * kFlopsPerSecond);
+  // The party's processor, given to one stage at a time (HostArbiter): a
+  // stage holds it for a computation and for the transport calls that go
+  // with it, and lets it go at the end of the op.
+  void hold(const Instance& in) {
+    if (holding_) return;
+    ctx_->arbiters[in.party]->acquire(in.client, wake_.get());
+    holding_ = true;
+  }
+  void let_go(const Instance& in) {
+    if (!holding_) return;
+    ctx_->arbiters[in.party]->release();
+    holding_ = false;
+  }
+
+  // The transport's work per message runs on the stage's own actor, in its
+  // turn on the processor, as exec's stage thread makes the calls itself
+  // while it holds the party's processor: the send of each tensor right
+  // after the encode (the bytes start at once), the posting of each receive
+  // (its buffers, its waiter) before the stage takes it. It is not compute:
+  // no event, no busy time; the other stage's computation waits for it as
+  // for any turn, and host work beside transfers shares the host with it.
+  void call(const Instance& in, double seconds) {
+    if (!(seconds > 0)) return;
+    hold(in);
+    sg4::this_actor::execute(seconds * kFlopsPerSecond);
   }
 
   void receive_call(const Instance& in, int boundary, bool backward) {
     const Deployment& d = *ctx_->deployment;
-    if (!d.channels[d.channel(in.client, boundary, backward)].local)
-      call(ctx_->plan->platform.cpu_s_per_message_received);
+    if (d.channels[d.channel(in.client, boundary, backward)].local) return;
+    call(in, ctx_->plan->platform.cpu_s_per_message_received);
+    let_go(in);
   }
 
   // Waits until the message has arrived (its latency has passed).
@@ -237,15 +257,15 @@ class StageActor {
     if (m.arrival_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(m.arrival_s);
   }
 
-  // Runs the slices back to back as one execution on the instance's host and
-  // records one event per slice of non-zero length (the main kind always).
+  // Runs the slices back to back as one execution on the instance's host
+  // (held from then on until let_go) and records one event per slice of
+  // non-zero length (the main kind always).
   void compute(const Instance& in, const Op& op, std::initializer_list<Slice> slices) {
     double total = 0;
     for (const Slice& s : slices) total += s.seconds;
-    HostArbiter& host = *ctx_->arbiters[in.party];
     const bool busy = total > 0;
     if (busy) {
-      host.acquire(in.client, wake_.get());
+      hold(in);
       ctx_->set_computing(in.party, true);
     }
     const double start = sg4::Engine::get_clock();
@@ -257,10 +277,7 @@ class StageActor {
     else if (busy)
       sg4::this_actor::sleep_for(total);
     const double end = sg4::Engine::get_clock();
-    if (busy) {
-      ctx_->set_computing(in.party, false);
-      host.release();
-    }
+    if (busy) ctx_->set_computing(in.party, false);
     auto recorded = [](const Slice& s) {
       return s.seconds > 0 || (s.kind != EventKind::kEncode && s.kind != EventKind::kDecode &&
                                s.kind != EventKind::kRecompute);
@@ -307,7 +324,7 @@ class StageActor {
     const double call_s =
         ctx_->plan->platform.cpu_s_per_message_sent * static_cast<double>(o.messages);
     ctx_->senders.at({in.party, o.send.peer})->post(std::move(o));
-    call(call_s);  // the bytes leave while the sender's call runs, as a send's first write
+    call(in, call_s);  // the bytes leave while the sender's call runs, as a send's first write
   }
 
   TimelineEvent base(const Instance& in, const Op& op) const {
@@ -323,6 +340,7 @@ class StageActor {
   SimContext* ctx_;
   int id_;
   sg4::SemaphorePtr wake_;
+  bool holding_ = false;  // the party's processor is this stage's (hold, let_go)
 };
 
 }  // namespace

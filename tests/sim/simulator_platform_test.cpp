@@ -1,7 +1,7 @@
 // The platform's host work against hand-computed timelines: CPU seconds per
 // byte sent and received (competing with compute while a transfer runs), per
-// message (a call on the stage's own actor, between its computations), and
-// the co-compute slowdown of parties that share one machine.
+// message (a call on the stage's own actor, in its turn on the party's
+// processor), and the co-compute slowdown of parties that share one machine.
 #include <gtest/gtest.h>
 
 #include "splitsim/sim/metrics.h"
@@ -13,6 +13,7 @@ namespace {
 
 using testing::equal_stages;
 using testing::set_wire_bytes;
+using testing::ushape;
 
 constexpr double kRel = 1e-6;
 
@@ -121,6 +122,31 @@ TEST(SimulatorPlatformTest, TheReceivePostPerTransferRunsOnTheReceivingStage) {
   EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
   q.boundaries[0].forward.wire_messages = 2;
   EXPECT_NEAR(run(q).time_per_batch_s / 60e-3, 1.0, kRel);
+}
+
+TEST(SimulatorPlatformTest, TransportCallsTakeTheProcessorInTurnWithThePartysOtherStage) {
+  // U-shape, GPipe, 2 micro-batches, 10 ms forwards, free links, 4 ms per
+  // tensor sent. Client stage 0: F0 0..10, its call 10..14, F1 14..24, call
+  // 24..28, each call in the stage's turn on the client's processor. The
+  // server: F0 10..20, call 20..24; its message is at the client at 20, but
+  // stage 2 takes the processor only when stage 0's call lets it go: F0 at
+  // 28 (sharing the host with the call instead, it would start at 24).
+  Plan p = ushape(10e-3, 0, 10e-3, 0, Schedule::kGpipe, 2);
+  p.platform.cpu_s_per_message_sent = 4e-3;
+  const Timeline t = simulate(p);
+  EXPECT_NEAR(start_of(t, EventKind::kForward, 0, 0, 1) / 14e-3, 1.0, kRel);
+  EXPECT_NEAR(start_of(t, EventKind::kForward, 1, 0, 0) / 10e-3, 1.0, kRel);
+  EXPECT_NEAR(start_of(t, EventKind::kForward, 2, 0, 0) / 28e-3, 1.0, kRel);
+  // The same on the receiving side: 4 ms per transfer received, paid
+  // before the stage takes it. The server: call 0..4, F0 10..20, call
+  // 20..24, F1 24..34. The client: stage 0's F0 0..10 (stage 0's actor
+  // comes first), stage 2's first call waits for it and runs 10..14 while
+  // stage 0's F1 waits (sharing the host, F1 would start at 10).
+  Plan q = ushape(10e-3, 0, 10e-3, 0, Schedule::kGpipe, 2);
+  q.platform.cpu_s_per_message_received = 4e-3;
+  const Timeline u = simulate(q);
+  EXPECT_NEAR(start_of(u, EventKind::kForward, 1, 0, 1) / 24e-3, 1.0, kRel);
+  EXPECT_NEAR(start_of(u, EventKind::kForward, 0, 0, 1) / 14e-3, 1.0, kRel);
 }
 
 TEST(SimulatorPlatformTest, APartysOwnHostWorkAddsToThePlatforms) {
