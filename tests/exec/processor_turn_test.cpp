@@ -1,0 +1,69 @@
+// A stage's turn on its party's processor (exec/validate/README.md, "A
+// stage's turn on the processor"): a forward's decode, compute, encode and
+// send call, and a backward's, run as one turn, so the party's other stage
+// never computes in between; the simulator's HostArbiter runs them so.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "exec_test_util.h"
+
+namespace splitsim::testing {
+namespace {
+
+bool same_op(const TimelineEvent& a, const TimelineEvent& b) {
+  return a.stage == b.stage && a.batch == b.batch && a.microbatch == b.microbatch;
+}
+
+TEST(ProcessorTurnTest, AStagesOpIsOneTurnOnThePartysProcessor) {
+  // U-shape: the client (rank 0) holds stages 0 and 2, which take turns.
+  const Scenario sc = small_scenario("resnet20", 8);
+  const Plan plan = make_test_plan(sc, {0, 6}, CodecSpec{}, CodecSpec{}, 4, Schedule::kGpipe, 4);
+  RunOptions o;
+  o.timeout = std::chrono::milliseconds(20000);
+  const auto results = run_loopback(sc, plan, o);
+  std::vector<TimelineEvent> turn, sends;  // the client's, from the rank that ran them
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.complete) << r.error;
+    const int32_t client = r.timeline.party_index("client");
+    for (const auto& e : r.timeline.events) {
+      if (e.party != client) continue;
+      if (is_compute(e.kind)) turn.push_back(e);
+      if (e.kind == EventKind::kSend) sends.push_back(e);
+    }
+  }
+  std::sort(turn.begin(), turn.end(),
+            [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+  int checked = 0;
+  for (size_t i = 0; i + 1 < turn.size(); ++i) {
+    const TimelineEvent& e = turn[i];
+    const TimelineEvent& next = turn[i + 1];
+    const bool stage_encodes_after_forward = e.kind == EventKind::kForward && e.stage == 0;
+    const bool stage_encodes_after_backward = e.kind == EventKind::kBackward && e.stage == 2;
+    const bool decode = e.kind == EventKind::kDecode;
+    if (!stage_encodes_after_forward && !stage_encodes_after_backward && !decode) continue;
+    ++checked;
+    // The event's own next step follows it, not the other stage's compute.
+    EXPECT_TRUE(same_op(e, next)) << "stage " << next.stage << " computed between stage " << e.stage
+                                  << "'s steps of batch " << e.batch << " micro-batch "
+                                  << e.microbatch;
+  }
+  EXPECT_GE(checked, 3 * 4 * 3);  // a forward and a backward per micro-batch, decodes
+  // Each send call is made before the party computes anything else.
+  ASSERT_FALSE(sends.empty());
+  for (const TimelineEvent& s : sends) {
+    const auto encode = std::find_if(turn.begin(), turn.end(), [&](const TimelineEvent& e) {
+      return e.kind == EventKind::kEncode && same_op(e, s) && e.backward == s.backward;
+    });
+    ASSERT_NE(encode, turn.end());
+    const auto after = std::next(encode);
+    if (after != turn.end()) {
+      EXPECT_LE(s.start_s, after->start_s);
+    }
+    EXPECT_GE(s.start_s, encode->end_s);
+  }
+}
+
+}  // namespace
+}  // namespace splitsim::testing
