@@ -136,8 +136,8 @@ class Instance {
   // encode's turn on the party's processor (ctx_.compute held), as the
   // receives are posted in one: the transport's calls are the stage's work
   // on the processor, taken in turn with the other stage's compute, not
-  // left to the kernel's time slices (exec/validate/README.md, "Where exec
-  // pays per message").
+  // left to the kernel's time slices (exec/validate/README.md, "A stage's
+  // turn on the processor").
   void send(const Op& op, int b, bool backward, std::vector<torch::Tensor> wire, int peer_stage) {
     const int64_t bytes = wire_.to_wire(b, backward, op.batch, op.microbatch, &wire);
     const double t0 = now_s();
