@@ -176,6 +176,26 @@ TEST(NetnsLinkTest, EchoBetweenTheTwoAddresses) {
   EXPECT_EQ(wait_all({server, client}, 10), (std::vector<int>{0, 0}));
 }
 
+TEST(NetnsLinkTest, TcpSocketsInEitherNamespaceStartWithTheLargeReceiveBuffer) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  NetnsLink link(1e9);
+  // Outside the namespaces the default is left alone; inside, a new TCP
+  // socket's receive buffer starts at kReceiveBufferBytes.
+  const auto rcvbuf_ok = [] {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int size = 0;
+    socklen_t len = sizeof size;
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, &len) != 0) return 2;
+    close(fd);
+    return size >= NetnsLink::kReceiveBufferBytes ? 0 : 3;
+  };
+  const pid_t server = fork_in_netns(link.server_netns(), rcvbuf_ok);
+  const pid_t client = fork_in_netns(link.client_netns(), rcvbuf_ok);
+  EXPECT_EQ(wait_all({server, client}, 10), (std::vector<int>{0, 0}));
+  EXPECT_NE(link.description().find("receive buffers from 4194304 B"), std::string::npos)
+      << link.description();
+}
+
 TEST(NetnsLinkTest, ShapedTransfersTakeBytesOverRateInBothDirections) {
   SKIP_UNLESS_LINK_POSSIBLE();
   NetnsLink link(5e7);  // 6.25 MB/s

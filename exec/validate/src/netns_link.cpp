@@ -158,6 +158,14 @@ NetnsLink::NetnsLink(double rate_bit_per_s) : rate_bit_per_s_(rate_bit_per_s) {
       // at another rate, left off. Every run starts afresh instead.
       run_checked({"ip", "netns", "exec", ns, "sh", "-c",
                    "echo 1 > /proc/sys/net/ipv4/tcp_no_metrics_save"});
+      // Receive buffers start at kReceiveBufferBytes (the minimum and the
+      // largest the kernel may grow one to are kept, the largest raised to
+      // it if below).
+      const std::string rcvbuf = std::to_string(kReceiveBufferBytes);
+      run_checked({"ip", "netns", "exec", ns, "sh", "-c",
+                   "set -- $(cat /proc/sys/net/ipv4/tcp_rmem) && echo \"$1 " + rcvbuf +
+                       " $(($3 > " + rcvbuf + " ? $3 : " + rcvbuf +
+                       "))\" > /proc/sys/net/ipv4/tcp_rmem"});
     }
     shape("add");
   } catch (...) {
@@ -184,9 +192,12 @@ void NetnsLink::set_rate(double rate_bit_per_s) {
 
 std::string NetnsLink::description() const {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "veth %s each way, tc tbf burst %lld B (netns %s <-> %s)",
+  std::snprintf(buf, sizeof buf,
+                "veth %s each way, tc tbf burst %lld B, TCP receive buffers from %lld B (netns "
+                "%s <-> %s)",
                 format_link_rate(rate_bit_per_s_).c_str(),
-                static_cast<long long>(burst_bytes(rate_bit_per_s_)), server_ns_.c_str(),
+                static_cast<long long>(burst_bytes(rate_bit_per_s_)),
+                static_cast<long long>(kReceiveBufferBytes), server_ns_.c_str(),
                 client_ns_.c_str());
   return buf;
 }
