@@ -45,6 +45,10 @@ Command add_link_probe_command(CLI::App& app) {
   sub->add_option("--message-kib", args->message_kib, "size of one message (KiB)")
       ->check(number_range(1, 1048576))
       ->capture_default_str();
+  sub->add_option("--gap-ms", args->gap_ms,
+                  "the sender's pause after each large message (ms; 0: back to back)")
+      ->check(number_range(0, 10000))
+      ->capture_default_str();
   sub->add_option("--small-messages", args->small_messages,
                   "small messages sent each way, for the cost per message")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}))

@@ -49,7 +49,7 @@ void barrier(Transport& t, std::chrono::milliseconds timeout) {
 // Sends (or receives) `count` messages of `bytes`, kInFlight posted at a
 // time, each receive into a fresh tensor.
 void stream(Transport& t, bool sending, int64_t count, int64_t bytes,
-            std::chrono::milliseconds timeout) {
+            std::chrono::milliseconds timeout, double gap_s = 0) {
   const int peer = 1 - t.rank();
   const torch::Tensor payload = torch::ones({bytes}, torch::kUInt8);
   std::deque<std::shared_ptr<Transfer>> posted;
@@ -57,6 +57,11 @@ void stream(Transport& t, bool sending, int64_t count, int64_t bytes,
     const int tag = kDataTag + static_cast<int>(i % kDataTags);
     posted.push_back(sending ? t.send({payload}, peer, tag)
                              : t.recv({torch::empty({bytes}, torch::kUInt8)}, peer, tag));
+    if (sending && gap_s > 0) {
+      posted.front()->wait(timeout);
+      posted.pop_front();
+      std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
+    }
     if (static_cast<int>(posted.size()) >= kInFlight) {
       posted.front()->wait(timeout);
       posted.pop_front();
@@ -204,7 +209,7 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
         const bool up = phase % 2 == 1;  // client -> server
         const bool large = phase <= 2;
         stream(t, up ? !server : server, large ? count : small,
-               large ? o.message_bytes : o.small_message_bytes, o.timeout);
+               large ? o.message_bytes : o.small_message_bytes, o.timeout, large ? o.gap_s : 0);
       }
       barrier(t, o.timeout);
       mine[phase] = measure(cpus, a, mark(cpus, loop));

@@ -128,5 +128,29 @@ TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
   EXPECT_EQ(from_client.cpu_s_per_byte_sent, 0.0);  // rank 1 derives nothing
 }
 
+TEST(LinkProbe, AGapPausesTheSenderAfterEachLargeMessageOnly) {
+  auto hub = std::make_shared<LoopbackHub>(2);
+  LoopbackTransport server(hub, 0), client(hub, 1);
+  LinkProbeOptions o;
+  o.message_bytes = 4096;
+  o.bytes_per_direction = 8 * 4096;  // 8 messages each way
+  o.gap_s = 0.02;
+  o.idle_s = 0.02;
+  o.small_messages = 20;
+  o.small_message_bytes = 100;
+  o.timeout = std::chrono::milliseconds(10000);
+  std::thread t([&] { run_link_probe(client, o); });
+  const LinkProbeResult r = run_link_probe(server, o);
+  t.join();
+  // Each way: 8 pauses of 20 ms on the sender, which the receiver waits out.
+  for (const LinkProbePhase* ph : {&r.up, &r.down}) {
+    EXPECT_GE(ph->server.wall_s, 8 * 0.02);
+    EXPECT_GE(ph->client.wall_s, 8 * 0.02);
+  }
+  // The small messages go back to back: 20 pauses would take 0.4 s.
+  EXPECT_LT(r.small_up.server.wall_s, 20 * 0.02);
+  EXPECT_LT(r.small_down.client.wall_s, 20 * 0.02);
+}
+
 }  // namespace
 }  // namespace splitsim

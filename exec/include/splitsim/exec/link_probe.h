@@ -34,6 +34,9 @@ namespace splitsim {
 struct LinkProbeOptions {
   int64_t bytes_per_direction = 64 << 20;  // sent each way, in messages of:
   int64_t message_bytes = 1 << 20;
+  // The sender waits for each large message to be sent and then pauses this
+  // long before the next (0: messages back to back, kInFlight at a time).
+  double gap_s = 0;
   int64_t small_messages = 300;  // sent each way, of:
   int64_t small_message_bytes = 1024;
   double idle_s = 1.0;  // the first idle phase; the second is half as long

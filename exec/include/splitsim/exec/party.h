@@ -52,6 +52,7 @@ struct LinkProbePartyOptions {
   std::string listen;   // server: ADDR:PORT
   std::string connect;  // client: the server's ADDR:PORT
   double megabytes = 64, message_kib = 1024, timeout_s = 60;
+  double gap_ms = 0;  // the sender's pause after each large message
   int64_t small_messages = 300, small_message_bytes = 1024;  // the per-message phases
   bool json = false;  // the report as JSON (splitsim.link_probe/3), else one line
 };
