@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <utility>
 
 #include "splitsim/exec/loopback_transport.h"
 
@@ -91,20 +92,35 @@ TEST(LinkProbe, ReportRoundTripsThroughJson) {
   EXPECT_THROW(link_probe_from_json(old), std::runtime_error);
 }
 
-TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
-  auto hub = std::make_shared<LoopbackHub>(2);
-  LoopbackTransport server(hub, 0), client(hub, 1);
+// A probe small enough for a test: `messages` of 4 KiB each way, 20 small
+// ones of 100 B, idle phases of `idle_s`.
+LinkProbeOptions small_probe(int64_t messages, double idle_s) {
   LinkProbeOptions o;
   o.message_bytes = 4096;
-  o.bytes_per_direction = 32 * 4096;  // 32 messages each way
-  o.idle_s = 0.05;
+  o.bytes_per_direction = messages * 4096;
+  o.idle_s = idle_s;
   o.small_messages = 20;
   o.small_message_bytes = 100;
   o.timeout = std::chrono::milliseconds(10000);
+  return o;
+}
+
+// Runs the probe on both ranks of a loopback transport; the server's result
+// first, then the client's.
+std::pair<LinkProbeResult, LinkProbeResult> run_both(const LinkProbeOptions& o,
+                                                     LoopbackTransport& server,
+                                                     LoopbackTransport& client) {
   LinkProbeResult from_client;
   std::thread t([&] { from_client = run_link_probe(client, o); });
   const LinkProbeResult r = run_link_probe(server, o);
   t.join();
+  return {r, from_client};
+}
+
+TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
+  auto hub = std::make_shared<LoopbackHub>(2);
+  LoopbackTransport server(hub, 0), client(hub, 1);
+  const auto [r, from_client] = run_both(small_probe(32, 0.05), server, client);
   EXPECT_EQ(r.up.bytes, 32 * 4096);
   EXPECT_EQ(r.down.bytes, 32 * 4096);
   EXPECT_EQ(r.small_messages, 20);
@@ -131,22 +147,16 @@ TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
 TEST(LinkProbe, AGapPausesTheSenderAfterEachLargeMessageOnly) {
   auto hub = std::make_shared<LoopbackHub>(2);
   LoopbackTransport server(hub, 0), client(hub, 1);
-  LinkProbeOptions o;
-  o.message_bytes = 4096;
-  o.bytes_per_direction = 8 * 4096;  // 8 messages each way
+  LinkProbeOptions o = small_probe(8, 0.02);
   o.gap_s = 0.02;
-  o.idle_s = 0.02;
-  o.small_messages = 20;
-  o.small_message_bytes = 100;
-  o.timeout = std::chrono::milliseconds(10000);
-  std::thread t([&] { run_link_probe(client, o); });
-  const LinkProbeResult r = run_link_probe(server, o);
-  t.join();
-  // Each way: 8 pauses of 20 ms on the sender, which the receiver waits out.
-  for (const LinkProbePhase* ph : {&r.up, &r.down}) {
-    EXPECT_GE(ph->server.wall_s, 8 * 0.02);
-    EXPECT_GE(ph->client.wall_s, 8 * 0.02);
-  }
+  const LinkProbeResult r = run_both(o, server, client).first;
+  // Each way: 8 pauses of 20 ms on the sender, and the receiver waits out
+  // at least the 7 between its messages (its phase may start a little
+  // after the sender's: the barrier releases the ranks one after the other).
+  EXPECT_GE(r.up.client.wall_s, 8 * 0.02);
+  EXPECT_GE(r.down.server.wall_s, 8 * 0.02);
+  EXPECT_GE(r.up.server.wall_s, 7 * 0.02);
+  EXPECT_GE(r.down.client.wall_s, 7 * 0.02);
   // The small messages go back to back: 20 pauses would take 0.4 s.
   EXPECT_LT(r.small_up.server.wall_s, 20 * 0.02);
   EXPECT_LT(r.small_down.client.wall_s, 20 * 0.02);
