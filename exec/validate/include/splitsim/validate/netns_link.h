@@ -41,10 +41,10 @@ class NetnsLink {
   // sender's packets and makes TCP back off below the rate).
   static constexpr double kQueueLatencyS = 0.2;
   // What a TCP socket in either namespace starts with as its receive buffer
-  // (tcp_rmem's default, 128 KiB when not set): with 128 KiB a receiver that
-  // is computing when a burst of transfers arrives stalls its sender for
-  // tens of milliseconds now and then, a TCP effect the simulator does not
-  // model (exec/validate/README.md "TCP's receive buffer").
+  // (tcp_rmem's default, the kernel's 128 KiB when not set): with 128 KiB,
+  // transfers of tens of kilobytes at 1 Gbit/s stalled 50-80 ms now and
+  // then (the mechanism inside TCP is not known), which the simulator does
+  // not model (exec/validate/README.md "TCP's receive buffer").
   static constexpr int64_t kReceiveBufferBytes = 4 << 20;
 
   // Deletes namespaces named kPrefix<pid>-... whose pid is not alive.
