@@ -21,7 +21,7 @@ constexpr int kSyncTag = 1;
 constexpr int kDataTag = 100;  // + message index % kDataTags
 constexpr int kDataTags = 64;
 constexpr int kReportTag = 2;
-constexpr int kInFlight = 2;  // as exec: a few sends and receives posted ahead
+constexpr size_t kInFlight = 2;  // as exec: a few sends and receives posted ahead
 
 std::vector<int> my_cpus() {
   cpu_set_t set;
@@ -47,24 +47,23 @@ void barrier(Transport& t, std::chrono::milliseconds timeout) {
 }
 
 // Sends (or receives) `count` messages of `bytes`, kInFlight posted at a
-// time, each receive into a fresh tensor.
+// time, each receive into a fresh tensor. A sender with a gap posts one at
+// a time and pauses `gap_s` after each has left.
 void stream(Transport& t, bool sending, int64_t count, int64_t bytes,
-            std::chrono::milliseconds timeout, double gap_s = 0) {
+            std::chrono::milliseconds timeout, double gap_s) {
   const int peer = 1 - t.rank();
+  const bool gapped = sending && gap_s > 0;
+  const size_t in_flight = gapped ? 1 : kInFlight;
   const torch::Tensor payload = torch::ones({bytes}, torch::kUInt8);
   std::deque<std::shared_ptr<Transfer>> posted;
   for (int64_t i = 0; i < count; ++i) {
     const int tag = kDataTag + static_cast<int>(i % kDataTags);
     posted.push_back(sending ? t.send({payload}, peer, tag)
                              : t.recv({torch::empty({bytes}, torch::kUInt8)}, peer, tag));
-    if (sending && gap_s > 0) {
+    if (posted.size() >= in_flight) {
       posted.front()->wait(timeout);
       posted.pop_front();
-      std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
-    }
-    if (static_cast<int>(posted.size()) >= kInFlight) {
-      posted.front()->wait(timeout);
-      posted.pop_front();
+      if (gapped) std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
     }
   }
   for (auto& p : posted) p->wait(timeout);

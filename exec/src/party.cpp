@@ -183,9 +183,9 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
                 &go.port);
   LinkProbeOptions o;
   o.message_bytes = static_cast<int64_t>(args.message_kib * 1024);
+  o.gap_s = args.gap_ms * 1e-3;
   o.bytes_per_direction = static_cast<int64_t>(args.megabytes * 1e6);
   o.small_messages = args.small_messages;
-  o.gap_s = args.gap_ms * 1e-3;
   o.small_message_bytes = args.small_message_bytes;
   o.timeout = go.timeout;
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
