@@ -54,14 +54,25 @@ void PairSender::post(Outgoing o) {
 
 namespace {
 
+// The sharing weight of host work that keeps pace with its transfer: the
+// kernel's network work runs in interrupt context and preempts a training
+// thread, so beside one computation it takes all it asks for (its bound, a
+// fraction f < 1 of the host) and the computation the rest, 1 - f. At
+// weight 1 max-min sharing would give each half, holding the work to half
+// the host and its message back when f > 1/2.
+constexpr double kPacedHostWorkPriority = 1000;
+
 // Starts `seconds` of CPU work on `host`, spread over `over_s` (its rate
 // bounded to seconds / over_s of the host) so that it competes with the
-// host's compute while the transfer runs. Null when there is no work.
+// host's compute while the transfer runs. Work that cannot keep pace
+// (seconds >= over_s) is what the kernel hands to a thread of its own
+// (ksoftirqd), which shares the host evenly: it keeps weight 1. Null when
+// there is no work.
 sg4::ExecPtr start_host_work(sg4::Host* host, double seconds, double over_s) {
   if (!(seconds > 0)) return nullptr;
   const double flops = seconds * kFlopsPerSecond;
   sg4::ExecPtr work = sg4::Exec::init()->set_flops_amount(flops)->set_host(host);
-  if (over_s > seconds) work->set_bound(flops / over_s);
+  if (over_s > seconds) work->set_bound(flops / over_s)->set_priority(kPacedHostWorkPriority);
   work->start();
   return work;
 }

@@ -19,6 +19,15 @@ constexpr double kRel = 1e-6;
 
 Metrics run(const Plan& plan) { return compute_metrics(simulate(plan), plan, plan.warmup); }
 
+// Where an event of stage `stage`, kind `kind`, starts in batch `batch`.
+double start_of(const Timeline& t, EventKind kind, int stage, int64_t batch, int64_t mb) {
+  for (const TimelineEvent& e : t.events)
+    if (e.kind == kind && e.stage == stage && e.batch == batch && e.microbatch == mb)
+      return e.start_s;
+  ADD_FAILURE() << "no such event";
+  return -1;
+}
+
 // client | server, GPipe with 2 micro-batches: the client's forward of 10 ms
 // per micro-batch, nothing else computes; 1e6 bytes up per micro-batch at
 // 1e8 B/s (10 ms each), nothing comes back.
@@ -50,6 +59,23 @@ TEST(SimulatorPlatformTest, SendWorkSlowsTheComputeItOverlaps) {
   EXPECT_DOUBLE_EQ(m.party("client")->bytes_sent_per_batch, 2e6);
 }
 
+TEST(SimulatorPlatformTest, HostWorkOverHalfTheHostTakesWhatItAsksAndComputeTheRest) {
+  // 7.5e-9 s/B: 7.5 ms of work per 10 ms message, 3/4 of the core. As the
+  // kernel preempts the training thread, F1 runs at 1/4 from 10 to 20 (2.5
+  // ms done) while xfer0's work keeps pace and the message arrives with
+  // its last byte at 20 (shared evenly, the work would get half the core
+  // and hold it back to 25); F1 then runs alone to 27.5, xfer1 27.5..37.5.
+  Plan p = streaming_client();
+  p.platform.cpu_s_per_byte_sent = 7.5e-9;
+  const Timeline t = simulate(p);
+  const Metrics m = compute_metrics(t, p, p.warmup);
+  EXPECT_NEAR(m.time_per_batch_s / 37.5e-3, 1.0, kRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 27.5e-3, 1.0, kRel);
+  EXPECT_NEAR((start_of(t, EventKind::kForward, 1, 3, 0) - start_of(t, EventKind::kForward, 0, 3, 0)) /
+                  20e-3,
+              1.0, kRel);
+}
+
 TEST(SimulatorPlatformTest, ReceiveWorkRunsOnTheReceiver) {
   // The server computes nothing: its work slows no compute, and 5 ms per
   // 10 ms transfer never holds a message back.
@@ -68,15 +94,6 @@ TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
   p.platform.cpu_s_per_byte_received = 2e-8;
   const Metrics m = run(p);
   EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kRel);
-}
-
-// Where an event of stage `stage`, kind `kind`, starts in batch `batch`.
-double start_of(const Timeline& t, EventKind kind, int stage, int64_t batch, int64_t mb) {
-  for (const TimelineEvent& e : t.events)
-    if (e.kind == kind && e.stage == stage && e.batch == batch && e.microbatch == mb)
-      return e.start_s;
-  ADD_FAILURE() << "no such event";
-  return -1;
 }
 
 TEST(SimulatorPlatformTest, TheSendCallPerTensorRunsOnTheSendingStage) {
