@@ -71,9 +71,10 @@ TEST(SimulatorPlatformTest, HostWorkOverHalfTheHostTakesWhatItAsksAndComputeTheR
   const Metrics m = compute_metrics(t, p, p.warmup);
   EXPECT_NEAR(m.time_per_batch_s / 37.5e-3, 1.0, kRel);
   EXPECT_NEAR(m.party("client")->busy_s_per_batch / 27.5e-3, 1.0, kRel);
-  EXPECT_NEAR((start_of(t, EventKind::kForward, 1, 3, 0) - start_of(t, EventKind::kForward, 0, 3, 0)) /
-                  20e-3,
-              1.0, kRel);
+  EXPECT_NEAR(
+      (start_of(t, EventKind::kForward, 1, 3, 0) - start_of(t, EventKind::kForward, 0, 3, 0)) /
+          20e-3,
+      1.0, kRel);
 }
 
 TEST(SimulatorPlatformTest, ReceiveWorkRunsOnTheReceiver) {
