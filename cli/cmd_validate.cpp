@@ -37,7 +37,8 @@ Command add_validate_command(CLI::App& app) {
       "host work per byte measured by a link probe and the co-compute slowdown of two parties "
       "on one machine; run each for real --repeat times, interleaved (splitsim exec: server and "
       "client pinned to separate cores, joined as root by a veth pair between two network "
-      "namespaces shaped with tc tbf, else by unshaped loopback); print predicted vs measured "
+      "namespaces shaped with tc tbf or htb, else by unshaped loopback); print predicted vs "
+      "measured "
       "per metric with the error %, the spread and the machine's CPU steal.");
   sub->add_option("scenario", args->scenarios,
                   "scenario JSON file(s), or directories of them (every *.json inside)")
@@ -47,6 +48,12 @@ Command add_validate_command(CLI::App& app) {
   sub->add_option("--link-rate", args->link_rate,
                   "rate of the real link, each way, for every variant: 50mbit, 200mbit, 1gbit, "
                   "500kbit (default: each variant's network.bandwidth_bit_per_s)");
+  sub->add_option_function<std::string>(
+         "--shaper", [&o](const std::string& name) { o.shaper = parse_shaper(name); },
+         "how the veth is shaped, each way: tbf (a token bucket that cuts GSO packets into "
+         "frames; the default) or htb (paces whole GSO packets, cheaper per byte for the "
+         "cores)")
+      ->check(CLI::IsMember({"tbf", "htb"}));
   sub->add_option("--threads", o.threads, "compute threads per process (and CPUs pinned)")
       ->capture_default_str()
       ->check(int_range(1, 1024));

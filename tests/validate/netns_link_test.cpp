@@ -196,9 +196,18 @@ TEST(NetnsLinkTest, TcpSocketsInEitherNamespaceStartWithTheLargeReceiveBuffer) {
       << link.description();
 }
 
-TEST(NetnsLinkTest, ShapedTransfersTakeBytesOverRateInBothDirections) {
+class NetnsLinkShaperTest : public testing::TestWithParam<Shaper> {};
+
+TEST_P(NetnsLinkShaperTest, ShapedTransfersTakeBytesOverRateInBothDirections) {
   SKIP_UNLESS_LINK_POSSIBLE();
-  NetnsLink link(5e7);  // 6.25 MB/s
+  NetnsLink link(5e7, GetParam());  // 6.25 MB/s
+  const std::string name = shaper_name(GetParam());
+  for (const auto& ns : {link.server_netns(), link.client_netns()}) {
+    const CommandResult qdisc = run_command({"tc", "-n", ns, "qdisc", "show"});
+    EXPECT_NE(qdisc.out.find(name), std::string::npos) << qdisc.out;
+  }
+  EXPECT_NE(link.description().find("tc " + name + " burst 6250 B"), std::string::npos)
+      << link.description();
   const size_t bytes = 3'000'000;
   const double expected = bytes * 8 / 5e7;  // 0.48 s
   const double up = timed_transfer(link, /*client_sends=*/true, bytes);
@@ -210,6 +219,17 @@ TEST(NetnsLinkTest, ShapedTransfersTakeBytesOverRateInBothDirections) {
   const size_t more = 10'000'000;
   const double expected_fast = more * 8 / 2e8;  // 0.4 s
   EXPECT_NEAR(timed_transfer(link, true, more), expected_fast, 0.15 * expected_fast);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothShapers, NetnsLinkShaperTest,
+                         testing::Values(Shaper::kTbf, Shaper::kHtb),
+                         [](const testing::TestParamInfo<Shaper>& i) {
+                           return std::string(shaper_name(i.param));
+                         });
+
+TEST(NetnsLinkTest, ShaperNamesParseBackAndOthersAreRefused) {
+  for (Shaper s : {Shaper::kTbf, Shaper::kHtb}) EXPECT_EQ(parse_shaper(shaper_name(s)), s);
+  EXPECT_THROW(parse_shaper("netem"), std::invalid_argument);
 }
 
 TEST(NetnsLinkTest, SigtermRemovesTheNamespaces) {

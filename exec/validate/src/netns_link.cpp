@@ -90,6 +90,14 @@ std::string rate_arg(double bit_per_s) {
 
 }  // namespace
 
+const char* shaper_name(Shaper s) { return s == Shaper::kHtb ? "htb" : "tbf"; }
+
+Shaper parse_shaper(const std::string& name) {
+  if (name == "tbf") return Shaper::kTbf;
+  if (name == "htb") return Shaper::kHtb;
+  throw std::invalid_argument("unknown shaper \"" + name + "\" (tbf or htb)");
+}
+
 std::string NetnsLink::unavailable_reason() {
   if (geteuid() != 0) return "not root";
   if (!on_path("ip")) return "no `ip` command (install iproute2)";
@@ -121,7 +129,8 @@ int NetnsLink::remove_stale() {
   return removed;
 }
 
-NetnsLink::NetnsLink(double rate_bit_per_s) : rate_bit_per_s_(rate_bit_per_s) {
+NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper)
+    : rate_bit_per_s_(rate_bit_per_s), shaper_(shaper) {
   if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
   const int seq = g_sequence.fetch_add(1);
   const std::string base =
@@ -178,10 +187,25 @@ NetnsLink::~NetnsLink() { remove(); }
 
 void NetnsLink::shape(const char* verb) {
   const std::string burst = std::to_string(burst_bytes(rate_bit_per_s_));
-  const std::string latency = std::to_string(static_cast<int>(kQueueLatencyS * 1000)) + "ms";
-  for (const auto& [ns, dev] : {std::pair{server_ns_, kServerDev}, {client_ns_, kClientDev}})
-    run_checked({"tc", "-n", ns, "qdisc", verb, "dev", dev, "root", "tbf", "rate",
-                 rate_arg(rate_bit_per_s_), "burst", burst, "latency", latency});
+  const std::string rate = rate_arg(rate_bit_per_s_);
+  const bool adding = std::string(verb) == "add";
+  for (const auto& [ns, dev] : {std::pair{server_ns_, kServerDev}, {client_ns_, kClientDev}}) {
+    if (shaper_ == Shaper::kTbf) {
+      const std::string latency = std::to_string(static_cast<int>(kQueueLatencyS * 1000)) + "ms";
+      run_checked({"tc", "-n", ns, "qdisc", verb, "dev", dev, "root", "tbf", "rate", rate, "burst",
+                   burst, "latency", latency});
+      continue;
+    }
+    // One class that takes all traffic; its leaf queue is the device's
+    // (1000 packets, each up to a 64 KiB GSO packet).
+    if (adding)
+      run_checked({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
+                   "default", "1"});
+    run_checked({"tc",  "-n",    ns,       "class",  adding ? "add" : "change",
+                 "dev", dev,     "parent", "1:",     "classid",
+                 "1:1", "htb",   "rate",   rate,     "ceil",
+                 rate,  "burst", burst,    "cburst", burst});
+  }
 }
 
 void NetnsLink::set_rate(double rate_bit_per_s) {
@@ -193,9 +217,9 @@ void NetnsLink::set_rate(double rate_bit_per_s) {
 std::string NetnsLink::description() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "veth %s each way, tc tbf burst %lld B, TCP receive buffers from %lld B (netns "
+                "veth %s each way, tc %s burst %lld B, TCP receive buffers from %lld B (netns "
                 "%s <-> %s)",
-                format_link_rate(rate_bit_per_s_).c_str(),
+                format_link_rate(rate_bit_per_s_).c_str(), shaper_name(shaper_),
                 static_cast<long long>(burst_bytes(rate_bit_per_s_)),
                 static_cast<long long>(kReceiveBufferBytes), server_ns_.c_str(),
                 client_ns_.c_str());

@@ -4,8 +4,9 @@
 // "...-client") joined by a veth pair with addresses in a private /30
 // (10.213.X.4k+1 and +2; only addresses inside namespaces created here are
 // used, so nothing on the host's own network changes), lo and both veth
-// ends up, and a token bucket (tc tbf) on BOTH ends, so each direction is
-// shaped to the rate (full duplex). No netem: these kernels lack it.
+// ends up, and a shaper on BOTH ends, so each direction is shaped to the
+// rate (full duplex): a token bucket (tc tbf, the default) or a one-class
+// htb. No netem: these kernels lack it.
 //
 // Cleanup: the destructor deletes both namespaces (the veth pair goes with
 // them). SIGINT/SIGTERM handlers (installed by the first link) kill the
@@ -23,6 +24,16 @@
 
 namespace splitsim {
 
+// How a link is shaped. tbf cuts every GSO packet larger than its bucket
+// into frames and releases them one by one from a timer; htb paces whole
+// GSO packets (up to 64 KiB at once, at line rate, then waits), which costs
+// the cores far less per byte (exec/validate/README.md "Host work per byte
+// and per message").
+enum class Shaper { kTbf, kHtb };
+const char* shaper_name(Shaper s);  // "tbf", "htb"
+// "tbf" or "htb"; throws std::invalid_argument naming the choices.
+Shaper parse_shaper(const std::string& name);
+
 class NetnsLink {
  public:
   static constexpr const char* kPrefix = "splitsim-";
@@ -31,7 +42,8 @@ class NetnsLink {
   // PATH), else the reason ("not root", "no `ip` command (iproute2)").
   static std::string unavailable_reason();
 
-  // Token-bucket depth for a rate: max(1 ms of traffic, 4 KiB), in bytes.
+  // Token-bucket depth for a rate (htb: the class's burst and cburst):
+  // max(1 ms of traffic, 4 KiB), in bytes.
   // 1 ms keeps the bucket's free burst (bytes that pass at line rate after
   // an idle period) below 1% of a transfer of >= 100 ms at that rate, while
   // staying far above one MTU-sized frame, which tbf needs (a packet larger
@@ -54,12 +66,13 @@ class NetnsLink {
   // REQUIRES: unavailable_reason() == "". Builds the link shaped to
   // `rate_bit_per_s`. Throws std::runtime_error naming the failed command
   // and its stderr (anything already created is removed first).
-  explicit NetnsLink(double rate_bit_per_s);
+  explicit NetnsLink(double rate_bit_per_s, Shaper shaper = Shaper::kTbf);
   ~NetnsLink();
   NetnsLink(const NetnsLink&) = delete;
   NetnsLink& operator=(const NetnsLink&) = delete;
 
-  // Re-shapes both directions (tc qdisc replace). Throws as the constructor.
+  // Re-shapes both directions (tbf: tc qdisc replace; htb: tc class
+  // change). Throws as the constructor.
   void set_rate(double rate_bit_per_s);
 
   const std::string& server_netns() const { return server_ns_; }
@@ -67,6 +80,7 @@ class NetnsLink {
   const std::string& server_address() const { return server_addr_; }  // 10.213.X.Y
   const std::string& client_address() const { return client_addr_; }
   double rate_bit_per_s() const { return rate_bit_per_s_; }
+  Shaper shaper() const { return shaper_; }
   // "veth 200mbit each way, tc tbf burst 25000 B (netns A <-> B)"
   std::string description() const;
 
@@ -88,6 +102,7 @@ class NetnsLink {
   std::string server_ns_, client_ns_;
   std::string server_addr_, client_addr_;
   double rate_bit_per_s_;
+  Shaper shaper_;
   int slot_ = -1;  // index in the signal handler's registry
 };
 
