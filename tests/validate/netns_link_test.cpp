@@ -144,8 +144,9 @@ TEST(NetnsLinkTest, NamespacesExistWhileAliveAndAreGoneAfterwards) {
     EXPECT_TRUE(netns_exists(server_ns));
     EXPECT_TRUE(netns_exists(client_ns));
     const CommandResult qdisc = run_command({"tc", "-n", client_ns, "qdisc", "show"});
-    EXPECT_NE(qdisc.out.find("tbf"), std::string::npos) << qdisc.out;
+    EXPECT_NE(qdisc.out.find("htb"), std::string::npos) << qdisc.out;  // the default
     EXPECT_NE(link.description().find("200mbit"), std::string::npos);
+    EXPECT_EQ(link.congestion_control(), NetnsLink::kCongestionControl);
     // TCP keeps no congestion state between connections (between runs).
     for (const auto& ns : {server_ns, client_ns})
       EXPECT_EQ(run_command({"ip", "netns", "exec", ns, "cat",
@@ -194,6 +195,36 @@ TEST(NetnsLinkTest, TcpSocketsInEitherNamespaceStartWithTheLargeReceiveBuffer) {
   EXPECT_EQ(wait_all({server, client}, 10), (std::vector<int>{0, 0}));
   EXPECT_NE(link.description().find("receive buffers from 4194304 B"), std::string::npos)
       << link.description();
+}
+
+TEST(NetnsLinkTest, TcpCongestionControlIsSetInBothNamespacesOnly) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  const auto sysctl = [](const std::vector<std::string>& prefix) {
+    std::vector<std::string> argv = prefix;
+    argv.insert(argv.end(), {"cat", "/proc/sys/net/ipv4/tcp_congestion_control"});
+    return run_command(argv).out;
+  };
+  const std::string host = sysctl({});
+  // reno is built into every kernel; the machine's default is left alone.
+  NetnsLink link(1e9, Shaper::kTbf, "reno");
+  EXPECT_EQ(link.congestion_control(), "reno");
+  for (const auto& ns : {link.server_netns(), link.client_netns()})
+    EXPECT_EQ(sysctl({"ip", "netns", "exec", ns}), "reno\n");
+  EXPECT_EQ(sysctl({}), host);
+  EXPECT_NE(link.description().find("TCP reno,"), std::string::npos) << link.description();
+  // Without a name, the namespaces keep what they inherit, and say which.
+  NetnsLink inherited(1e9);
+  EXPECT_FALSE(inherited.congestion_control().empty());
+  EXPECT_EQ(inherited.congestion_control() + "\n",
+            sysctl({"ip", "netns", "exec", inherited.server_netns()}));
+}
+
+TEST(NetnsLinkTest, AnUnavailableCongestionControlIsRefusedBeforeAnythingIsCreated) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  EXPECT_THROW(NetnsLink(1e9, Shaper::kTbf, "no_such_cc"), std::invalid_argument);
+  EXPECT_THROW(NetnsLink(1e9, Shaper::kTbf, "cubic; reboot"), std::invalid_argument);
+  const std::string mine = std::string(NetnsLink::kPrefix) + std::to_string(getpid()) + "-";
+  EXPECT_EQ(run_command({"ip", "netns", "list"}).out.find(mine), std::string::npos);
 }
 
 class NetnsLinkShaperTest : public testing::TestWithParam<Shaper> {};

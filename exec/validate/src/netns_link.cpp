@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -129,9 +130,23 @@ int NetnsLink::remove_stale() {
   return removed;
 }
 
-NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper)
+NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& congestion_control)
     : rate_bit_per_s_(rate_bit_per_s), shaper_(shaper) {
   if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
+  if (!congestion_control.empty()) {
+    // The kernel's list ("reno bbr cubic"), the same in every namespace.
+    std::string available;
+    if (FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "r")) {
+      char buf[512] = {};
+      if (std::fgets(buf, sizeof buf, f) != nullptr) available = buf;
+      std::fclose(f);
+    }
+    const std::string padded = " " + available.substr(0, available.find('\n')) + " ";
+    if (padded.find(" " + congestion_control + " ") == std::string::npos)
+      throw std::invalid_argument("TCP congestion control \"" + congestion_control +
+                                  "\" is not available here (this kernel has: " +
+                                  padded.substr(1, padded.size() - 2) + ")");
+  }
   const int seq = g_sequence.fetch_add(1);
   const std::string base =
       std::string(kPrefix) + std::to_string(getpid()) + "-" + std::to_string(seq);
@@ -175,7 +190,17 @@ NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper)
                    "set -- $(cat /proc/sys/net/ipv4/tcp_rmem) && echo \"$1 " + rcvbuf +
                        " $(($3 > " + rcvbuf + " ? $3 : " + rcvbuf +
                        "))\" > /proc/sys/net/ipv4/tcp_rmem"});
+      if (!congestion_control.empty())
+        run_checked(
+            {"ip", "netns", "exec", ns, "sh", "-c",
+             "echo " + congestion_control + " > /proc/sys/net/ipv4/tcp_congestion_control"});
     }
+    congestion_control_ = run_command({"ip", "netns", "exec", server_ns_, "cat",
+                                       "/proc/sys/net/ipv4/tcp_congestion_control"})
+                              .out;
+    while (!congestion_control_.empty() &&
+           std::isspace(static_cast<unsigned char>(congestion_control_.back())))
+      congestion_control_.pop_back();
     shape("add");
   } catch (...) {
     remove();
@@ -217,10 +242,10 @@ void NetnsLink::set_rate(double rate_bit_per_s) {
 std::string NetnsLink::description() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "veth %s each way, tc %s burst %lld B, TCP receive buffers from %lld B (netns "
-                "%s <-> %s)",
+                "veth %s each way, tc %s burst %lld B, TCP %s, receive buffers from %lld B "
+                "(netns %s <-> %s)",
                 format_link_rate(rate_bit_per_s_).c_str(), shaper_name(shaper_),
-                static_cast<long long>(burst_bytes(rate_bit_per_s_)),
+                static_cast<long long>(burst_bytes(rate_bit_per_s_)), congestion_control_.c_str(),
                 static_cast<long long>(kReceiveBufferBytes), server_ns_.c_str(),
                 client_ns_.c_str());
   return buf;

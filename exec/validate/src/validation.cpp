@@ -80,9 +80,9 @@ double parse_link_rate(const std::string& text, const std::string& flag) {
 void check_link_rate(double rate_bit_per_s, const std::string& where) {
   if (rate_bit_per_s >= kMinLinkRateBitPerS && rate_bit_per_s <= kMaxLinkRateBitPerS) return;
   throw InputError(where, format_link_rate(rate_bit_per_s) +
-                              " is outside what tc tbf on the veth pair shapes: allowed 8kbit "
+                              " is outside what tc shapes on the veth pair: allowed 8kbit "
                               "to 100gbit (below, tc's rate tables lose precision; above, the "
-                              "veth pair itself is slower and the token bucket overflows)");
+                              "veth pair itself is slower and the bucket overflows)");
 }
 
 std::string format_link_rate(double bit_per_s) {

@@ -84,7 +84,7 @@ void Validator::open_link(double rate) {
          "); the predictions still assume each variant's rate");
     return;
   }
-  link_ = std::make_unique<NetnsLink>(rate, options_.shaper);
+  link_ = std::make_unique<NetnsLink>(rate, options_.shaper, options_.congestion_control);
   endpoints_.server_netns = link_->server_netns();
   endpoints_.client_netns = link_->client_netns();
   endpoints_.server_address = link_->server_address();

@@ -5,8 +5,8 @@
 // (10.213.X.4k+1 and +2; only addresses inside namespaces created here are
 // used, so nothing on the host's own network changes), lo and both veth
 // ends up, and a shaper on BOTH ends, so each direction is shaped to the
-// rate (full duplex): a token bucket (tc tbf, the default) or a one-class
-// htb. No netem: these kernels lack it.
+// rate (full duplex): one htb class (the default) or a token bucket (tc
+// tbf). No netem: these kernels lack it.
 //
 // Cleanup: the destructor deletes both namespaces (the veth pair goes with
 // them). SIGINT/SIGTERM handlers (installed by the first link) kill the
@@ -58,6 +58,10 @@ class NetnsLink {
   // then (the mechanism inside TCP is not known), which the simulator does
   // not model (exec/validate/README.md "TCP's receive buffer").
   static constexpr int64_t kReceiveBufferBytes = 4 << 20;
+  // Linux's own default; BBR (some machines' default) mistakes htb's whole
+  // GSO packets for a slower path and sends below the rate
+  // (exec/validate/README.md "The link").
+  static constexpr const char* kCongestionControl = "cubic";
 
   // Deletes namespaces named kPrefix<pid>-... whose pid is not alive.
   // Returns how many were removed.
@@ -66,7 +70,12 @@ class NetnsLink {
   // REQUIRES: unavailable_reason() == "". Builds the link shaped to
   // `rate_bit_per_s`. Throws std::runtime_error naming the failed command
   // and its stderr (anything already created is removed first).
-  explicit NetnsLink(double rate_bit_per_s, Shaper shaper = Shaper::kTbf);
+  // `congestion_control` (e.g. "cubic", "bbr"; one of the kernel's
+  // tcp_available_congestion_control) is set in both namespaces; "" keeps
+  // what a new namespace inherits from the machine. The defaults are what
+  // validate measured its targets with (exec/validate/README.md "The link").
+  explicit NetnsLink(double rate_bit_per_s, Shaper shaper = Shaper::kHtb,
+                     const std::string& congestion_control = kCongestionControl);
   ~NetnsLink();
   NetnsLink(const NetnsLink&) = delete;
   NetnsLink& operator=(const NetnsLink&) = delete;
@@ -81,7 +90,10 @@ class NetnsLink {
   const std::string& client_address() const { return client_addr_; }
   double rate_bit_per_s() const { return rate_bit_per_s_; }
   Shaper shaper() const { return shaper_; }
-  // "veth 200mbit each way, tc tbf burst 25000 B (netns A <-> B)"
+  // The TCP congestion control in use in the namespaces ("cubic", ...).
+  const std::string& congestion_control() const { return congestion_control_; }
+  // "veth 200mbit each way, tc tbf burst 25000 B, TCP cubic, receive
+  // buffers from 4194304 B (netns A <-> B)"
   std::string description() const;
 
   // The signal handler (installed here too, link or not: children run in
@@ -103,6 +115,7 @@ class NetnsLink {
   std::string server_addr_, client_addr_;
   double rate_bit_per_s_;
   Shaper shaper_;
+  std::string congestion_control_;
   int slot_ = -1;  // index in the signal handler's registry
 };
 

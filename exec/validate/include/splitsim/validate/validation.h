@@ -24,7 +24,7 @@ namespace splitsim {
 // InputError naming `flag` and the accepted forms for anything else or a
 // rate <= 0.
 double parse_link_rate(const std::string& text, const std::string& flag = "--link-rate");
-// The rates validate shapes a link to: tc tbf's range on a veth pair.
+// The rates validate shapes a link to: tc's range (htb or tbf) on a veth pair.
 constexpr double kMinLinkRateBitPerS = 8e3;
 constexpr double kMaxLinkRateBitPerS = 1e11;
 // Throws InputError at `where` unless kMinLinkRateBitPerS <= rate <=
@@ -61,7 +61,7 @@ struct LinkInfo {
   std::string description;  // "veth 200mbit each way, ..." or "loopback (not shaped: not root)"
   bool shaped = false;
   double rate_bit_per_s = 0;  // the rate the prediction used
-  int64_t burst_bytes = 0;    // tbf bucket (shaped only)
+  int64_t burst_bytes = 0;    // htb class burst or tbf bucket (shaped only)
 };
 
 // The machine during one real run (or the profile).

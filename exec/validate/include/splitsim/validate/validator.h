@@ -43,7 +43,8 @@ struct ValidatorOptions {
   bool keep_going = false;         // a failed run is recorded, the others go on
   bool platform_model = true;      // probe and co-compute slowdown; false: none
   double link_rate_bit_per_s = 0;  // > 0: every variant at this rate, else its own
-  Shaper shaper = Shaper::kTbf;    // how the namespaces' veth is shaped
+  Shaper shaper = Shaper::kHtb;    // how the namespaces' veth is shaped
+  std::string congestion_control = NetnsLink::kCongestionControl;  // TCP's, in both
   Calibration calibration;         // applied to every prediction (identity: none)
 };
 
