@@ -26,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 scenario=$(readlink -f "${3:-$here/resnet20_thin_3clients.json}")
 [[ $(id -u) -eq 0 ]] || { echo "$0: needs root (network namespaces)" >&2; exit 2; }
 py=/usr/bin/python3
-# tc tbf's queue bound (its "latency"), as validate's links; $SSL_TBF_LATENCY to vary it.
+# tc tbf's queue bound (its "latency"), as validate --shaper tbf; $SSL_TBF_LATENCY to vary it.
 queue=${SSL_TBF_LATENCY:-200ms}
 [[ -x $py ]] || py=python3
 
