@@ -38,9 +38,8 @@ Command add_validate_command(CLI::App& app) {
       "host work per byte measured by a link probe and the co-compute slowdown of two parties "
       "on one machine; run each for real --repeat times, interleaved (splitsim exec: server and "
       "client pinned to separate cores, joined as root by a veth pair between two network "
-      "namespaces shaped with tc tbf or htb, else by unshaped loopback); print predicted vs "
-      "measured "
-      "per metric with the error %, the spread and the machine's CPU steal.");
+      "namespaces shaped with tc htb or tbf, else by unshaped loopback); print predicted vs "
+      "measured per metric with the error %, the spread and the machine's CPU steal.");
   sub->add_option("scenario", args->scenarios,
                   "scenario JSON file(s), or directories of them (every *.json inside)")
       ->required();

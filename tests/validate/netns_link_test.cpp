@@ -213,7 +213,7 @@ TEST(NetnsLinkTest, TcpCongestionControlIsSetInBothNamespacesOnly) {
   EXPECT_EQ(sysctl({}), host);
   EXPECT_NE(link.description().find("TCP reno,"), std::string::npos) << link.description();
   // Without a name, the namespaces keep what they inherit, and say which.
-  NetnsLink inherited(1e9);
+  NetnsLink inherited(1e9, Shaper::kHtb, "");
   EXPECT_FALSE(inherited.congestion_control().empty());
   EXPECT_EQ(inherited.congestion_control() + "\n",
             sysctl({"ip", "netns", "exec", inherited.server_netns()}));

@@ -92,7 +92,7 @@ class NetnsLink {
   Shaper shaper() const { return shaper_; }
   // The TCP congestion control in use in the namespaces ("cubic", ...).
   const std::string& congestion_control() const { return congestion_control_; }
-  // "veth 200mbit each way, tc tbf burst 25000 B, TCP cubic, receive
+  // "veth 200mbit each way, tc htb burst 25000 B, TCP cubic, receive
   // buffers from 4194304 B (netns A <-> B)"
   std::string description() const;
 
