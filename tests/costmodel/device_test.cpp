@@ -251,6 +251,18 @@ TEST(DeviceTest, MeasuredCodecsRoundTripAndAreChecked) {
   EXPECT_DOUBLE_EQ(t->decode_s, 2e-4);
   EXPECT_EQ(back.codec_timing_for(d.codec_timings[0].codec, {16, 8, 8}, 2), nullptr);
   EXPECT_EQ(back.codec_timing_for(d.codec_timings[0].codec, {16, 4, 4}, 4), nullptr);
+  EXPECT_FALSE(t->sender_backward_s.has_value());  // a fixed codec's: not written, not read
+  EXPECT_FALSE(j["measured_codecs"][0].contains("sender_backward_s"));
+  {
+    DeviceProfile trained = d;
+    trained.codec_timings[0].sender_backward_s = 3e-4;
+    trained.codec_timings[0].receiver_backward_s = 0.0;
+    const DeviceProfile r = parse_device(nlohmann::json(trained), "$");
+    const CodecTiming* rt = r.codec_timing_for(d.codec_timings[0].codec, {16, 8, 8}, 4);
+    ASSERT_NE(rt, nullptr);
+    EXPECT_EQ(rt->sender_backward_s, std::optional<double>(3e-4));
+    EXPECT_EQ(rt->receiver_backward_s, std::optional<double>(0.0));
+  }
   // A hand-written codec is read the way scenarios read it.
   j["measured_codecs"][0]["codec"] = q8;
   EXPECT_NE(parse_device(j, "$").codec_timing_for(d.codec_timings[0].codec, {16, 8, 8}, 4),
@@ -260,6 +272,9 @@ TEST(DeviceTest, MeasuredCodecsRoundTripAndAreChecked) {
   EXPECT_THROW(parse_device(bad, "$"), InputError);
   bad = j;
   bad["measured_codecs"][0]["encode_s"] = -1;
+  EXPECT_THROW(parse_device(bad, "$"), InputError);
+  bad = j;
+  bad["measured_codecs"][0]["receiver_backward_s"] = -1e-4;
   EXPECT_THROW(parse_device(bad, "$"), InputError);
   bad = j;
   bad["measured_codecs"][0]["speed"] = 1;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "splitsim/costmodel/errors.h"
 
 namespace splitsim {
@@ -153,6 +155,49 @@ TEST(PlannerTest, MeasuredCodecTimingsWinOverTheFormulaWhereTheyMatch) {
   // Boundary 1 has no timing: the formula, unchanged.
   EXPECT_EQ(plan.boundaries[1].forward.encode_s, formula.boundaries[1].forward.encode_s);
   EXPECT_EQ(plan.boundaries[1].backward.decode_s, formula.boundaries[1].backward.decode_s);
+}
+
+TEST(PlannerTest, AFixedCodecsBackwardRunsNothing) {
+  // A quantizer does no work in the backward (the gradient comes back through
+  // the backward codec), so with per-op overhead priced the stages' backward
+  // is that of the uncompressed plan; only the forward carries encode/decode.
+  auto devs = devices();
+  for (auto& [party, d] : devs) d.efficiency.per_op_s = 1e-3;
+  Scenario s = ushape();
+  const Plan none = make_plan(s, toy_model(), devs);
+  s.compression[0].forward.method = CodecMethod::kQuantize;
+  s.compression[1].forward.method = CodecMethod::kTopK;
+  const Plan fixed = make_plan(s, toy_model(), devs);
+  for (size_t k = 0; k < fixed.stages.size(); ++k)
+    EXPECT_EQ(fixed.stages[k].bwd_s, none.stages[k].bwd_s) << "stage " << k;
+  EXPECT_GT(fixed.stages[0].fwd_s[0], none.stages[0].fwd_s[0]);  // the encode
+}
+
+TEST(PlannerTest, ATrainableInsertsMeasuredBackwardWinsOverTheFormula) {
+  Scenario s = ushape();
+  CodecSpec& insert = s.compression[0].forward;  // client -> server, [8,4,4]
+  insert.method = CodecMethod::kConvInsert;
+  insert.out_channels = 2;
+  insert.kernel = 1;
+  insert.stride = 1;
+  const std::string key = codec_to_json(insert).dump();
+  const auto plan_with = [&](std::optional<double> sender, std::optional<double> receiver) {
+    auto devs = devices();
+    CodecTiming t{key, {8, 4, 4}, 4, 0.001, 0.002, sender, receiver};
+    devs["client"].codec_timings = {t};
+    devs["server"].codec_timings = {t};
+    return make_plan(s, toy_model(), devs);
+  };
+  const Plan formula = plan_with(std::nullopt, std::nullopt);
+  const Plan a = plan_with(0.3, 0.2), b = plan_with(0.7, 0.5);
+  // The sender's backward through carry lands on the client's first stage,
+  // the receiver's through expand on the server's, each exactly as measured.
+  EXPECT_NEAR(b.stages[0].bwd_s[0] - a.stages[0].bwd_s[0], 0.4, 1e-12);
+  EXPECT_NEAR(b.stages[1].bwd_s[0] - a.stages[1].bwd_s[0], 0.3, 1e-12);
+  EXPECT_EQ(a.stages[2].bwd_s, formula.stages[2].bwd_s);
+  // Unmeasured, the formula prices it: more than nothing, less than 0.3 s.
+  EXPECT_GT(formula.stages[0].bwd_s[0], a.stages[0].bwd_s[0] - 0.3);
+  EXPECT_LT(formula.stages[0].bwd_s[0], a.stages[0].bwd_s[0]);
 }
 
 TEST(PlannerTest, UnevenChunksSplitLikeTorchChunk) {

@@ -90,6 +90,14 @@ TEST(TimingTest, CodecsAreTimedAsExecRunsThem) {
   const CodecTiming c = time_codec(insert, {16, 8, 8}, 4, 1, 3);
   EXPECT_GT(c.encode_s, 0.0);
   EXPECT_GT(c.decode_s, 0.0);
+  // ... and its backward, which a fixed codec does not have.
+  ASSERT_TRUE(c.sender_backward_s.has_value());
+  ASSERT_TRUE(c.receiver_backward_s.has_value());
+  EXPECT_GT(*c.sender_backward_s, 0.0);
+  EXPECT_GT(*c.receiver_backward_s, 0.0);
+  EXPECT_LT(*c.sender_backward_s, 1.0);
+  EXPECT_FALSE(t.sender_backward_s.has_value());
+  EXPECT_FALSE(t.receiver_backward_s.has_value());
 }
 
 }  // namespace

@@ -112,12 +112,16 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
   }
   if (!d.codec_timings.empty()) {
     nlohmann::json codecs = nlohmann::json::array();
-    for (const auto& t : d.codec_timings)
-      codecs.push_back({{"codec", nlohmann::json::parse(t.codec)},
-                        {"shape", t.shape},
-                        {"batch", t.batch},
-                        {"encode_s", t.encode_s},
-                        {"decode_s", t.decode_s}});
+    for (const auto& t : d.codec_timings) {
+      nlohmann::json c = {{"codec", nlohmann::json::parse(t.codec)},
+                          {"shape", t.shape},
+                          {"batch", t.batch},
+                          {"encode_s", t.encode_s},
+                          {"decode_s", t.decode_s}};
+      if (t.sender_backward_s) c["sender_backward_s"] = *t.sender_backward_s;
+      if (t.receiver_backward_s) c["receiver_backward_s"] = *t.receiver_backward_s;
+      codecs.push_back(std::move(c));
+    }
     j["measured_codecs"] = codecs;
   }
 }
@@ -246,7 +250,10 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
     for (size_t i = 0; i < list.size(); ++i) {
       const auto& c = list[i];
       const std::string cw = where + ".measured_codecs[" + std::to_string(i) + "]";
-      check_keys(c, {"codec", "shape", "batch", "encode_s", "decode_s"}, cw);
+      check_keys(c,
+                 {"codec", "shape", "batch", "encode_s", "decode_s", "sender_backward_s",
+                  "receiver_backward_s"},
+                 cw);
       CodecTiming t;
       t.codec = codec_to_json(parse_codec(c.at("codec"), cw + ".codec")).dump();
       t.shape = c.at("shape").get<std::vector<int64_t>>();
@@ -254,6 +261,9 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
       if (t.batch <= 0) throw InputError(cw + ".batch", "must be > 0");
       t.encode_s = number(c, "encode_s", cw, true, 0, true);
       t.decode_s = number(c, "decode_s", cw, true, 0, true);
+      for (const auto& [key, field] : {std::pair{"sender_backward_s", &t.sender_backward_s},
+                                       std::pair{"receiver_backward_s", &t.receiver_backward_s}})
+        if (c.contains(key)) *field = number(c, key, cw, true, 0, true);
       d.codec_timings.push_back(std::move(t));
     }
   }

@@ -79,7 +79,8 @@ OpCounts codec_counts(const CodecSpec& codec, int64_t macs, int64_t elems) {
   OpCounts c;
   (codec.method == CodecMethod::kConvInsert ? c.conv_macs : c.matmul_macs) = macs;
   c.elementwise_elems = elems;
-  c.ops = codec.method == CodecMethod::kNone ? 0 : 2;
+  // Work with nothing to do (a fixed codec's backward) runs no op.
+  c.ops = codec.method == CodecMethod::kNone || (macs == 0 && elems == 0) ? 0 : 2;
   return c;
 }
 
@@ -385,10 +386,18 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
           seconds(rdev, bkey, carried, b, true, codecs.backward, bw.encode_macs, bw.encode_elems);
       const double bdec =
           seconds(sdev, bkey, carried, b, false, codecs.backward, bw.decode_macs, bw.decode_elems);
+      // A trainable insert's backward (through carry on the sender, through
+      // expand on the receiver): measured where the device has it, else the formula.
+      const CodecTiming* st = sdev.codec_timing_for(fkey, shape, b);
+      const CodecTiming* rt = rdev.codec_timing_for(fkey, shape, b);
       const double sback =
-          formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
+          st && st->sender_backward_s
+              ? *st->sender_backward_s
+              : formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
       const double rback =
-          formula_seconds(rdev, codec_counts(codecs.forward, fw.receiver_backward_macs, 0));
+          rt && rt->receiver_backward_s
+              ? *rt->receiver_backward_s
+              : formula_seconds(rdev, codec_counts(codecs.forward, fw.receiver_backward_macs, 0));
       bd.forward.encode_s.push_back(enc);
       bd.forward.decode_s.push_back(dec);
       bd.backward.encode_s.push_back(benc);

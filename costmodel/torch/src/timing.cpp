@@ -124,22 +124,49 @@ CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape
   std::vector<int64_t> full{batch};
   full.insert(full.end(), shape.begin(), shape.end());
   const torch::Tensor x = torch::randn(full);
-  std::vector<double> encode, decode;
-  torch::NoGradGuard no_grad;
-  for (int r = 0; r < 1 + std::max(1, repeats); ++r) {
-    auto t0 = Clock::now();
-    const std::vector<torch::Tensor> wire = enc->pack(enc->carry(x));
-    const double e = since(t0);
-    t0 = Clock::now();
-    const torch::Tensor back = dec->expand(dec->unpack(wire, batch));
-    const double d = since(t0);
-    if (back.numel() == 0) throw std::logic_error("time_codec: the codec decoded nothing");
-    if (r == 0) continue;  // warm-up
-    encode.push_back(e);
-    decode.push_back(d);
+  const int rounds = 1 + std::max(1, repeats);  // the first a warm-up
+  {
+    std::vector<double> encode, decode;
+    torch::NoGradGuard no_grad;
+    for (int r = 0; r < rounds; ++r) {
+      auto t0 = Clock::now();
+      const std::vector<torch::Tensor> wire = enc->pack(enc->carry(x));
+      const double e = since(t0);
+      t0 = Clock::now();
+      const torch::Tensor back = dec->expand(dec->unpack(wire, batch));
+      const double d = since(t0);
+      if (back.numel() == 0) throw std::logic_error("time_codec: the codec decoded nothing");
+      if (r == 0) continue;
+      encode.push_back(e);
+      decode.push_back(d);
+    }
+    t.encode_s = median(encode);
+    t.decode_s = median(decode);
   }
-  t.encode_s = median(encode);
-  t.decode_s = median(decode);
+  // A trainable insert's backward, as exec's runs it: the sender's through
+  // carry (its input came from a unit, so it needs the input's gradient
+  // besides the weights'), the receiver's through expand (its input's
+  // gradient is what goes back on the wire).
+  if (enc->parameters().empty() && dec->parameters().empty()) return t;
+  const torch::Tensor input = x.detach().requires_grad_(true);
+  std::vector<double> sender, receiver;
+  for (int r = 0; r < rounds; ++r) {
+    const torch::Tensor y = enc->carry(input);
+    const torch::Tensor y_hat = y.detach().requires_grad_(true);
+    const torch::Tensor x_hat = dec->expand(y_hat);
+    const torch::Tensor grad = torch::ones_like(x_hat);
+    auto t0 = Clock::now();
+    x_hat.backward(grad);
+    const double rb = since(t0);
+    t0 = Clock::now();
+    if (y.requires_grad()) y.backward(y_hat.grad());
+    const double sb = since(t0);
+    if (r == 0) continue;
+    receiver.push_back(rb);
+    sender.push_back(sb);
+  }
+  t.sender_backward_s = median(sender);
+  t.receiver_backward_s = median(receiver);
   return t;
 }
 

@@ -34,13 +34,17 @@ struct UnitTiming {
 // decode (unpack + expand on the receiver) of one micro-batch of `batch`
 // samples of per-sample `shape`, in seconds. `codec` is the codec's JSON
 // (codec_to_json(...).dump()). The planner uses it in place of the codec's
-// formula wherever codec, shape and batch match.
+// formula wherever codec, shape and batch match. A trainable insert also
+// has its backward measured: through carry on the sender, through expand on
+// the receiver (the input's and the weights' gradients); unset: the formula.
 struct CodecTiming {
   std::string codec;
   std::vector<int64_t> shape;
   int64_t batch = 0;
   double encode_s = 0;
   double decode_s = 0;
+  std::optional<double> sender_backward_s;
+  std::optional<double> receiver_backward_s;
 };
 
 struct DeviceProfile {

@@ -40,8 +40,10 @@ double measure_memory_bandwidth();
 
 // Times a codec on this machine's CPU as exec runs it: encode = carry + pack
 // of a random [batch, shape...] tensor, decode = unpack + expand of what was
-// packed; each the median of `repeats` after one warm-up, with `threads`
-// LibTorch threads. The result's `codec` is codec_to_json(codec).dump().
+// packed; a trainable insert also its backward through carry (sender) and
+// through expand (receiver), input and weight gradients; each the median of
+// `repeats` after one warm-up, with `threads` LibTorch threads. The result's
+// `codec` is codec_to_json(codec).dump().
 CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape, int64_t batch,
                        int threads = 1, int repeats = 7);
 
