@@ -4,6 +4,10 @@
 # rate, then `--validate-top 5` measures its top 5 (one interleaved validate,
 # 3 repetitions each) and says whether the measured best is the predicted
 # best within the measured spread. Prints one line per setting and the count.
+# Ten distinct settings: three models at three rates, and ResNet20 at
+# 50 Mbit/s (link-bound). The search replaces the file's partition, codecs,
+# chunks and rate, so one file per model (the ResNet20 thin client's, once
+# the tenth, searched exactly the U-shape's space: a twin of the second).
 # As root (validate shapes a veth link). Usage: explore_top5.sh BIN [OUTDIR]
 set -euo pipefail
 bin="${1:?usage: $0 path/to/splitsim [outdir]}"
@@ -15,7 +19,7 @@ settings=(
   "mobilenet_v2_cifar_ushape.json 1e8" "mobilenet_v2_cifar_ushape.json 3e8"
   "mobilenet_v2_cifar_ushape.json 1e9"
   "roberta_small_ushape.json 1e8" "roberta_small_ushape.json 3e8" "roberta_small_ushape.json 1e9"
-  "resnet20_thin_client.json 3e8"
+  "resnet20_ushape.json 5e7"
 )
 agree=0 agree_explorer=0 n=0
 for s in "${settings[@]}"; do
