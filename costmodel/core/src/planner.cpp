@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "codec_seconds.h"
 #include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/limits.h"
@@ -71,16 +72,6 @@ std::vector<std::pair<int, int>> resolve_parts(const Scenario& sc, const ModelPr
 OpCounts sum_units(const ModelProfile& model, int first, int last, bool backward) {
   OpCounts c;
   for (int i = first; i <= last; ++i) c += backward ? model.units[i].bwd : model.units[i].fwd;
-  return c;
-}
-
-// Codec MACs land in the op class of the module doing them.
-OpCounts codec_counts(const CodecSpec& codec, int64_t macs, int64_t elems) {
-  OpCounts c;
-  (codec.method == CodecMethod::kConvInsert ? c.conv_macs : c.matmul_macs) = macs;
-  c.elementwise_elems = elems;
-  // Work with nothing to do (a fixed codec's backward) runs no op.
-  c.ops = codec.method == CodecMethod::kNone || (macs == 0 && elems == 0) ? 0 : 2;
   return c;
 }
 
@@ -356,9 +347,6 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
         wire_layout(codecs.forward, shape, plan.microbatch_sizes[0], act).size());
     bd.backward.wire_messages = static_cast<int64_t>(
         wire_layout(codecs.backward, carried, plan.microbatch_sizes[0], act).size());
-    // Measured codec timings, where a device has them, else the formulas.
-    const std::string fkey = codec_to_json(codecs.forward).dump();
-    const std::string bkey = codec_to_json(codecs.backward).dump();
     for (size_t c = 0; c < plan.microbatch_sizes.size(); ++c) {
       const int64_t b = plan.microbatch_sizes[c];
       const int64_t fwd_bytes = wire_bytes(codecs.forward, shape, b, act);
@@ -368,51 +356,23 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
       bd.forward.wire_bytes_per_batch += fwd_bytes;
       bd.backward.wire_bytes_per_batch += bwd_bytes;
 
-      const CodecWork fw = codec_work(codecs.forward, shape, b);
-      const CodecWork bw = codec_work(codecs.backward, carried, b);
-      // A device's measured codec timing where it has one, else the formula.
-      const auto seconds = [](const DeviceProfile& dev, const std::string& key,
-                              const std::vector<int64_t>& at, int64_t batch, bool encode,
-                              const CodecSpec& codec, int64_t macs, int64_t elems) {
-        if (const CodecTiming* t = dev.codec_timing_for(key, at, batch))
-          return encode ? t->encode_s : t->decode_s;
-        return formula_seconds(dev, codec_counts(codec, macs, elems));
-      };
-      const double enc =
-          seconds(sdev, fkey, shape, b, true, codecs.forward, fw.encode_macs, fw.encode_elems);
-      const double dec =
-          seconds(rdev, fkey, shape, b, false, codecs.forward, fw.decode_macs, fw.decode_elems);
-      const double benc =
-          seconds(rdev, bkey, carried, b, true, codecs.backward, bw.encode_macs, bw.encode_elems);
-      const double bdec =
-          seconds(sdev, bkey, carried, b, false, codecs.backward, bw.decode_macs, bw.decode_elems);
-      // A trainable insert's backward (through carry on the sender, through
-      // expand on the receiver): measured where the device has it, else the formula.
-      const CodecTiming* st = sdev.codec_timing_for(fkey, shape, b);
-      const CodecTiming* rt = rdev.codec_timing_for(fkey, shape, b);
-      const double sback =
-          st && st->sender_backward_s
-              ? *st->sender_backward_s
-              : formula_seconds(sdev, codec_counts(codecs.forward, fw.sender_backward_macs, 0));
-      const double rback =
-          rt && rt->receiver_backward_s
-              ? *rt->receiver_backward_s
-              : formula_seconds(rdev, codec_counts(codecs.forward, fw.receiver_backward_macs, 0));
-      bd.forward.encode_s.push_back(enc);
-      bd.forward.decode_s.push_back(dec);
-      bd.backward.encode_s.push_back(benc);
-      bd.backward.decode_s.push_back(bdec);
-      sender.fwd_s[c] += enc;
-      receiver.fwd_s[c] += dec;
-      receiver.bwd_s[c] += benc + rback;
-      sender.bwd_s[c] += bdec + sback;
-      if (c == 0) {
-        sender.param_count += fw.sender_param_count;  // a codec's weights always train
-        sender.param_bytes += 4 * fw.sender_param_count;
-        receiver.param_count += fw.receiver_param_count;
-        receiver.param_bytes += 4 * fw.receiver_param_count;
-      }
+      // Measured codec timings, where a device has them, else the formulas.
+      const BoundaryCodecSeconds cs = boundary_codec_seconds(codecs, shape, carried, b, sdev, rdev);
+      bd.forward.encode_s.push_back(cs.encode);
+      bd.forward.decode_s.push_back(cs.decode);
+      bd.backward.encode_s.push_back(cs.grad_encode);
+      bd.backward.decode_s.push_back(cs.grad_decode);
+      sender.fwd_s[c] += cs.encode;
+      receiver.fwd_s[c] += cs.decode;
+      receiver.bwd_s[c] += cs.grad_encode + cs.receiver_backward;
+      sender.bwd_s[c] += cs.grad_decode + cs.sender_backward;
     }
+    // A codec's weights always train.
+    const CodecWork fw = codec_work(codecs.forward, shape, plan.microbatch_sizes[0]);
+    sender.param_count += fw.sender_param_count;
+    sender.param_bytes += 4 * fw.sender_param_count;
+    receiver.param_count += fw.receiver_param_count;
+    receiver.param_bytes += 4 * fw.receiver_param_count;
     plan.boundaries.push_back(bd);
   }
 
