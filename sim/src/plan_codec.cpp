@@ -111,6 +111,7 @@ void write_plan(const Plan& p, PlanWriter* w) {
     w->pod(v);
   w->str(n.bandwidth_trace);
   w->pod(n.burst_bytes);
+  w->pod(n.burst_packet_bytes);
   const PlatformSpec& f = p.platform;
   for (double v : {f.cpu_s_per_byte_sent, f.cpu_s_per_byte_received, f.cpu_s_per_message_sent,
                    f.cpu_s_per_message_received, f.co_compute_slowdown})
@@ -194,6 +195,7 @@ Plan read_plan(PlanReader* r) {
     r->pod(v);
   r->str(&net.bandwidth_trace);
   r->pod(&net.burst_bytes);
+  r->pod(&net.burst_packet_bytes);
   PlatformSpec& f = p.platform;
   for (double* v : {&f.cpu_s_per_byte_sent, &f.cpu_s_per_byte_received, &f.cpu_s_per_message_sent,
                     &f.cpu_s_per_message_received, &f.co_compute_slowdown})

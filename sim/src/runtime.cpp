@@ -98,10 +98,16 @@ void PairSender::run() {
                          : to_client ? ctx_->plan->client_latency_s(to_)
                                      : net.latency_s;
   // A token-bucket shaper (network.burst_bytes): the bucket refills at the
-  // rate while this direction idles, up to the burst; the bytes it holds
-  // pass at once, the rest at the rate. Messages of a direction go one after
-  // the other, so one bucket per sender.
+  // rate while this direction idles, up to the burst. Without a packet size
+  // the bytes it holds pass at once, the rest at the rate. With one
+  // (network.burst_packet_bytes, htb's whole GSO packets) a message goes as
+  // packets of that size, each leaving once the bucket is out of debt: the
+  // message is across when its last packet may leave, and the bucket owes
+  // what it sent beyond its tokens. Messages of a direction go one after the
+  // other, so one bucket per sender.
   const double burst = static_cast<double>(net.burst_bytes);
+  const double packet = static_cast<double>(net.burst_packet_bytes);
+  const bool plain = burst == 0 && packet == 0;
   double tokens = burst;
   double idle_since = 0;
   for (;;) {
@@ -112,17 +118,22 @@ void PairSender::run() {
     if (net.per_message_overhead_s > 0) sg4::this_actor::sleep_for(net.per_message_overhead_s);
     const double bytes = static_cast<double>(o.bytes);
     tokens = std::min(burst, tokens + (sg4::Engine::get_clock() - idle_since) * rate);
-    const double at_once = std::min(tokens, bytes);
-    const double paced = bytes - at_once;
-    tokens = paced > 0 ? 0 : tokens - at_once;  // the paced part spends every token as it comes
+    double paced = bytes;
+    if (packet > 0) {
+      const double before_last = packet * std::max(0.0, std::ceil(bytes / packet) - 1);
+      paced = std::max(0.0, before_last - tokens);
+      tokens += paced - bytes;  // in debt by up to one packet
+    } else if (!plain) {
+      paced = bytes - std::min(tokens, bytes);
+      tokens = paced > 0 ? 0 : tokens - bytes;  // the paced part spends every token as it comes
+    }
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
     // (The work per message is the stage actors' own: StageActor::call.)
     const double over_s = paced / rate;
     sg4::ExecPtr send_work = start_host_work(from, pf.sent_s_per_byte(from_party) * bytes, over_s);
     sg4::ExecPtr recv_work = start_host_work(to, pf.received_s_per_byte(to_party) * bytes, over_s);
-    if (paced > 0 || burst == 0)
-      sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
+    if (paced > 0 || plain) sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
     if (send_work) send_work->wait();
     if (recv_work) recv_work->wait();
     const double sent = sg4::Engine::get_clock();

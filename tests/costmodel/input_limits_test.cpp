@@ -201,6 +201,7 @@ TEST_F(InputLimitsTest, NetworkEdgeValuesAreRefused) {
       {"bandwidth_factor", 1e-9, "[0.001, 1]"},
       {"burst_bytes", -1, "integer from 0"},
       {"burst_bytes", 1.5, "got 1.5"},
+      {"burst_packet_bytes", -1, "integer from 0"},
   };
   for (const Case& c : cases) {
     json j = base();

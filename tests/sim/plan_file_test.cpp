@@ -83,6 +83,7 @@ std::vector<Plan> sample_plans() {
   u.network.per_message_overhead_s = 1e-5;
   u.network.bandwidth_factor = 0.9;
   u.network.burst_bytes = 37500;
+  u.network.burst_packet_bytes = 65160;
   plans.push_back(u);
   // Several clients, host work per byte, a shared machine.
   Plan c = ushape(1e-3, 1e-3, 2e-3, 2e-3);

@@ -39,6 +39,7 @@ std::vector<Plan> varied_plans() {
   Plan b = a;
   b.variant = "host work";
   b.network.burst_bytes = 50000;
+  b.network.burst_packet_bytes = 64000;
   b.network.up_bandwidth_bit_per_s = 2e9;
   b.platform.cpu_s_per_byte_sent = 2e-9;
   b.platform.cpu_s_per_message_received = 1e-5;

@@ -20,16 +20,10 @@ namespace jr = json_read;
 using nlohmann::json;
 
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay", "eps"};
-const std::vector<std::string> kNetworkKeys = {"bandwidth_bit_per_s",
-                                               "up_bandwidth_bit_per_s",
-                                               "down_bandwidth_bit_per_s",
-                                               "latency_s",
-                                               "bandwidth_trace",
-                                               "per_message_overhead_s",
-                                               "bandwidth_factor",
-                                               "burst_bytes",
-                                               "server_bandwidth_bit_per_s",
-                                               "server_latency_s"};
+const std::vector<std::string> kNetworkKeys = {
+    "bandwidth_bit_per_s", "up_bandwidth_bit_per_s",     "down_bandwidth_bit_per_s", "latency_s",
+    "bandwidth_trace",     "per_message_overhead_s",     "bandwidth_factor",         "burst_bytes",
+    "burst_packet_bytes",  "server_bandwidth_bit_per_s", "server_latency_s"};
 const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent",
                                                 "cpu_s_per_byte_received",
                                                 "cpu_s_per_message_sent",
@@ -225,6 +219,9 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
   if (j.contains("burst_bytes"))
     n.burst_bytes =
         jr::read_int(j.at("burst_bytes"), path + ".burst_bytes", 0, limits::kMaxPlanBytes);
+  if (j.contains("burst_packet_bytes"))
+    n.burst_packet_bytes = jr::read_int(j.at("burst_packet_bytes"), path + ".burst_packet_bytes", 0,
+                                        limits::kMaxPlanBytes);
   return n;
 }
 

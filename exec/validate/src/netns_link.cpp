@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "splitsim/validate/subprocess.h"
@@ -85,6 +86,14 @@ bool on_path(const std::string& name) {
   return false;
 }
 
+// The number after the first `key` in `text`, or `otherwise`.
+int64_t number_after(const std::string& text, const std::string& key, int64_t otherwise) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return otherwise;
+  const long long n = std::strtoll(text.c_str() + at + key.size(), nullptr, 10);
+  return n > 0 ? n : otherwise;
+}
+
 std::string rate_arg(double bit_per_s) {
   return std::to_string(static_cast<long long>(std::llround(bit_per_s))) + "bit";
 }
@@ -109,6 +118,11 @@ std::string NetnsLink::unavailable_reason() {
 int64_t NetnsLink::burst_bytes(double rate_bit_per_s) {
   const double one_ms = rate_bit_per_s / 8 * 1e-3;
   return std::max<int64_t>(static_cast<int64_t>(std::ceil(one_ms)), 4096);
+}
+
+int64_t NetnsLink::gso_packet_bytes(int64_t gso_max_size, int64_t mtu) {
+  const int64_t mss = mtu - 52;
+  return mss > 0 ? std::max<int64_t>(gso_max_size / mss, 1) * mss : 0;
 }
 
 int NetnsLink::remove_stale() {
@@ -201,6 +215,12 @@ NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& co
     while (!congestion_control_.empty() &&
            std::isspace(static_cast<unsigned char>(congestion_control_.back())))
       congestion_control_.pop_back();
+    // `ip -d link` prints "mtu N" and "gso_max_size N" (the kernel's
+    // 65536 where an older iproute2 does not).
+    const std::string details =
+        run_command({"ip", "-d", "-n", server_ns_, "link", "show", "dev", kServerDev}).out;
+    gso_packet_bytes_ = gso_packet_bytes(number_after(details, " gso_max_size ", 65536),
+                                         number_after(details, " mtu ", 1500));
     shape("add");
   } catch (...) {
     remove();
@@ -242,12 +262,15 @@ void NetnsLink::set_rate(double rate_bit_per_s) {
 std::string NetnsLink::description() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "veth %s each way, tc %s burst %lld B, TCP %s, receive buffers from %lld B "
+                "veth %s each way, tc %s burst %lld B%s, TCP %s, receive buffers from %lld B "
                 "(netns %s <-> %s)",
                 format_link_rate(rate_bit_per_s_).c_str(), shaper_name(shaper_),
-                static_cast<long long>(burst_bytes(rate_bit_per_s_)), congestion_control_.c_str(),
-                static_cast<long long>(kReceiveBufferBytes), server_ns_.c_str(),
-                client_ns_.c_str());
+                static_cast<long long>(burst_bytes(rate_bit_per_s_)),
+                burst_packet_bytes() > 0
+                    ? (", packets up to " + std::to_string(burst_packet_bytes()) + " B").c_str()
+                    : "",
+                congestion_control_.c_str(), static_cast<long long>(kReceiveBufferBytes),
+                server_ns_.c_str(), client_ns_.c_str());
   return buf;
 }
 

@@ -93,6 +93,15 @@ struct NetworkSpec {
   // the link has idled, up to this many bytes pass at once, the rest at the
   // rate. 0: a plain link, every byte at the rate.
   int64_t burst_bytes = 0;
+  // How the bucket meets a packet larger than what it holds. 0: the packet
+  // waits for the tokens (tc tbf, which cuts larger packets into frames), so
+  // only the bytes the bucket holds pass at once. > 0: the largest packet
+  // the shaper sends whole on credit (tc htb with TCP segmentation offload:
+  // a GSO packet): a message goes as packets of this size, each one leaves
+  // as soon as the bucket is out of debt, and the bucket may go into debt
+  // by that packet. A message of one packet after an idle spell then
+  // crosses at once, a longer one's last packet does.
+  int64_t burst_packet_bytes = 0;
   // The server's access link (scenarios/FORMAT.md "Clients"): every
   // client's flows to and from the parties other than the client role share
   // it, each direction at this rate. 0: no such link (each client is

@@ -49,6 +49,11 @@ class NetnsLink {
   // staying far above one MTU-sized frame, which tbf needs (a packet larger
   // than the bucket is dropped; larger GSO packets are segmented by tbf).
   static int64_t burst_bytes(double rate_bit_per_s);
+  // The largest packet TCP hands a qdisc on a device of `mtu` whose
+  // segmentation offload takes up to `gso_max_size` bytes: whole segments of
+  // mtu - 52 bytes (IPv4 and TCP headers with timestamps) that fit, 65,160 B
+  // for a veth's 1500 and 65536.
+  static int64_t gso_packet_bytes(int64_t gso_max_size, int64_t mtu);
   // The queue bound passed as tbf "latency" (a too short queue drops the
   // sender's packets and makes TCP back off below the rate).
   static constexpr double kQueueLatencyS = 0.2;
@@ -92,8 +97,13 @@ class NetnsLink {
   Shaper shaper() const { return shaper_; }
   // The TCP congestion control in use in the namespaces ("cubic", ...).
   const std::string& congestion_control() const { return congestion_control_; }
-  // "veth 200mbit each way, tc htb burst 25000 B, TCP cubic, receive
-  // buffers from 4194304 B (netns A <-> B)"
+  // What the simulator's link needs to act as this shaper
+  // (network.burst_packet_bytes): htb sends a whole GSO packet whenever its
+  // class's tokens are not in debt (gso_packet_bytes of the veth's figures,
+  // read when the link is built); tbf waits for the tokens (0).
+  int64_t burst_packet_bytes() const { return shaper_ == Shaper::kHtb ? gso_packet_bytes_ : 0; }
+  // "veth 200mbit each way, tc htb burst 25000 B, packets up to 65160 B,
+  // TCP cubic, receive buffers from 4194304 B (netns A <-> B)"
   std::string description() const;
 
   // The signal handler (installed here too, link or not: children run in
@@ -115,6 +125,7 @@ class NetnsLink {
   std::string server_addr_, client_addr_;
   double rate_bit_per_s_;
   Shaper shaper_;
+  int64_t gso_packet_bytes_ = 0;
   std::string congestion_control_;
   int slot_ = -1;  // index in the signal handler's registry
 };
