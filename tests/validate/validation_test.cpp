@@ -293,6 +293,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
     c.retried = i == 2;
     r.conditions = {c};
     r.predicted_plain_time_per_batch_s = 0.5;  // 50 % off everywhere
+    if (i > 0) r.predicted_bucket_time_per_batch_s = 1.0 + 0.2 * i;  // 20 and 40 % (one not run)
     aggregate_repetitions(&r);
     runs.push_back(r);
   }
@@ -308,6 +309,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
   EXPECT_EQ(s.median_abs_error_busy[0].first, "client");
   EXPECT_NEAR(s.median_abs_error_busy[0].second, 0.10, 1e-9);
   EXPECT_NEAR(s.median_abs_error_plain, 0.5, 1e-9);
+  EXPECT_NEAR(s.median_abs_error_bucket, 0.3, 1e-9);
   EXPECT_EQ(s.repetitions, 3);
   EXPECT_EQ(s.retried, 1);
   EXPECT_EQ(s.disturbed, 1);
@@ -318,6 +320,27 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
       << table.str();
   EXPECT_NE(table.str().find("disturbed: other processes 20.0%"), std::string::npos);
   EXPECT_NE(table.str().find("without the platform model"), std::string::npos);
+  EXPECT_NE(table.str().find("with the shaper's token bucket in the link: median 30.0%"),
+            std::string::npos);
+}
+
+TEST(Profiles, TheMedianUnitByUnitShrugsOffOneSlowMeasurement) {
+  auto profile = [](double fwd0, double bwd1) {
+    DeviceProfile d;
+    d.name = "cpu_this_machine";
+    d.timings = {{"a", fwd0, 2e-3, 1e-4}, {"b", 3e-3, bwd1, 2e-4}};
+    return d;
+  };
+  // The first measured in a slow spell (twice as slow), then three.
+  const DeviceProfile m = median_profile(
+      {profile(2e-3, 8e-3), profile(1e-3, 4e-3), profile(1.1e-3, 4.2e-3), profile(0.9e-3, 3.8e-3)});
+  EXPECT_EQ(m.name, "cpu_this_machine");
+  ASSERT_EQ(m.timings.size(), 2u);
+  EXPECT_EQ(m.timings[1].unit, "b");
+  EXPECT_NEAR(m.timings[0].fwd_s, 1.05e-3, 1e-12);  // the middle two's mean (a mean: 1.25e-3)
+  EXPECT_NEAR(m.timings[1].bwd_s, 4.1e-3, 1e-12);
+  EXPECT_NEAR(m.timings[1].update_s, 2e-4, 1e-15);
+  EXPECT_NEAR(median_profile({profile(2e-3, 8e-3)}).timings[0].fwd_s, 2e-3, 1e-15);
 }
 
 TEST(Report, WrittenAtomicallyOrNotAtAll) {
@@ -341,6 +364,13 @@ TEST(NetnsLinkBurst, OneMillisecondOfTrafficButAtLeast4KiB) {
   EXPECT_EQ(NetnsLink::burst_bytes(2e8), 25000);
   EXPECT_EQ(NetnsLink::burst_bytes(1e9), 125000);
   EXPECT_EQ(NetnsLink::burst_bytes(5e6), 4096);
+}
+
+TEST(NetnsLinkBurst, GsoPacketsAreWholeSegmentsThatFit) {
+  EXPECT_EQ(NetnsLink::gso_packet_bytes(65536, 1500), 45 * 1448);  // a veth's defaults
+  EXPECT_EQ(NetnsLink::gso_packet_bytes(65536, 9000), 7 * 8948);
+  EXPECT_EQ(NetnsLink::gso_packet_bytes(1000, 1500), 1448);  // at least one segment
+  EXPECT_EQ(NetnsLink::gso_packet_bytes(65536, 40), 0);      // no room for a segment
 }
 
 }  // namespace

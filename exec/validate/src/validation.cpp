@@ -134,6 +134,22 @@ double quantile(std::vector<double> values, double q) {
   return values[lo] + (pos - lo) * (values[hi] - values[lo]);
 }
 
+DeviceProfile median_profile(const std::vector<DeviceProfile>& profiles) {
+  DeviceProfile out = profiles.at(0);
+  for (size_t u = 0; u < out.timings.size(); ++u) {
+    std::vector<double> fwd, bwd, update;
+    for (const DeviceProfile& d : profiles) {
+      fwd.push_back(d.timings.at(u).fwd_s);
+      bwd.push_back(d.timings.at(u).bwd_s);
+      update.push_back(d.timings.at(u).update_s);
+    }
+    out.timings[u].fwd_s = quantile(fwd, 0.5);
+    out.timings[u].bwd_s = quantile(bwd, 0.5);
+    out.timings[u].update_s = quantile(update, 0.5);
+  }
+  return out;
+}
+
 std::string format_error_percent(double error) {
   if (!std::isfinite(error)) return "n/a";
   char buf[32];
@@ -251,7 +267,8 @@ nlohmann::json validation_json(const ValidationRun& run) {
        {{"description", run.link.description},
         {"shaped", run.link.shaped},
         {"rate_bit_per_s", run.link.rate_bit_per_s},
-        {"burst_bytes", run.link.burst_bytes}}},
+        {"burst_bytes", run.link.burst_bytes},
+        {"burst_packet_bytes", run.link.burst_packet_bytes}}},
       {"profile", run.profile},
       {"profile_unit_s", run.profile_unit_s},
       {"awake_cores", run.awake_cores},
@@ -285,6 +302,8 @@ nlohmann::json validation_json(const ValidationRun& run) {
   }
   if (run.predicted_plain_time_per_batch_s > 0)
     j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
+  if (run.predicted_bucket_time_per_batch_s > 0)
+    j["predicted_with_shaper_bucket_time_per_batch_s"] = run.predicted_bucket_time_per_batch_s;
   j["platform"] = {{"cpu_s_per_byte_sent", run.platform.cpu_s_per_byte_sent},
                    {"cpu_s_per_byte_received", run.platform.cpu_s_per_byte_received},
                    {"cpu_s_per_message_sent", run.platform.cpu_s_per_message_sent},

@@ -50,7 +50,7 @@ void add_conditions(const ValidationRun& r, MatrixSummary* s) {
 
 MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   MatrixSummary s;
-  std::vector<double> abs_errors, plain;
+  std::vector<double> abs_errors, plain, bucket;
   std::map<std::string, std::vector<double>> busy, by_model;
   std::vector<std::string> party_order, model_order;
   for (const auto& r : runs) {
@@ -65,6 +65,8 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
     const double measured = r.errors.at(0).measured;
     if (r.predicted_plain_time_per_batch_s > 0 && measured > 0)
       plain.push_back(std::fabs(r.predicted_plain_time_per_batch_s - measured) / measured);
+    if (r.predicted_bucket_time_per_batch_s > 0 && measured > 0)
+      bucket.push_back(std::fabs(r.predicted_bucket_time_per_batch_s - measured) / measured);
     const std::string model = r.model.empty() ? "(model not recorded)" : r.model;
     if (!by_model.count(model)) model_order.push_back(model);
     by_model[model].push_back(e);
@@ -100,6 +102,10 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   if (!plain.empty()) {
     s.median_abs_error_plain = quantile(plain, 0.5);
     s.p90_abs_error_plain = quantile(plain, 0.9);
+  }
+  if (!bucket.empty()) {
+    s.median_abs_error_bucket = quantile(bucket, 0.5);
+    s.p90_abs_error_bucket = quantile(bucket, 0.9);
   }
   for (const auto& party : party_order)
     s.median_abs_error_busy.push_back({party, quantile(busy[party], 0.5)});
@@ -143,6 +149,9 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
         {"without_platform_model",
          {{"median_abs_error_time_per_batch_pct", 100 * s.median_abs_error_plain},
           {"p90_abs_error_time_per_batch_pct", 100 * s.p90_abs_error_plain}}},
+        {"with_shaper_bucket",
+         {{"median_abs_error_time_per_batch_pct", 100 * s.median_abs_error_bucket},
+          {"p90_abs_error_time_per_batch_pct", 100 * s.p90_abs_error_bucket}}},
         {"by_model", models},
         {"predicted_inside_spread", s.inside_spread},
         {"conditions",
@@ -241,6 +250,12 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
                   "  without the platform model (host work per byte, co-compute slowdown): "
                   "median %.1f%%, p90 %.1f%%\n",
                   100 * s.median_abs_error_plain, 100 * s.p90_abs_error_plain);
+    os << line;
+  }
+  if (s.median_abs_error_bucket > 0) {
+    std::snprintf(line, sizeof line,
+                  "  with the shaper's token bucket in the link: median %.1f%%, p90 %.1f%%\n",
+                  100 * s.median_abs_error_bucket, 100 * s.p90_abs_error_bucket);
     os << line;
   }
   for (const auto& m : s.by_model) {

@@ -24,6 +24,7 @@ struct Validator::Prepared {
   double rate = 0;
   int64_t iterations = 0;
   Metrics predicted_plain;  // the same plan without the platform model
+  Metrics predicted_bucket;  // and with the shaper's token bucket (shaped links only)
 };
 
 namespace {
@@ -95,7 +96,8 @@ void Validator::open_link(double rate) {
 void Validator::set_rate(double rate, LinkInfo* info) {
   if (link_) {
     if (link_->rate_bit_per_s() != rate) link_->set_rate(rate);
-    link_info_ = {link_->description(), true, rate, NetnsLink::burst_bytes(rate)};
+    link_info_ = {link_->description(), true, rate, NetnsLink::burst_bytes(rate),
+                  link_->burst_packet_bytes()};
   } else {
     link_info_.rate_bit_per_s = rate;
     endpoints_.port = free_loopback_port();
@@ -270,6 +272,15 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   Plan plain = p->plan;
   plain.platform = PlatformSpec{};
   p->predicted_plain = compute_metrics(simulate(plain), plain, plain.warmup);
+  // For comparison, the shaper's bucket in the simulator's link, credit
+  // for whole packets and all (exec/validate/README.md "The shaper's
+  // burst" says why the prediction keeps the fluid link).
+  if (link_) {
+    Plan bucket = p->plan;
+    bucket.network.burst_bytes = NetnsLink::burst_bytes(p->rate);
+    bucket.network.burst_packet_bytes = link_->burst_packet_bytes();
+    p->predicted_bucket = compute_metrics(simulate(bucket), bucket, bucket.warmup);
+  }
   if (p->plan.schedule == Schedule::kGpipe && p->plan.chunks() >= 4)
     r.predicted_overlap_ratio = overlap_ratio(r.predicted, p->plan, p->rate);
 }
@@ -338,36 +349,25 @@ void Validator::resample_profiles(const std::string& when) {
   }
 }
 
-void Validator::average_profiles() {
+void Validator::median_profiles() {
   double worst = 0;
   for (auto& [key, r] : resampled_) {
     if (r.again.empty()) continue;
     CachedProfile& p = profiles_.at(key);
     const double first = unit_seconds(p.device);
-    double lo = first, hi = first;
-    const double n = static_cast<double>(r.again.size() + 1);
-    for (size_t u = 0; u < p.device.timings.size(); ++u) {
-      UnitTiming& t = p.device.timings[u];
-      for (const DeviceProfile& d : r.again) {
-        t.fwd_s += d.timings.at(u).fwd_s;
-        t.bwd_s += d.timings.at(u).bwd_s;
-        t.update_s += d.timings.at(u).update_s;
-      }
-      t.fwd_s /= n;
-      t.bwd_s /= n;
-      t.update_s /= n;
-    }
-    for (const DeviceProfile& d : r.again) {
-      lo = std::min(lo, unit_seconds(d));
-      hi = std::max(hi, unit_seconds(d));
-    }
+    std::vector<DeviceProfile> all = {p.device};
+    all.insert(all.end(), r.again.begin(), r.again.end());
+    std::vector<double> sums;
+    for (const DeviceProfile& d : all) sums.push_back(unit_seconds(d));
+    p.device = median_profile(all);
     char text[160];
     std::snprintf(text, sizeof text,
-                  "; the mean of %d measurements over the rounds (sum of units %.4f..%.4f s)",
-                  static_cast<int>(n), lo, hi);
+                  "; the median of %d measurements over the rounds (sum of units %.4f..%.4f s)",
+                  static_cast<int>(all.size()), *std::min_element(sums.begin(), sums.end()),
+                  *std::max_element(sums.begin(), sums.end()));
     p.origin += text;
     const Scenario& s = r.item->variant->scenario;
-    const double last = unit_seconds(r.again.back());
+    const double last = sums.back();
     if (first > 0 && std::abs(last / first - 1) >= std::abs(worst)) {
       worst = last / first - 1;
       drift_ = s.model.name + " micro-batch " + std::to_string(std::get<1>(key)) +
@@ -395,8 +395,8 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
     }
   }
   resample_profiles("after the last round");
-  average_profiles();
-  // The predictions again, on the profiles' means.
+  median_profiles();
+  // The predictions again, on the profiles' medians.
   for (size_t i = 0; i < items.size(); ++i)
     if (prepared[i].run.failure.empty()) prepare(items[i], &prepared[i]);
   resampled_.clear();  // its items are this call's
@@ -408,6 +408,7 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
       if (p.plan.schedule == Schedule::kGpipe && p.plan.chunks() >= 4)
         r.overlap_ratio = overlap_ratio(r.measured, p.plan, p.rate);
       r.predicted_plain_time_per_batch_s = p.predicted_plain.time_per_batch_s;
+      r.predicted_bucket_time_per_batch_s = p.predicted_bucket.time_per_batch_s;
     }
     runs.push_back(std::move(r));
   }

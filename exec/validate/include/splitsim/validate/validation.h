@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/sim/metrics.h"
@@ -51,6 +52,13 @@ std::vector<MetricError> compare_metrics(const Metrics& predicted, const Metrics
 // (position q*(n-1), as numpy's default). REQUIRES: !values.empty().
 double quantile(std::vector<double> values, double q);
 
+// Unit by unit, the median over `profiles` (one or more, with the same
+// units) of the forward, backward and update seconds; everything else as
+// the first's. What validate predicts on: a slow spell during one of the
+// profile's measurements moves it no more than it moves the median of the
+// repetitions.
+DeviceProfile median_profile(const std::vector<DeviceProfile>& profiles);
+
 // Human table: metric, predicted, measured, error % ("n/a" for NaN).
 void print_comparison(std::ostream& os, const std::vector<MetricError>& rows);
 // "+12.3%", "-0.4%", "n/a".
@@ -62,6 +70,7 @@ struct LinkInfo {
   bool shaped = false;
   double rate_bit_per_s = 0;  // the rate the prediction used
   int64_t burst_bytes = 0;    // htb class burst or tbf bucket (shaped only)
+  int64_t burst_packet_bytes = 0;  // htb: its whole GSO packets (NetnsLink::burst_packet_bytes)
 };
 
 // The machine during one real run (or the profile).
@@ -90,7 +99,7 @@ struct ValidationRun {
   LinkInfo link;
   std::string profile;  // "measured now (...)" or "cached FILE"
   // Its sum over units of forward + backward seconds per micro-batch: the
-  // compute the prediction stands on (the mean over the rounds).
+  // compute the prediction stands on (the median over the rounds).
   double profile_unit_s = 0;
   int awake_cores = 0;          // CPUs kept from idling during the real run (AwakeCores)
   Metrics predicted, measured;  // measured: the repetition with the median time per batch
@@ -105,6 +114,10 @@ struct ValidationRun {
   // and its prediction without it (to show what the platform model adds).
   PlatformSpec platform;
   double predicted_plain_time_per_batch_s = 0;
+  // And with the shaper's token bucket in the simulator's link
+  // (network.burst_bytes and burst_packet_bytes as NetnsLink shapes it; 0:
+  // the link was not shaped).
+  double predicted_bucket_time_per_batch_s = 0;
   // For the matrix summary:
   std::string schedule;
   int64_t chunks = 1;
@@ -157,6 +170,8 @@ struct MatrixSummary {
   // The same quantiles for the prediction without the platform model (0
   // when no run recorded one).
   double median_abs_error_plain = 0, p90_abs_error_plain = 0;
+  // And for the prediction with the shaper's bucket.
+  double median_abs_error_bucket = 0, p90_abs_error_bucket = 0;
   // Per party: median |error| of busy_s_per_batch over the runs.
   std::vector<std::pair<std::string, double>> median_abs_error_busy;
   // Per model family: runs, median and p90 |error| of time per batch.

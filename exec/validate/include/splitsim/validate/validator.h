@@ -11,8 +11,8 @@
 //     Each profile (alone) is measured again before every round after the
 //     first and after the last, so that the prediction stands on the
 //     machine's speed over the rounds rather than at their start;
-//  3. aggregate: each profile's mean over its measurements, the predictions
-//     again on those means, the median repetition, the spread, the errors,
+//  3. aggregate: each profile's median over its measurements, the predictions
+//     again on those medians, the median repetition, the spread, the errors,
 //     and the profiles' drift from the first measurement to the last.
 #include <functional>
 #include <map>
@@ -80,8 +80,9 @@ class Validator {
   void measure(const ValidationItem& item, Prepared* p);
   // Measures every profile (alone) again; `when` names the moment in the log.
   void resample_profiles(const std::string& when);
-  // Each profile becomes the mean of its measurements; sets drift_.
-  void average_profiles();
+  // Each profile becomes the median of its measurements, unit by unit;
+  // sets drift_.
+  void median_profiles();
   std::vector<int> companion_cpus() const;
 
   ValidatorOptions options_;
