@@ -126,15 +126,22 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   EXPECT_TRUE(j["platform"]["shared_machine"].get<bool>());
   EXPECT_GE(j["platform"]["co_compute_slowdown"].get<double>(), 1.0);
   EXPECT_TRUE(j.contains("predicted_without_platform_time_per_batch_s"));
+  // On a shaped link, the prediction with its bucket beside it, and the
+  // bucket's figures in the link's record.
+  EXPECT_EQ(j.contains("predicted_with_shaper_bucket_time_per_batch_s"), root);
+  if (root) {
+    EXPECT_GT(j["link"]["burst_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(j["link"]["burst_packet_bytes"].get<int64_t>(), 0);  // htb, the default
+  }
   // q8 on both boundaries, both directions (none on the way back), timed here.
   EXPECT_NE(r.err.find("encode/decode timing(s) measured"), std::string::npos) << r.err;
   EXPECT_TRUE(j.contains("profile_drift"));
   // The profile measured again before rounds 2 and 3 and after the last; the
-  // prediction stands on the mean of the four.
+  // prediction stands on their median.
   EXPECT_NE(r.err.find("at micro-batch 8 before round 2: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("at micro-batch 8 before round 3: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("at micro-batch 8 after the last round: "), std::string::npos) << r.err;
-  EXPECT_NE(j["profile"].get<std::string>().find("the mean of 4 measurements over the rounds"),
+  EXPECT_NE(j["profile"].get<std::string>().find("the median of 4 measurements over the rounds"),
             std::string::npos)
       << j["profile"];
   // Server and client CPUs (0 and 1) spun by SCHED_IDLE pollers meanwhile.
