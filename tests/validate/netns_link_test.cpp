@@ -102,6 +102,18 @@ bool recv_all(int fd, size_t n) {
   return true;
 }
 
+// Waits (at most 20 s) for the two ends of a timed transfer and returns
+// the seconds the sender wrote to the pipe `times`, or -1 when either end
+// failed.
+double seconds_from(pid_t server, pid_t client, int times[2]) {
+  close(times[1]);
+  const std::vector<int> codes = wait_all({server, client}, 20);
+  double s = -1;
+  if (codes[0] != 0 || codes[1] != 0 || read(times[0], &s, sizeof s) != sizeof s) s = -1;
+  close(times[0]);
+  return s;
+}
+
 // Seconds for `bytes` to go from the sender's namespace to the receiver's
 // (from the first send to a 1-byte acknowledgement of the last byte), or
 // a negative value on failure. Bounded by wait_all's 20 s.
@@ -125,12 +137,7 @@ double timed_transfer(const NetnsLink& link, bool client_sends, size_t bytes) {
     const int fd = connect_retrying(link.server_address());
     return fd < 0 ? 3 : run(client_sends, fd);
   });
-  close(times[1]);
-  const std::vector<int> codes = wait_all({server, client}, 20);
-  double s = -1;
-  if (codes[0] != 0 || codes[1] != 0 || read(times[0], &s, sizeof s) != sizeof s) s = -1;
-  close(times[0]);
-  return s;
+  return seconds_from(server, client, times);
 }
 
 // The seconds `bytes` take from the client to the server (first send to a
@@ -172,12 +179,7 @@ double median_transfer_after_idle(const NetnsLink& link, size_t bytes, double id
     const double s = seconds[seconds.size() / 2];
     return write(times[1], &s, sizeof s) == sizeof s ? 0 : 1;
   });
-  close(times[1]);
-  const std::vector<int> codes = wait_all({server, client}, 20);
-  double s = -1;
-  if (codes[0] != 0 || codes[1] != 0 || read(times[0], &s, sizeof s) != sizeof s) s = -1;
-  close(times[0]);
-  return s;
+  return seconds_from(server, client, times);
 }
 
 TEST(NetnsLinkTest, HtbSendsAWholeGsoPacketOnCredit) {
