@@ -22,7 +22,7 @@ namespace splitsim {
 namespace {
 
 struct ExploreArgs {
-  std::string scenario, emit_best;
+  std::string scenario, variant, emit_best;
   SpaceFlags space;
   ExploreOptions options;
   ValidateTopRequest validate;
@@ -44,10 +44,11 @@ int run_explore(ExploreArgs a) {
   if (!a.accuracy.empty()) measured = read_accuracy_report(a.accuracy);
   auto log = [](const std::string& line) { std::cerr << line << "\n"; };
   Workspace ws(a.scenario, log);
+  if (!a.variant.empty()) ws.select_one(a.variant, "explore searches around");
   const ScenarioVariant& v = ws.variants().front();
   if (ws.variants().size() > 1)
     std::cerr << "explore: the scenario has a sweep; exploring around its first variant \""
-              << v.label << "\"\n";
+              << v.label << "\" (--variant TEXT picks another)\n";
   const ExploreSpace space = make_space(a.space, v.scenario);
   // A terminal gets one line rewritten in place; a log one line per step.
   const bool tty = ::isatty(STDERR_FILENO) == 1;
@@ -99,6 +100,9 @@ Command add_explore_command(CLI::App& app) {
       "client MACs, client memory) and a ranking. See sim/explore/README.md.");
   sub->add_option("scenario", a->scenario, "base scenario JSON (model, batch, devices, network)")
       ->required();
+  sub->add_option("--variant", a->variant,
+                  "a scenario with a sweep: explore around the one variant whose label contains "
+                  "TEXT (default: the first)");
   sub->add_option("--space", s.space_file, "explore space JSON (schema splitsim.explore/1)");
   sub->add_option("--calibration", s.calibration,
                   "apply this calibration (splitsim.calibration/1) to every candidate's plan");

@@ -74,15 +74,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   hold_freed_heap_memory();  // as the profile measured (heap.h)
   torch::set_num_threads(args.threads);
   Workspace ws(args.scenario, progress);
-  ws.select(args.variant);
-  if (ws.variants().size() != 1) {
-    std::string labels;
-    for (const auto& v : ws.variants()) labels += (labels.empty() ? "\"" : ", \"") + v.label + "\"";
-    throw InputError("--variant", "exec runs exactly one variant, " +
-                                      std::to_string(ws.variants().size()) +
-                                      " match; pick one of " + labels);
-  }
-  const ScenarioVariant& v = ws.variants().front();
+  const ScenarioVariant& v = ws.select_one(args.variant, "exec runs");
   Scenario sc = v.scenario;
   nlohmann::json identity_json = v.json;
   Plan plan = ws.plan(v);

@@ -365,14 +365,10 @@ std::vector<TrainOutcome> run_train(const TrainOptions& o,
   hold_freed_heap_memory();  // as exec (heap.h)
   torch::set_num_threads(o.threads);
   Workspace ws(o.scenario, progress);
-  ws.select(o.variant);
-  if (!o.role.empty() && ws.variants().size() != 1) {
-    std::string labels;
-    for (const auto& v : ws.variants()) labels += (labels.empty() ? "\"" : ", \"") + v.label + "\"";
-    throw InputError("--variant", "two processes train exactly one variant, " +
-                                      std::to_string(ws.variants().size()) +
-                                      " match; pick one of " + labels);
-  }
+  if (o.role.empty())
+    ws.select(o.variant);
+  else
+    ws.select_one(o.variant, "two processes train");
   // Every variant's data and plan first: bad input fails before any training.
   std::vector<Setup> setups;
   SplitCache cache;

@@ -108,6 +108,43 @@ TEST(ExploreCliTest, BadObjectiveAndConstraintsExitTwoNamingTheFlag) {
   std::filesystem::remove(space);
 }
 
+// A scenario with a sweep: explore searches around its first variant unless
+// --variant picks exactly one other.
+TEST(ExploreCliTest, VariantPicksTheSweepVariantToExploreAround) {
+  const std::string base = "explore " + source_path("scenarios/validation_matrix.json") +
+                           " --kinds single --chunks 1 --max-simulations 20 --top 3 --json";
+  auto bandwidths = [](const CliResult& r) {
+    const auto j = nlohmann::json::parse(r.out);  // kept alive for the loop
+    std::vector<double> out;
+    for (const auto& c : j.at("ranking")) out.push_back(c.at("bandwidth_bit_per_s").get<double>());
+    return out;
+  };
+  const CliResult first = run_cli(base);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find(
+                "first variant \"network.bandwidth_bit_per_s=50mbit compression=none chunks=1\""),
+            std::string::npos)
+      << first.err;
+  EXPECT_NE(first.err.find("--variant"), std::string::npos) << first.err;
+  ASSERT_EQ(bandwidths(first).size(), 3u);
+  for (double b : bandwidths(first)) EXPECT_EQ(b, 5e7);
+
+  const CliResult picked = run_cli(base + " --variant \"1gbit compression=none chunks=1\"");
+  ASSERT_EQ(picked.exit_code, 0) << picked.err;
+  EXPECT_EQ(picked.err.find("first variant"), std::string::npos) << picked.err;
+  ASSERT_EQ(bandwidths(picked).size(), 3u);
+  for (double b : bandwidths(picked)) EXPECT_EQ(b, 1e9);
+
+  const CliResult several = run_cli(base + " --variant 1gbit");
+  EXPECT_EQ(several.exit_code, 2);
+  EXPECT_NE(several.err.find("--variant"), std::string::npos) << several.err;
+  EXPECT_NE(several.err.find("explore searches around exactly one variant"), std::string::npos)
+      << several.err;
+  const CliResult none = run_cli(base + " --variant 10gbit");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no variant label contains \"10gbit\""), std::string::npos) << none.err;
+}
+
 // --emit-best writes a temporary file beside FILE and renames it over FILE:
 // when that fails, exit 2 naming the flag, FILE as it was, no temporary file.
 TEST(ExploreCliTest, EmitBestFailsWithoutTouchingFileOrLeavingATemporaryOne) {

@@ -181,6 +181,21 @@ TEST_F(HardeningCliTest, ValidateRefusesBadLinkRateAndReportBeforeRunning) {
                 "is a directory", 30);
 }
 
+// A sweep where a command needs one variant: exit 2 before any socket opens,
+// naming --variant and a dozen of the labels that match, then how many more.
+TEST_F(HardeningCliTest, SweepWithoutOneVariantIsExit2ListingADozenLabels) {
+  const std::string sweep = source_path("scenarios/validation_matrix.json");  // 36 variants
+  const CliResult exec = expect_exit_2("exec " + sweep + " --role server --listen 127.0.0.1:1",
+                                       "exec runs exactly one variant, 36 match", 30);
+  EXPECT_NE(exec.err.find("\"network.bandwidth_bit_per_s=50mbit compression=none chunks=1\""),
+            std::string::npos)
+      << exec.err;
+  EXPECT_NE(exec.err.find(" and 24 more"), std::string::npos) << exec.err;
+  EXPECT_EQ(exec.err.find("1gbit compression=fp16 chunks=8"), std::string::npos) << exec.err;
+  expect_exit_2("train " + sweep + " --role server --listen 127.0.0.1:1 --variant 200mbit",
+                "two processes train exactly one variant, 12 match", 30);
+}
+
 // Random edge values in the small scenario's numeric and string leaves, run
 // through `simulate`: exit 0 with positive times, or exit 2; never a signal.
 TEST_F(HardeningCliTest, FuzzedScenariosThroughSimulate) {

@@ -349,13 +349,18 @@ std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
   }
 }
 
-InputError no_variant_matches(const std::string& filter, const std::vector<std::string>& labels) {
+std::string quote_labels(const std::vector<std::string>& labels) {
   constexpr size_t kShown = 12;
   std::string shown;
   for (size_t i = 0; i < labels.size() && i < kShown; ++i)
     shown += (shown.empty() ? "\"" : ", \"") + labels[i] + "\"";
   if (labels.size() > kShown) shown += " and " + std::to_string(labels.size() - kShown) + " more";
-  return InputError("--variant", "no variant label contains \"" + filter + "\"; labels: " + shown);
+  return shown;
+}
+
+InputError no_variant_matches(const std::string& filter, const std::vector<std::string>& labels) {
+  return InputError(
+      "--variant", "no variant label contains \"" + filter + "\"; labels: " + quote_labels(labels));
 }
 
 }  // namespace splitsim

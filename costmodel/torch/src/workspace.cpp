@@ -31,6 +31,17 @@ void Workspace::select(const std::string& filter) {
   variants_ = kept;
 }
 
+const ScenarioVariant& Workspace::select_one(const std::string& filter, const std::string& who) {
+  select(filter);
+  if (variants_.size() != 1) {
+    std::vector<std::string> labels;
+    for (const auto& v : variants_) labels.push_back(v.label);
+    throw InputError("--variant", who + " exactly one variant, " + std::to_string(labels.size()) +
+                                      " match; pick one of " + quote_labels(labels));
+  }
+  return variants_.front();
+}
+
 const ModelProfile& Workspace::model(const ScenarioVariant& v) {
   const std::string key = v.json.at("model").dump();
   auto it = models_.find(key);

@@ -227,8 +227,10 @@ std::vector<ScenarioVariant> expand_scenario(const nlohmann::json& j);
 // Reads and expands a scenario file. Throws InputError naming the file.
 std::vector<ScenarioVariant> load_scenario_file(const std::string& file);
 
-// The error for a --variant `filter` that no label contains: it quotes the
-// first labels (a dozen at most) and says how many more there are.
+// The first labels (a dozen at most), quoted and comma-separated, then how
+// many more there are: "\"a\", \"b\" and 30 more".
+std::string quote_labels(const std::vector<std::string>& labels);
+// The error for a --variant `filter` that no label contains, quoting the labels.
 InputError no_variant_matches(const std::string& filter, const std::vector<std::string>& labels);
 
 }  // namespace splitsim
