@@ -83,7 +83,7 @@ void write_plan(const Plan& p, PlanWriter* w) {
          {int64_t{s.first_unit}, int64_t{s.last_unit}, s.param_count, s.param_bytes,
           s.frozen_param_count, s.frozen_param_bytes, s.optimizer_state_bytes,
           s.stash_bytes_per_microbatch, s.stashed_microbatches, s.weight_versions, s.replay_bytes,
-          s.work_bytes, s.input_bytes, s.recv_bytes, s.peak_memory_bytes})
+          s.work_bytes, s.input_bytes, s.recv_bytes, s.step_bytes, s.peak_memory_bytes})
       w->pod(v);
     w->vec(s.fwd_s);
     w->vec(s.bwd_s);
@@ -166,7 +166,7 @@ Plan read_plan(PlanReader* r) {
     for (int64_t* v : {&s.param_count, &s.param_bytes, &s.frozen_param_count, &s.frozen_param_bytes,
                        &s.optimizer_state_bytes, &s.stash_bytes_per_microbatch,
                        &s.stashed_microbatches, &s.weight_versions, &s.replay_bytes, &s.work_bytes,
-                       &s.input_bytes, &s.recv_bytes, &s.peak_memory_bytes})
+                       &s.input_bytes, &s.recv_bytes, &s.step_bytes, &s.peak_memory_bytes})
       r->pod(v);
     r->vec(&s.fwd_s);
     r->vec(&s.bwd_s);

@@ -13,6 +13,7 @@
 #include "splitsim/costmodel/measure.h"
 #include "splitsim/costmodel/memory_account.h"
 #include "splitsim/costmodel/model_zoo.h"
+#include "splitsim/costmodel/optimizer.h"
 #include "splitsim/costmodel/scenario.h"
 
 namespace splitsim {
@@ -109,6 +110,98 @@ TEST(MeasureShapesTest, StorageAccountAgreesWithTheAllocatorOnEveryUnit) {
       x = out.detach();
     }
   }
+}
+
+// The last unit's stash is what a split run holds once the loss is computed
+// and the logits are dropped (exec's last stage keeps only the loss):
+// cross-entropy keeps the logits' log-softmax, not the logits, so a
+// language model's head stashes one logits-sized tensor, not two.
+TEST(MeasureShapesTest, TheLastUnitStashesWhatTheLossKeepsNotTheLogits) {
+  for (const std::string name : {"llama", "roberta_base", "resnet20"}) {
+    SCOPED_TRACE(name);
+    const ModelSpec s = name == "resnet20" ? spec_of(name) : small_transformer(name, 1);
+    constexpr int64_t kBatch = 4;
+    const ModelProfile p = measure_model(s, kBatch, false, MeasureOn::kCpu);
+    SplitModel m = build_model(s, 0);
+    m.train(true);
+    torch::Tensor x = m.make_input(kBatch, 1);
+    const int last = m.size() - 1;
+    for (int i = 0; i < last; ++i) x = m.units[i]->forward(x).detach();
+    torch::Tensor in = x.is_floating_point() ? x.requires_grad_(true) : x;
+    const torch::Tensor target = m.make_target(kBatch, 1);
+    MemoryAccount memory;
+    torch::Tensor loss;
+    int64_t logits_bytes = 0;
+    {
+      MemoryAccount::Join joined(memory);
+      torch::Tensor logits = m.units[last]->forward(in);
+      logits_bytes = logits.numel() * logits.element_size();
+      loss = m.loss(logits, target);
+    }
+    const UnitProfile& u = p.units[last];
+    EXPECT_EQ(u.stash_bytes_per_sample * kBatch, memory.live_bytes());
+    // The loss's shares (FP32 under mixed precision): part of the unit's.
+    EXPECT_GT(u.loss_stash_bytes_per_sample, 0);
+    EXPECT_LE(u.loss_stash_bytes_per_sample, u.stash_bytes_per_sample);
+    EXPECT_GT(u.loss_bwd_work_bytes_per_sample, 0);
+    EXPECT_LE(u.loss_bwd_work_bytes_per_sample, u.bwd_work_bytes_per_sample);
+    for (int i = 0; i < last; ++i)
+      EXPECT_EQ(p.units[i].loss_stash_bytes_per_sample + p.units[i].loss_bwd_work_bytes_per_sample,
+                0);
+    if (name == "llama") {  // 200-way logits over 16 tokens: the head's largest tensor
+      EXPECT_GE(memory.live_bytes(), logits_bytes);
+      EXPECT_LT(memory.live_bytes(), 2 * logits_bytes);
+      EXPECT_GE(u.loss_stash_bytes_per_sample * kBatch, logits_bytes);  // the log-softmax
+    }
+    loss.backward();
+  }
+}
+
+// The optimizer's step holds, beside the weights, gradients and state,
+// temporaries of the tensor it is updating, one tensor at a time: as many
+// copies of the largest as OptimizerSpec::step_temporary_copies says, for
+// each of LibTorch's optimizers exec uses. And the profile names that
+// tensor per unit: trainable ones only (LoRA leaves the base frozen).
+TEST(OptimizerStepTest, TemporariesAreTheCopiesThePlanCounts) {
+  struct Case {
+    const char* name;
+    double momentum, weight_decay;
+  };
+  constexpr int64_t kBig = 500 * 200 * 4;
+  for (const Case& c :
+       {Case{"sgd", 0, 0}, Case{"sgd", 0, 0.1}, Case{"sgd", 0.9, 0}, Case{"sgd", 0.9, 0.1},
+        Case{"adam", 0, 0}, Case{"adam", 0, 0.1}, Case{"adamw", 0, 0}, Case{"adamw", 0, 0.1}}) {
+    SCOPED_TRACE(std::string(c.name) + " momentum " + std::to_string(c.momentum) +
+                 " weight decay " + std::to_string(c.weight_decay));
+    OptimizerSpec o;
+    o.name = c.name, o.momentum = c.momentum, o.weight_decay = c.weight_decay;
+    torch::Tensor big = torch::randn({500, 200}).requires_grad_(true);
+    torch::Tensor small = torch::randn({10, 10}).requires_grad_(true);
+    auto optimizer = make_optimizer(o, {big, small});
+    for (int step = 0; step < 2; ++step) {
+      (big.sum() + small.sum()).backward();
+      MemoryAccount memory;
+      {
+        MemoryAccount::Join joined(memory);
+        optimizer->step();
+      }
+      if (step == 1) {  // the first step also allocates the state
+        EXPECT_GE(memory.peak_bytes(), o.step_temporary_copies() * kBig);
+        EXPECT_LT(memory.peak_bytes(), o.step_temporary_copies() * kBig + 1024);
+      }
+      optimizer->zero_grad();
+    }
+  }
+  ModelSpec s = small_transformer("llama", 1);
+  s.finetune.method = "lora";
+  for (const UnitProfile& u : measure_model(s, 2, false, MeasureOn::kMeta).units) {
+    SCOPED_TRACE(u.name);
+    EXPECT_LE(u.largest_trainable_tensor_bytes, u.param_bytes - u.frozen_param_bytes);
+    EXPECT_EQ(u.largest_trainable_tensor_bytes > 0, u.param_bytes > u.frozen_param_bytes);
+  }
+  const ModelProfile full =
+      measure_model(small_transformer("llama", 1), 2, false, MeasureOn::kMeta);
+  EXPECT_EQ(full.units.front().largest_trainable_tensor_bytes, 200 * 64 * 4);  // the token table
 }
 
 // Tensors made before the account, and what an in-place op writes into

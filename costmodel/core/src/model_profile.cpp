@@ -78,7 +78,10 @@ void to_json(nlohmann::json& j, const UnitProfile& u) {
        {"trainable_param_count", u.trainable_param_count()},
        {"trainable_param_bytes", u.trainable_param_bytes()},
        {"stash_bytes_per_sample", u.stash_bytes_per_sample},
-       {"bwd_work_bytes_per_sample", u.bwd_work_bytes_per_sample}};
+       {"bwd_work_bytes_per_sample", u.bwd_work_bytes_per_sample},
+       {"loss_stash_bytes_per_sample", u.loss_stash_bytes_per_sample},
+       {"loss_bwd_work_bytes_per_sample", u.loss_bwd_work_bytes_per_sample},
+       {"largest_trainable_tensor_bytes", u.largest_trainable_tensor_bytes}};
 }
 
 void from_json(const nlohmann::json& j, UnitProfile& u) {
@@ -96,6 +99,9 @@ void from_json(const nlohmann::json& j, UnitProfile& u) {
   u.stash_bytes_per_sample = j.at("stash_bytes_per_sample").get<int64_t>();
   // Files written before the backward's working memory was measured: none.
   u.bwd_work_bytes_per_sample = j.value("bwd_work_bytes_per_sample", int64_t{0});
+  u.loss_stash_bytes_per_sample = j.value("loss_stash_bytes_per_sample", int64_t{0});
+  u.loss_bwd_work_bytes_per_sample = j.value("loss_bwd_work_bytes_per_sample", int64_t{0});
+  u.largest_trainable_tensor_bytes = j.value("largest_trainable_tensor_bytes", int64_t{0});
 }
 
 void to_json(nlohmann::json& j, const ModelProfile& p) {

@@ -136,6 +136,7 @@ void to_json(nlohmann::json& j, const Plan& p) {
                       {"work_bytes", s.work_bytes},
                       {"input_bytes", s.input_bytes},
                       {"recv_bytes", s.recv_bytes},
+                      {"step_bytes", s.step_bytes},
                       {"peak_memory_bytes", s.peak_memory_bytes},
                       {"fwd_s_per_microbatch", s.fwd_s},
                       {"bwd_s_per_microbatch", s.bwd_s},
@@ -311,17 +312,24 @@ double activation_memory_factor(const std::string& compute_precision) {
 }
 
 int64_t party_peak_memory_bytes(const Plan& plan, const std::vector<int>& stages) {
-  const double factor = activation_memory_factor(plan.compute_precision);
-  int64_t sum = 0, largest_work = 0, work = 0;
+  // Per stage, what it holds throughout (weights, gradients, state, input,
+  // receives) beside its activations or its step's temporaries.
+  int64_t held = 0, stashed = 0, largest_work = 0;
   for (int k : stages) {
     const PlanStage& s = plan.stages.at(static_cast<size_t>(k));
-    sum += s.peak_memory_bytes;
-    // As the stage's peak counts it.
-    const int64_t w = static_cast<int64_t>(factor * static_cast<double>(s.work_bytes));
-    work += w;
-    largest_work = std::max(largest_work, w);
+    held += s.peak_memory_bytes - std::max(s.activation_bytes(), s.step_bytes);
+    stashed += s.activation_bytes() - s.work_bytes;
+    largest_work = std::max(largest_work, s.work_bytes);
   }
-  return sum - work + largest_work;
+  // One backward at a time: one working memory, the largest. A stage's
+  // optimizer step follows its own backwards (its stash is gone), while the
+  // party's other stages may still hold theirs.
+  int64_t peak = stashed + largest_work;
+  for (int k : stages) {
+    const PlanStage& s = plan.stages.at(static_cast<size_t>(k));
+    peak = std::max(peak, s.step_bytes + stashed - (s.activation_bytes() - s.work_bytes));
+  }
+  return held + peak;
 }
 
 }  // namespace splitsim

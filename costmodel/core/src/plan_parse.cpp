@@ -53,6 +53,7 @@ const std::vector<std::string> kStageKeys = {"name",
                                              "work_bytes",
                                              "input_bytes",
                                              "recv_bytes",
+                                             "step_bytes",
                                              "peak_memory_bytes",
                                              "fwd_s_per_microbatch",
                                              "bwd_s_per_microbatch",
@@ -166,6 +167,7 @@ PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m)
                              {"work_bytes", &s.work_bytes},
                              {"input_bytes", &s.input_bytes},
                              {"recv_bytes", &s.recv_bytes},
+                             {"step_bytes", &s.step_bytes},
                              {"peak_memory_bytes", &s.peak_memory_bytes}};
   for (const CountKey& c : counts)
     if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));

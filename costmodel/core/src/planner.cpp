@@ -263,13 +263,27 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     st.device = dev->second.name;
     st.first_unit = first;
     st.last_unit = last;
+    // Activations at the compute precision. Mixed precision (exec's
+    // autocast) computes matmuls and convolutions in half precision, and
+    // what the units keep of them halves (x0.5); the loss runs on FP32
+    // logits, and what a stage receives is decoded to FP32.
+    const double halves = activation_memory_factor(sc.compute_precision);
+    auto unit_stash = [halves](const UnitProfile& u) -> int64_t {
+      return std::llround(halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
+             u.loss_stash_bytes_per_sample;
+    };
+    auto unit_work = [halves](const UnitProfile& u) -> int64_t {
+      return std::llround(halves *
+                          (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
+             u.loss_bwd_work_bytes_per_sample;
+    };
     for (int i = first; i <= last; ++i) {
       st.units.push_back(model.units[i].name);
       st.param_count += model.units[i].param_count;
       st.param_bytes += model.units[i].param_bytes;
       st.frozen_param_count += model.units[i].frozen_param_count;
       st.frozen_param_bytes += model.units[i].frozen_param_bytes;
-      st.stash_bytes_per_microbatch += model.units[i].stash_bytes_per_sample * b_max;
+      st.stash_bytes_per_microbatch += unit_stash(model.units[i]) * b_max;
     }
     // The stage's input per sample: the batch's (stage 0) or what it
     // receives from the stage before.
@@ -298,9 +312,8 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     for (int i = last; i >= first; --i) {
       const UnitProfile& u = model.units[i];
       const int64_t received = i == last && k + 1 < K ? u.output_bytes() : 0;
-      st.work_bytes =
-          std::max(st.work_bytes, (u.bwd_work_bytes_per_sample + received - freed) * b_max);
-      freed += u.stash_bytes_per_sample;
+      st.work_bytes = std::max(st.work_bytes, (unit_work(u) + received - freed) * b_max);
+      freed += unit_stash(u);
     }
     st.fwd_per_batch = sum_units(model, first, last, false).scaled(sc.batch_size);
     st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);
@@ -380,6 +393,13 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     PlanStage& st = plan.stages[k];
     const DeviceProfile& dev = devices.at(st.party);
     st.optimizer_state_bytes = st.trainable_param_bytes() * state_copies;
+    int64_t largest_tensor = 0, cast_bytes = 0;
+    for (int i = st.first_unit; i <= st.last_unit; ++i) {
+      const UnitProfile& u = model.units[i];
+      largest_tensor = std::max(largest_tensor, u.largest_trainable_tensor_bytes);
+      if (u.fwd.macs() > 0) cast_bytes += u.param_bytes;
+    }
+    st.step_bytes = largest_tensor * sc.optimizer.step_temporary_copies();
     st.recv_bytes = posted_receive_bytes(plan, k, m);
     double update = 0;
     bool measured = true;
@@ -393,17 +413,18 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     st.update_s =
         measured ? update : update_formula_seconds(dev, st.trainable_param_count(), state_copies);
     // Weights, then per trainable weight its gradient and the versions
-    // pipedream stashes beyond the current one. Mixed precision keeps FP32
-    // master weights beside half-precision copies (x1.5), and half-precision
-    // gradients and activations (x0.5); the optimizer state stays FP32.
+    // pipedream stashes beyond the current one. Mixed precision (autocast)
+    // keeps the FP32 weights beside the half-precision copies its matmuls
+    // and convolutions make of theirs (x1.5 for the units that run any; an
+    // embedding's table is not copied); gradients and optimizer state stay
+    // FP32, as the weights they belong to. Then what the backwards hold or
+    // what the optimizer's step does after them, the larger.
     const double halves = activation_memory_factor(sc.compute_precision);
-    const double weights = halves < 1 ? 1.5 : 1.0;
-    st.peak_memory_bytes = static_cast<int64_t>(
-        std::llround(weights * st.param_bytes +
-                     halves * (st.trainable_param_bytes() * st.weight_versions +
-                               st.stash_bytes_per_microbatch * st.stashed_microbatches +
-                               st.replay_bytes + st.work_bytes) +
-                     st.input_bytes + st.recv_bytes + st.optimizer_state_bytes));
+    const int64_t copies = std::llround(halves < 1 ? halves * static_cast<double>(cast_bytes) : 0);
+    st.peak_memory_bytes = st.param_bytes + copies +
+                           st.trainable_param_bytes() * st.weight_versions +
+                           st.optimizer_state_bytes + st.input_bytes + st.recv_bytes +
+                           std::max(st.activation_bytes(), st.step_bytes);
   }
   if (!sc.calibration_file.empty()) {
     if (!sc.calibration)

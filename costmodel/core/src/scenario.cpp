@@ -302,6 +302,13 @@ int64_t OptimizerSpec::state_copies() const {
   return momentum > 0 ? 1 : 0;
 }
 
+int64_t OptimizerSpec::step_temporary_copies() const {
+  const int64_t decay = weight_decay > 0 ? 1 : 0;
+  if (name == "adamw") return 2;  // its decay scales the weights in place
+  if (name == "adam") return 2 + decay;
+  return decay;
+}
+
 Scenario parse_scenario(const json& j) {
   scenario_internal::check_schema(j);
   if (j.contains("sweep")) {

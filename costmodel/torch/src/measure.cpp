@@ -139,6 +139,9 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
       if (!p.requires_grad()) {
         u.frozen_param_count += p.numel();
         u.frozen_param_bytes += p.numel() * p.element_size();
+      } else {
+        u.largest_trainable_tensor_bytes =
+            std::max<int64_t>(u.largest_trainable_tensor_bytes, p.numel() * p.element_size());
       }
     }
     x = outputs[i];
@@ -153,7 +156,28 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
     MacCounter counter;
     loss = model.loss(outputs[n - 1], target);
     fwd[n - 1] += counter.counts();
+    profile.units[n - 1].loss_stash_bytes_per_sample = stash.live_bytes() / batch;
     profile.units[n - 1].stash_bytes_per_sample += stash.live_bytes() / batch;
+  }
+  if (outputs[n - 1].is_floating_point()) {
+    // The loss's own backward, on a copy of the logits: the part of the last
+    // unit's working memory that is the loss's (the gradients of the
+    // log-probabilities and of the logits).
+    const torch::Tensor logits = outputs[n - 1].detach().requires_grad_(true);
+    const torch::Tensor alone = model.loss(logits, target);
+    TensorBytes work(meta, {logits, target, alone});
+    alone.backward();
+    profile.units[n - 1].loss_bwd_work_bytes_per_sample = work.peak_bytes() / batch;
+  }
+  {
+    // A split run drops the last unit's output (the logits) once the loss is
+    // computed; where the loss's backward does not keep them (cross-entropy
+    // keeps their log-softmax instead), they are freed then and are no part
+    // of the stash. A language model's logits are its largest tensor.
+    const int64_t bytes = static_cast<int64_t>(outputs[n - 1].storage().nbytes());
+    const auto logits = outputs[n - 1].storage().getWeakStorageImpl();
+    outputs[n - 1] = x = torch::Tensor();
+    if (logits.expired()) profile.units[n - 1].stash_bytes_per_sample -= bytes / batch;
   }
   for (int i = n - 1; i >= 0; --i) {
     // A unit whose output needs no gradient (frozen, fed by the input) has no
@@ -175,6 +199,11 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
     u.bwd_work_bytes_per_sample =
         std::max<int64_t>(0, work.peak_bytes() - u.trainable_param_bytes()) / batch;
   }
+  // The loss's share of the last unit's working memory, as that counts it
+  // (its peak may come before the parameters' gradients it leaves out).
+  UnitProfile& tail = profile.units[n - 1];
+  tail.loss_bwd_work_bytes_per_sample =
+      std::min(tail.loss_bwd_work_bytes_per_sample, tail.bwd_work_bytes_per_sample);
 
   const double per = 1.0 / static_cast<double>(batch);
   for (int i = 0; i < n; ++i) {

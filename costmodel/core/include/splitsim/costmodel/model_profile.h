@@ -44,6 +44,14 @@ struct UnitProfile {
   // the parameters' gradients (the gradients of its activations, the
   // loss's gradient of the logits): working memory, freed when it ends.
   int64_t bwd_work_bytes_per_sample = 0;
+  // The last unit only: the parts of the two above that are the loss's
+  // (what it keeps, its backward's working memory). The loss runs on FP32
+  // logits under mixed precision, so these stay FP32 there.
+  int64_t loss_stash_bytes_per_sample = 0;
+  int64_t loss_bwd_work_bytes_per_sample = 0;
+  // Its largest trainable parameter tensor: what the optimizer's step
+  // makes temporary copies of (OptimizerSpec::step_temporary_copies).
+  int64_t largest_trainable_tensor_bytes = 0;
 
   int64_t output_numel() const;                // per sample
   int64_t output_bytes() const { return output_numel() * output_elem_bytes; }

@@ -29,6 +29,7 @@ struct PlanStage {
   int64_t frozen_param_count = 0;          // without gradients and optimizer state
   int64_t frozen_param_bytes = 0;
   int64_t optimizer_state_bytes = 0;
+  // Activation bytes at the compute precision (activation_memory_factor).
   int64_t stash_bytes_per_microbatch = 0;  // largest micro-batch
   int64_t stashed_microbatches = 0;        // peak, for the schedule
   int64_t weight_versions = 1;             // pipedream keeps several
@@ -36,7 +37,9 @@ struct PlanStage {
   int64_t work_bytes = 0;                  // a backward's working memory above the stash
   int64_t input_bytes = 0;                 // stage 0: the batch's input
   int64_t recv_bytes = 0;                  // receives posted ahead: their wire tensors
-  // params + trainable grads, state, versions + stash + work + input + recv
+  int64_t step_bytes = 0;                  // the optimizer step's temporaries (FP32)
+  // params + trainable grads and versions + state + input + recv, and the
+  // larger of activation_bytes() and step_bytes
   // (costmodel/README.md "How the cost model counts": Memory)
   int64_t peak_memory_bytes = 0;
   std::vector<double> fwd_s;               // per micro-batch, incl. codec work on this stage
@@ -51,6 +54,11 @@ struct PlanStage {
   std::vector<OpClassParts> fwd_op_class_shares, bwd_op_class_shares;
   int64_t trainable_param_count() const { return param_count - frozen_param_count; }
   int64_t trainable_param_bytes() const { return param_bytes - frozen_param_bytes; }
+  // What its backwards hold: the stash of the micro-batches in flight, fr's
+  // replay and one working memory. The optimizer step comes after them.
+  int64_t activation_bytes() const {
+    return stash_bytes_per_microbatch * stashed_microbatches + replay_bytes + work_bytes;
+  }
 };
 
 struct PlanTransfer {
@@ -121,14 +129,16 @@ struct Plan {
   int64_t bytes_received(const std::string& party) const;
 };
 
-// What mixed precision does to a stage's gradients and activations in the
-// plan's memory: half-precision copies (x0.5); 1 under "fp32".
+// What mixed precision does to the activations a stage keeps and works on
+// (the stash and working memory the Plan records are at the compute
+// precision): half-precision (x0.5); 1 under "fp32".
 double activation_memory_factor(const std::string& compute_precision);
 
 // The most tensor memory a party running `stages` of `plan` holds: their
 // peaks summed, but one working memory (the largest), since the party runs
 // one backward at a time (a U-shape's client holds both of its stages'
-// weights and stashes, never both backwards at once).
+// weights and stashes, never both backwards at once); or, if larger, one
+// stage's optimizer step beside the other stages' stash.
 int64_t party_peak_memory_bytes(const Plan& plan, const std::vector<int>& stages);
 
 inline constexpr const char* kPlanSchema = "splitsim.plan/1";

@@ -79,6 +79,10 @@ struct OptimizerSpec {
   double eps = 1e-8;  // adam / adamw: added to the second moment's root
   // Optimizer state per parameter, in parameter-sized copies (momentum: 1, adam: 2).
   int64_t state_copies() const;
+  // Temporaries one step holds at once, in copies of the parameter tensor it
+  // is updating (LibTorch's: adam's and adamw's root of the second moment
+  // and its quotient; adam's weight decay and sgd's a decayed gradient).
+  int64_t step_temporary_copies() const;
 };
 
 struct NetworkSpec {
