@@ -250,6 +250,19 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   const int64_t b_max = plan.microbatch_sizes.front();
   const WireDType act = activation_dtype(sc.precision);
   const int64_t state_copies = sc.optimizer.state_copies();
+  // Activations at the compute precision. Mixed precision (exec's autocast)
+  // computes matmuls and convolutions in half precision, and what the units
+  // keep of them halves (x0.5); the loss runs on FP32 logits, and what a
+  // stage receives is decoded to FP32.
+  const double halves = activation_memory_factor(sc.compute_precision);
+  auto unit_stash = [halves](const UnitProfile& u) -> int64_t {
+    return std::llround(halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
+           u.loss_stash_bytes_per_sample;
+  };
+  auto unit_work = [halves](const UnitProfile& u) -> int64_t {
+    return std::llround(halves * (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
+           u.loss_bwd_work_bytes_per_sample;
+  };
 
   for (int k = 0; k < K; ++k) {
     const auto [first, last] = ranges[k];
@@ -263,20 +276,6 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     st.device = dev->second.name;
     st.first_unit = first;
     st.last_unit = last;
-    // Activations at the compute precision. Mixed precision (exec's
-    // autocast) computes matmuls and convolutions in half precision, and
-    // what the units keep of them halves (x0.5); the loss runs on FP32
-    // logits, and what a stage receives is decoded to FP32.
-    const double halves = activation_memory_factor(sc.compute_precision);
-    auto unit_stash = [halves](const UnitProfile& u) -> int64_t {
-      return std::llround(halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
-             u.loss_stash_bytes_per_sample;
-    };
-    auto unit_work = [halves](const UnitProfile& u) -> int64_t {
-      return std::llround(halves *
-                          (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
-             u.loss_bwd_work_bytes_per_sample;
-    };
     for (int i = first; i <= last; ++i) {
       st.units.push_back(model.units[i].name);
       st.param_count += model.units[i].param_count;
@@ -419,7 +418,6 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
     // embedding's table is not copied); gradients and optimizer state stay
     // FP32, as the weights they belong to. Then what the backwards hold or
     // what the optimizer's step does after them, the larger.
-    const double halves = activation_memory_factor(sc.compute_precision);
     const int64_t copies = std::llround(halves < 1 ? halves * static_cast<double>(cast_bytes) : 0);
     st.peak_memory_bytes = st.param_bytes + copies +
                            st.trainable_param_bytes() * st.weight_versions +

@@ -95,18 +95,14 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   }
   std::sort(s.overlap_by_chunks.begin(), s.overlap_by_chunks.end(),
             [](const auto& a, const auto& b) { return a.chunks < b.chunks; });
-  if (!abs_errors.empty()) {
-    s.median_abs_error_time_per_batch = quantile(abs_errors, 0.5);
-    s.p90_abs_error_time_per_batch = quantile(abs_errors, 0.9);
-  }
-  if (!plain.empty()) {
-    s.median_abs_error_plain = quantile(plain, 0.5);
-    s.p90_abs_error_plain = quantile(plain, 0.9);
-  }
-  if (!bucket.empty()) {
-    s.median_abs_error_bucket = quantile(bucket, 0.5);
-    s.p90_abs_error_bucket = quantile(bucket, 0.9);
-  }
+  auto median_p90 = [](const std::vector<double>& v, double* median, double* p90) {
+    if (v.empty()) return;
+    *median = quantile(v, 0.5);
+    *p90 = quantile(v, 0.9);
+  };
+  median_p90(abs_errors, &s.median_abs_error_time_per_batch, &s.p90_abs_error_time_per_batch);
+  median_p90(plain, &s.median_abs_error_plain, &s.p90_abs_error_plain);
+  median_p90(bucket, &s.median_abs_error_bucket, &s.p90_abs_error_bucket);
   for (const auto& party : party_order)
     s.median_abs_error_busy.push_back({party, quantile(busy[party], 0.5)});
   for (const auto& model : model_order) {
