@@ -55,17 +55,12 @@ Command add_validate_command(CLI::App& app) {
          "the cores 15-20 ns per byte at 100-300 Mbit/s)")
       ->check(CLI::IsMember({"tbf", "htb"}));
   sub->add_option("--tcp-congestion-control", o.congestion_control,
-                  "TCP congestion control in both namespaces (e.g. cubic, bbr: one of "
-                  "/proc/sys/net/ipv4/tcp_available_congestion_control)")
+                  "TCP congestion control of the real runs' connections, set on each socket "
+                  "(one of /proc/sys/net/ipv4/tcp_available_congestion_control; the report "
+                  "names what each run used). Where this kernel lacks it, the namespaces' "
+                  "default, with a notice")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& name) -> std::string {
-            for (char c : name)
-              if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
-                return "not a congestion control name: " + name;
-            return "";
-          },
-          "NAME"));
+      ->check(congestion_control_name());
   sub->add_option("--threads", o.threads, "compute threads per process (and CPUs pinned)")
       ->capture_default_str()
       ->check(int_range(1, 1024));

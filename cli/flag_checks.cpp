@@ -1,5 +1,6 @@
 #include "flag_checks.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -30,6 +31,17 @@ CLI::Validator int_range(int64_t lo, int64_t hi) {
         return "";
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+CLI::Validator congestion_control_name() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        bool ok = !name.empty() && name.size() <= 15;
+        for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+        return ok ? "" : "not a TCP congestion control name (e.g. cubic, reno, bbr): \"" +
+                             name.substr(0, 40) + "\"";
+      },
+      "NAME");
 }
 
 CLI::Validator number_range(double lo, double hi, bool lo_open) {

@@ -14,6 +14,10 @@ CLI::Validator int_range(int64_t lo, int64_t hi);
 // A finite number in [lo, hi] (lo excluded when `lo_open`).
 CLI::Validator number_range(double lo, double hi, bool lo_open = false);
 
+// A TCP congestion control name: letters, digits and '_', at most 15
+// characters (the kernel's TCP_CA_NAME_MAX less its NUL).
+CLI::Validator congestion_control_name();
+
 // Names the subcommand in argv[1] when it is not one of `app`'s and not a
 // flag, with the valid ones: "unknown subcommand "x"; valid: plan, ...".
 // Returns "" otherwise. CLI11 would say only "A subcommand is required", or

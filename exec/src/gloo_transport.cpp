@@ -131,6 +131,7 @@ struct GlooTransport::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::shared_ptr<LoopbackHub> self_hub;
   std::unique_ptr<LoopbackTransport> self;
+  std::string congestion_control;
 };
 
 GlooTransport::GlooTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -175,11 +176,21 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
                          where + " did not complete within " + secs +
                          " (--timeout-s; did every party start?): " + error_reason(e));
   }
+  impl->congestion_control = default_congestion_control();
+  if (!o.congestion_control.empty()) {
+    const CongestionControlResult cc = set_congestion_control(o.congestion_control);
+    impl->congestion_control = cc.in_use.empty() ? impl->congestion_control : cc.in_use;
+    if (!cc.refusal.empty())
+      impl->congestion_control += " (" + o.congestion_control + " refused: " + cc.refusal + ")";
+  }
   impl->self_hub = std::make_shared<LoopbackHub>(o.world_size);
   impl->self = std::make_unique<LoopbackTransport>(impl->self_hub, o.rank);
   return std::unique_ptr<GlooTransport>(new GlooTransport(std::move(impl)));
 }
 
+const std::string& GlooTransport::congestion_control() const {
+  return impl_->congestion_control;
+}
 int GlooTransport::rank() const { return impl_->options.rank; }
 int GlooTransport::world_size() const { return impl_->options.world_size; }
 

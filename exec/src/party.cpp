@@ -37,8 +37,10 @@ int64_t max_events_per_rank(const Plan& plan) {
 }
 
 void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult& r,
-                   std::ostream& out, const std::function<void(const std::string&)>& progress) {
-  const nlohmann::json j = exec_metrics_json(plan, r);
+                   const std::string& congestion_control, std::ostream& out,
+                   const std::function<void(const std::string&)>& progress) {
+  nlohmann::json j = exec_metrics_json(plan, r);
+  if (!congestion_control.empty()) j["tcp_congestion_control"] = congestion_control;
   if (!o.trace.empty()) {
     std::ofstream trace(o.trace);
     write_chrome_trace(r.timeline, trace);
@@ -85,10 +87,13 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   }
   // Every party must draw the same batches (inputs on one side, labels on the other).
   if (args.distinct_batches > 0) identity_json["distinct_batches"] = args.distinct_batches;
+  if (!args.congestion_control.empty())
+    identity_json["tcp_congestion_control"] = args.congestion_control;
   const std::string token = shared_token(args.token);
   const ExecTopology topo = make_topology(plan);
-  const GlooOptions go = party_gloo_options(topo, args.role, args.client_index, args.listen,
-                                            args.connect, args.timeout_s, "exec");
+  GlooOptions go = party_gloo_options(topo, args.role, args.client_index, args.listen,
+                                      args.connect, args.timeout_s, "exec");
+  go.congestion_control = args.congestion_control;
   const int rank = go.rank;
   RunOptions ro;
   ro.timeout = go.timeout;
@@ -133,6 +138,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
     progress(scale.str());
   }
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
+  progress("exec: TCP congestion control " + transport->congestion_control());
   RunResult result;
   try {
     handshake(*transport, {v.label, identity_json.dump(), args.version, token}, go.timeout);
@@ -148,7 +154,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
     result.complete = false;
     if (result.error.empty()) result.error = first_line_of(e);
   }
-  write_outputs(args, plan, result, out, progress);
+  write_outputs(args, plan, result, transport->congestion_control(), out, progress);
   // A failed Gloo pair may block in its destructor: the transport is left
   // alive for the caller, who exits at once (std::_Exit) after a failure.
   if (!result.complete) {
@@ -180,6 +186,7 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
   o.small_messages = args.small_messages;
   o.small_message_bytes = args.small_message_bytes;
   o.timeout = go.timeout;
+  go.congestion_control = args.congestion_control;
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
   LinkProbeResult r;
   try {
@@ -190,7 +197,9 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
   }
   if (server) {
     if (args.json) {
-      out << link_probe_json(r).dump(2) << "\n";
+      nlohmann::json j = link_probe_json(r);
+      j["tcp_congestion_control"] = transport->congestion_control();
+      out << j.dump(2) << "\n";
     } else {
       out << "link probe: " << r.up.bytes << " B each way; compute lost per byte sent "
           << r.cpu_s_per_byte_sent * 1e9 << " ns (client " << r.client_send_s_per_byte * 1e9

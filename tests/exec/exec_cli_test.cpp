@@ -199,6 +199,32 @@ TEST_F(ExecCliTest, DistinctBatchesMustBeTheSameOnEveryParty) {
   EXPECT_NE(server.err().find("handshake refused"), std::string::npos) << server.err();
 }
 
+// Every connection of both processes runs the congestion control asked for
+// (reno: allowed to anyone, and not what a host defaults to), the report
+// says which, and both sides must ask for the same.
+TEST_F(ExecCliTest, TcpCongestionControlIsSetOnEveryConnectionAndReported) {
+  int port = free_port();
+  {
+    Child server(dir, "server", server_args(port, {"--tcp-congestion-control", "reno"}));
+    Child client(dir, "client", client_args(port, {"--tcp-congestion-control", "reno"}));
+    ASSERT_EQ(server.wait(110), 0) << server.err();
+    ASSERT_EQ(client.wait(20), 0) << client.err();
+    const nlohmann::json j = nlohmann::json::parse(server.out());
+    EXPECT_EQ(j["tcp_congestion_control"], "reno");
+    EXPECT_NE(client.err().find("exec: TCP congestion control reno\n"), std::string::npos)
+        << client.err();
+  }
+  port = free_port();
+  Child server(dir, "server", server_args(port, {"--tcp-congestion-control", "reno"}));
+  Child client(dir, "client", client_args(port));
+  EXPECT_EQ(server.wait(110), 1);
+  EXPECT_NE(server.err().find("handshake refused"), std::string::npos) << server.err();
+  // Not a name the kernel could have: exit 2 naming the flag.
+  Child bad(dir, "bad", server_args(free_port(), {"--tcp-congestion-control", "cubic;reboot"}));
+  EXPECT_EQ(bad.wait(30), 2);
+  EXPECT_NE(bad.err().find("--tcp-congestion-control"), std::string::npos) << bad.err();
+}
+
 // Issue #12: a peer without the server's shared secret is refused, and
 // learns nothing of the server's run.
 TEST_F(ExecCliTest, WrongTokenIsRefused) {

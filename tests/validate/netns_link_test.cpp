@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/validate/subprocess.h"
 
 namespace splitsim {
@@ -60,8 +61,16 @@ sockaddr_in address(const std::string& ip) {
   return a;
 }
 
-int listen_once(const std::string& ip) {
+// The connection's congestion control, as exec sets it on its sockets:
+// `cc` ("" leaves the namespace's default).
+bool use_congestion_control(int fd, const std::string& cc) {
+  return cc.empty() ||
+         setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(), static_cast<socklen_t>(cc.size())) == 0;
+}
+
+int listen_once(const std::string& ip, const std::string& cc = "") {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (!use_congestion_control(fd, cc)) return -1;
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a = address(ip);
@@ -71,9 +80,10 @@ int listen_once(const std::string& ip) {
   return conn;
 }
 
-int connect_retrying(const std::string& ip) {
+int connect_retrying(const std::string& ip, const std::string& cc = "") {
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (!use_congestion_control(fd, cc)) return -1;
     sockaddr_in a = address(ip);
     if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
     close(fd);
@@ -129,12 +139,13 @@ double timed_transfer(const NetnsLink& link, bool client_sends, size_t bytes) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return write(times[1], &s, sizeof s) == sizeof s ? 0 : 1;
   };
+  const std::string cc = link.congestion_control();
   const pid_t server = fork_in_netns(link.server_netns(), [&] {
-    const int fd = listen_once(link.server_address());
+    const int fd = listen_once(link.server_address(), cc);
     return fd < 0 ? 2 : run(server_sends, fd);
   });
   const pid_t client = fork_in_netns(link.client_netns(), [&] {
-    const int fd = connect_retrying(link.server_address());
+    const int fd = connect_retrying(link.server_address(), cc);
     return fd < 0 ? 3 : run(client_sends, fd);
   });
   return seconds_from(server, client, times);
@@ -154,15 +165,16 @@ double median_transfer_after_idle(const NetnsLink& link, size_t bytes, double id
     const int one = 1;
     return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
   };
+  const std::string cc = link.congestion_control();
   const pid_t server = fork_in_netns(link.server_netns(), [&] {
-    const int fd = listen_once(link.server_address());
+    const int fd = listen_once(link.server_address(), cc);
     if (fd < 0 || !no_delay(fd)) return 2;
     for (int r = 0; r <= rounds; ++r)
       if (!recv_all(fd, r == 0 ? warm_up : bytes) || send(fd, "k", 1, 0) != 1) return 1;
     return 0;
   });
   const pid_t client = fork_in_netns(link.client_netns(), [&] {
-    const int fd = connect_retrying(link.server_address());
+    const int fd = connect_retrying(link.server_address(), cc);
     if (fd < 0 || !no_delay(fd)) return 3;
     std::vector<double> seconds;
     char ack;
@@ -290,6 +302,85 @@ TEST(NetnsLinkTest, TcpCongestionControlIsSetInBothNamespacesOnly) {
   EXPECT_FALSE(inherited.congestion_control().empty());
   EXPECT_EQ(inherited.congestion_control() + "\n",
             sysctl({"ip", "netns", "exec", inherited.server_netns()}));
+}
+
+// Sets the host's tcp_allowed_congestion_control to its list less `name`
+// for the object's lifetime (only when the list holds it), then restores it:
+// a host on which a namespace may not choose `name` as its default.
+class HostDisallows {
+ public:
+  explicit HostDisallows(const std::string& name)
+      : before_(read_ipv4_sysctl("tcp_allowed_congestion_control")) {
+    std::string rest;
+    bool had = false;
+    size_t start = 0;
+    while (start < before_.size()) {
+      const size_t end = std::min(before_.find(' ', start), before_.size());
+      const std::string one = before_.substr(start, end - start);
+      if (one == name) had = true;
+      else if (!one.empty()) rest += (rest.empty() ? "" : " ") + one;
+      start = end + 1;
+    }
+    if (had) changed_ = write(rest.empty() ? "reno" : rest);
+  }
+  ~HostDisallows() {
+    if (changed_) write(before_);
+  }
+  bool ok() const { return changed_ || !before_.empty(); }
+  const std::string& before() const { return before_; }
+
+ private:
+  static bool write(const std::string& list) {
+    FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w");
+    if (f == nullptr) return false;
+    const bool ok = std::fputs(list.c_str(), f) >= 0;
+    return std::fclose(f) == 0 && ok;
+  }
+  std::string before_;
+  bool changed_ = false;
+};
+
+TEST(NetnsLinkTest, AHostThatDisallowsTheAlgorithmAsADefaultStillGetsItPerSocket) {
+  // Kernels that let a namespace default only to "reno bbr": the link is
+  // built all the same, says so, and a socket in it set as exec sets its
+  // own (set_congestion_control) runs the algorithm; the host's list is
+  // left as it was.
+  SKIP_UNLESS_LINK_POSSIBLE();
+  const std::string cc = NetnsLink::kCongestionControl;
+  if (!NetnsLink::congestion_control_available(cc)) GTEST_SKIP() << "this kernel has no " << cc;
+  std::string host_list;
+  {
+    HostDisallows disallow(cc);
+    ASSERT_TRUE(disallow.ok());
+    host_list = disallow.before();
+    NetnsLink link(1e9, Shaper::kHtb, cc);
+    EXPECT_EQ(link.congestion_control(), cc);
+    EXPECT_NE(link.namespace_default(), cc);
+    EXPECT_NE(link.description().find("TCP " + cc + " set per socket (namespace default " +
+                                      link.namespace_default() + ")"),
+              std::string::npos)
+        << link.description();
+    // In the server's namespace: a connection over its loopback, both ends
+    // switched by one call, read back per socket.
+    const pid_t child = fork_in_netns(link.server_netns(), [&] {
+      const pid_t peer = fork();
+      if (peer == 0) {
+        const int fd = listen_once("127.0.0.1");
+        char done = 0;
+        _exit(fd >= 0 && recv(fd, &done, 1, MSG_WAITALL) == 1 ? 0 : 1);
+      }
+      const int fd = connect_retrying("127.0.0.1");
+      if (fd < 0) return 2;
+      if (congestion_control_of(fd) != link.namespace_default()) return 3;
+      const CongestionControlResult r = set_congestion_control(cc);
+      if (r.sockets < 1 || r.set != r.sockets || !r.refusal.empty() || r.in_use != cc) return 4;
+      if (congestion_control_of(fd) != cc) return 5;
+      if (send(fd, "k", 1, 0) != 1) return 6;
+      return wait_all({peer}, 10) == std::vector<int>{0} ? 0 : 7;
+    });
+    EXPECT_EQ(wait_all({child}, 20), std::vector<int>{0});
+  }
+  EXPECT_EQ(read_ipv4_sysctl("tcp_allowed_congestion_control"), host_list);
 }
 
 TEST(NetnsLinkTest, AnUnavailableCongestionControlIsRefusedBeforeAnythingIsCreated) {

@@ -39,12 +39,19 @@ std::vector<std::string> common(const ExecPairOptions& o, const char* role) {
 
 // Both sides get the same --variant and --iterations (exec's handshake
 // compares them). exec's --timeout-s bounds its connect and each transfer.
-void add_common_flags(std::vector<std::string>& argv, const ExecPairOptions& o) {
+void add_congestion_control(std::vector<std::string>& argv, const ExecEndpoints& e) {
+  if (!e.congestion_control.empty())
+    argv.insert(argv.end(), {"--tcp-congestion-control", e.congestion_control});
+}
+
+void add_common_flags(std::vector<std::string>& argv, const ExecPairOptions& o,
+                      const ExecEndpoints& e) {
   if (!o.variant.empty()) argv.insert(argv.end(), {"--variant", o.variant});
   const double per_op_timeout_s = std::min(o.timeout_s, kExecOperationTimeoutS);
   argv.insert(argv.end(), {"--threads", std::to_string(o.threads), "--timeout-s",
                            std::to_string(static_cast<long long>(std::ceil(per_op_timeout_s)))});
   if (o.iterations > 0) argv.insert(argv.end(), {"--iterations", std::to_string(o.iterations)});
+  add_congestion_control(argv, e);
 }
 
 constexpr const char* kWorkDirPrefix = "splitsim-validate-";
@@ -87,14 +94,14 @@ std::string make_work_dir() {
 std::vector<std::string> exec_server_argv(const ExecPairOptions& o, const ExecEndpoints& e) {
   auto argv = common(o, "server");
   argv.insert(argv.end(), {"--listen", e.server_address + ":" + std::to_string(e.port), "--json"});
-  add_common_flags(argv, o);
+  add_common_flags(argv, o, e);
   return in_netns(e.server_netns, argv);
 }
 
 std::vector<std::string> exec_client_argv(const ExecPairOptions& o, const ExecEndpoints& e) {
   auto argv = common(o, "client");
   argv.insert(argv.end(), {"--connect", e.server_address + ":" + std::to_string(e.port)});
-  add_common_flags(argv, o);
+  add_common_flags(argv, o, e);
   return in_netns(e.client_netns, argv);
 }
 
@@ -112,6 +119,7 @@ std::vector<std::string> link_probe_argv(const std::string& exec_bin, const Exec
                                    "--timeout-s",
                                    std::to_string(static_cast<long long>(std::ceil(timeout_s)))};
   if (server) argv.push_back("--json");
+  add_congestion_control(argv, e);
   return in_netns(server ? e.server_netns : e.client_netns, argv);
 }
 

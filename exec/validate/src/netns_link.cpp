@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/validate/subprocess.h"
 #include "splitsim/validate/validation.h"
 
@@ -144,23 +145,19 @@ int NetnsLink::remove_stale() {
   return removed;
 }
 
+bool NetnsLink::congestion_control_available(const std::string& name) {
+  // The kernel's list ("reno bbr cubic"), the same in every namespace.
+  const std::string padded = " " + read_ipv4_sysctl("tcp_available_congestion_control") + " ";
+  return !name.empty() && padded.find(" " + name + " ") != std::string::npos;
+}
+
 NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& congestion_control)
     : rate_bit_per_s_(rate_bit_per_s), shaper_(shaper) {
   if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
-  if (!congestion_control.empty()) {
-    // The kernel's list ("reno bbr cubic"), the same in every namespace.
-    std::string available;
-    if (FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "r")) {
-      char buf[512] = {};
-      if (std::fgets(buf, sizeof buf, f) != nullptr) available = buf;
-      std::fclose(f);
-    }
-    const std::string padded = " " + available.substr(0, available.find('\n')) + " ";
-    if (padded.find(" " + congestion_control + " ") == std::string::npos)
-      throw std::invalid_argument("TCP congestion control \"" + congestion_control +
-                                  "\" is not available here (this kernel has: " +
-                                  padded.substr(1, padded.size() - 2) + ")");
-  }
+  if (!congestion_control.empty() && !congestion_control_available(congestion_control))
+    throw std::invalid_argument("TCP congestion control \"" + congestion_control +
+                                "\" is not available here (this kernel has: " +
+                                read_ipv4_sysctl("tcp_available_congestion_control") + ")");
   const int seq = g_sequence.fetch_add(1);
   const std::string base =
       std::string(kPrefix) + std::to_string(getpid()) + "-" + std::to_string(seq);
@@ -204,17 +201,19 @@ NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& co
                    "set -- $(cat /proc/sys/net/ipv4/tcp_rmem) && echo \"$1 " + rcvbuf +
                        " $(($3 > " + rcvbuf + " ? $3 : " + rcvbuf +
                        "))\" > /proc/sys/net/ipv4/tcp_rmem"});
+      // Refused (EPERM, shown as an I/O error) where the host does not
+      // allow it as a default: the runs set it per socket all the same.
       if (!congestion_control.empty())
-        run_checked(
-            {"ip", "netns", "exec", ns, "sh", "-c",
-             "echo " + congestion_control + " > /proc/sys/net/ipv4/tcp_congestion_control"});
+        run_command({"ip", "netns", "exec", ns, "sh", "-c",
+                     "echo " + congestion_control + " > /proc/sys/net/ipv4/tcp_congestion_control"});
     }
-    congestion_control_ = run_command({"ip", "netns", "exec", server_ns_, "cat",
-                                       "/proc/sys/net/ipv4/tcp_congestion_control"})
-                              .out;
-    while (!congestion_control_.empty() &&
-           std::isspace(static_cast<unsigned char>(congestion_control_.back())))
-      congestion_control_.pop_back();
+    namespace_default_ = run_command({"ip", "netns", "exec", server_ns_, "cat",
+                                      "/proc/sys/net/ipv4/tcp_congestion_control"})
+                             .out;
+    while (!namespace_default_.empty() &&
+           std::isspace(static_cast<unsigned char>(namespace_default_.back())))
+      namespace_default_.pop_back();
+    congestion_control_ = congestion_control.empty() ? namespace_default_ : congestion_control;
     // `ip -d link` prints "mtu N" and "gso_max_size N" (the kernel's
     // 65536 where an older iproute2 does not).
     const std::string details =
@@ -260,7 +259,11 @@ void NetnsLink::set_rate(double rate_bit_per_s) {
 }
 
 std::string NetnsLink::description() const {
-  char buf[256];
+  const std::string tcp =
+      congestion_control_ == namespace_default_
+          ? congestion_control_
+          : congestion_control_ + " set per socket (namespace default " + namespace_default_ + ")";
+  char buf[320];
   std::snprintf(buf, sizeof buf,
                 "veth %s each way, tc %s burst %lld B%s, TCP %s, receive buffers from %lld B "
                 "(netns %s <-> %s)",
@@ -269,7 +272,7 @@ std::string NetnsLink::description() const {
                 burst_packet_bytes() > 0
                     ? (", packets up to " + std::to_string(burst_packet_bytes()) + " B").c_str()
                     : "",
-                congestion_control_.c_str(), static_cast<long long>(kReceiveBufferBytes),
+                tcp.c_str(), static_cast<long long>(kReceiveBufferBytes),
                 server_ns_.c_str(), client_ns_.c_str());
   return buf;
 }

@@ -11,6 +11,7 @@
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/exec/link_probe.h"
+#include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
 #include "splitsim/validate/awake_cores.h"
@@ -85,7 +86,19 @@ void Validator::open_link(double rate) {
          "); the predictions still assume each variant's rate");
     return;
   }
-  link_ = std::make_unique<NetnsLink>(rate, options_.shaper, options_.congestion_control);
+  std::string congestion_control = options_.congestion_control;
+  if (!congestion_control.empty() && !NetnsLink::congestion_control_available(congestion_control)) {
+    log_("notice: this kernel has no TCP " + congestion_control + " (it has " +
+         read_ipv4_sysctl("tcp_available_congestion_control") +
+         "); the real runs use the namespaces' default, named in the report");
+    congestion_control.clear();
+  }
+  link_ = std::make_unique<NetnsLink>(rate, options_.shaper, congestion_control);
+  if (link_->congestion_control() != link_->namespace_default())
+    log_("notice: this host lets a network namespace default only to " +
+         read_ipv4_sysctl("tcp_allowed_congestion_control") + "; exec sets " +
+         link_->congestion_control() + " on each of its sockets instead");
+  endpoints_.congestion_control = link_->congestion_control();
   endpoints_.server_netns = link_->server_netns();
   endpoints_.client_netns = link_->client_netns();
   endpoints_.server_address = link_->server_address();
@@ -326,6 +339,8 @@ void Validator::measure(const ValidationItem& item, Prepared* p) {
     Metrics m;
     from_json(measured, m);
     if (r.repetitions.empty()) r.memory = memory_checks(measured);
+    if (measured.contains("tcp_congestion_control"))
+      r.tcp_congestion_control = measured["tcp_congestion_control"].get<std::string>();
     r.repetitions.push_back(m);
     r.conditions.push_back(cond);
     return;

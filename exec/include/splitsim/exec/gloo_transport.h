@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/exec/topology.h"
 #include "splitsim/exec/transport.h"
 
@@ -17,6 +18,10 @@ struct GlooOptions {
   int world_size = 2;
   // Connect / rendezvous timeout and per-operation timeout.
   std::chrono::milliseconds timeout{60000};
+  // TCP congestion control for this process's connections, set per socket
+  // once they are open (set_congestion_control, tcp_sockets.h); "" keeps
+  // the network namespace's default.
+  std::string congestion_control;
 };
 
 class GlooTransport : public Transport {
@@ -25,6 +30,10 @@ class GlooTransport : public Transport {
   // address and the timeout when a peer does not show up in time.
   static std::unique_ptr<GlooTransport> connect(const GlooOptions& options);
   ~GlooTransport() override;
+
+  // What this process's TCP sockets use after connect: the algorithm
+  // ("cubic"), or "bbr (cubic refused: Operation not permitted)".
+  const std::string& congestion_control() const;
 
   int rank() const override;
   int world_size() const override;
@@ -38,15 +47,6 @@ class GlooTransport : public Transport {
 };
 
 // "HOST:PORT" -> host, port. Throws InputError naming `flag` when malformed.
-// Makes this process's listening TCP sockets on `port` accept packets
-// addressed to the IPv4 address `host` only (a socket filter that drops the
-// rest, connection requests included). Returns how many sockets it
-// restricted, 0 for 0.0.0.0 (every address wanted), -1 when `host` is not a
-// numeric IPv4 address or a filter could not be attached. GlooTransport
-// applies it to the c10d TCPStore, which LibTorch 1.13 binds to every
-// address whatever the host.
-int restrict_listeners_to(const std::string& host, int port);
-
 void parse_address(const std::string& address, const std::string& flag, std::string* host,
                    int* port);
 

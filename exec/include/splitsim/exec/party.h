@@ -34,6 +34,10 @@ struct ExecPartyOptions {
   int64_t distinct_batches = 0;  // > 0: synthetic data repeats after this many batches
   std::string token;             // shared secret ("" none) and
   std::string version;           // program version, both checked in the handshake
+  // TCP congestion control set on this process's connections ("" the
+  // namespace's default); every party must pass the same (the handshake
+  // compares it). The metrics JSON names what rank 0's connections used.
+  std::string congestion_control;
 };
 
 // `splitsim exec`: loads the scenario (Workspace), plans the one selected
@@ -55,6 +59,7 @@ struct LinkProbePartyOptions {
   double gap_ms = 0;  // the sender's pause after each large message
   int64_t small_messages = 300, small_message_bytes = 1024;  // the per-message phases
   bool json = false;  // the report as JSON (splitsim.link_probe/3), else one line
+  std::string congestion_control;  // as ExecPartyOptions
 };
 
 // `splitsim link-probe`: connects and runs the link probe (link_probe.h);

@@ -28,6 +28,9 @@ struct ExecEndpoints {
   std::string server_address;              // the server listens here; the client connects here
   int port = 29500;
   std::vector<int> server_cpus, client_cpus;  // empty: not pinned
+  // Both processes set it on their connections (--tcp-congestion-control);
+  // empty: the namespace's default.
+  std::string congestion_control;
 };
 
 // The two argument vectors (for display and tests).

@@ -67,6 +67,8 @@ class NetnsLink {
   // GSO packets for a slower path and sends below the rate
   // (exec/validate/README.md "The link").
   static constexpr const char* kCongestionControl = "cubic";
+  // Whether this kernel has `name` (tcp_available_congestion_control).
+  static bool congestion_control_available(const std::string& name);
 
   // Deletes namespaces named kPrefix<pid>-... whose pid is not alive.
   // Returns how many were removed.
@@ -75,10 +77,16 @@ class NetnsLink {
   // REQUIRES: unavailable_reason() == "". Builds the link shaped to
   // `rate_bit_per_s`. Throws std::runtime_error naming the failed command
   // and its stderr (anything already created is removed first).
-  // `congestion_control` (e.g. "cubic", "bbr"; one of the kernel's
-  // tcp_available_congestion_control) is set in both namespaces; "" keeps
-  // what a new namespace inherits from the machine. The defaults are what
-  // validate measured its targets with (exec/validate/README.md "The link").
+  // `congestion_control` (e.g. "cubic", "bbr") is what the runs over the
+  // link use: exec sets it on each socket (ExecEndpoints), which root may
+  // do with any algorithm the kernel has. It is also made the namespaces'
+  // default where the host allows that (a namespace may only choose one of
+  // the host's tcp_allowed_congestion_control, e.g. "reno bbr"); where not,
+  // they keep the default they inherit (namespace_default()), and nothing
+  // host-wide is changed. "" uses the inherited default everywhere. Throws
+  // std::invalid_argument when the kernel lacks the algorithm. The defaults
+  // are what validate measured its targets with (exec/validate/README.md
+  // "The link").
   explicit NetnsLink(double rate_bit_per_s, Shaper shaper = Shaper::kHtb,
                      const std::string& congestion_control = kCongestionControl);
   ~NetnsLink();
@@ -95,15 +103,20 @@ class NetnsLink {
   const std::string& client_address() const { return client_addr_; }
   double rate_bit_per_s() const { return rate_bit_per_s_; }
   Shaper shaper() const { return shaper_; }
-  // The TCP congestion control in use in the namespaces ("cubic", ...).
+  // The TCP congestion control the runs over the link use ("cubic", ...).
   const std::string& congestion_control() const { return congestion_control_; }
+  // The namespaces' default for sockets nobody sets ("bbr" where the host
+  // refused `congestion_control` as a namespace default).
+  const std::string& namespace_default() const { return namespace_default_; }
   // What the simulator's link needs to act as this shaper
   // (network.burst_packet_bytes): htb sends a whole GSO packet whenever its
   // class's tokens are not in debt (gso_packet_bytes of the veth's figures,
   // read when the link is built); tbf waits for the tokens (0).
   int64_t burst_packet_bytes() const { return shaper_ == Shaper::kHtb ? gso_packet_bytes_ : 0; }
   // "veth 200mbit each way, tc htb burst 25000 B, packets up to 65160 B,
-  // TCP cubic, receive buffers from 4194304 B (netns A <-> B)"
+  // TCP cubic, receive buffers from 4194304 B (netns A <-> B)"; "TCP cubic
+  // set per socket (namespace default bbr)" where the host refused it as the
+  // namespaces' default.
   std::string description() const;
 
   // The signal handler (installed here too, link or not: children run in
@@ -126,7 +139,7 @@ class NetnsLink {
   double rate_bit_per_s_;
   Shaper shaper_;
   int64_t gso_packet_bytes_ = 0;
-  std::string congestion_control_;
+  std::string congestion_control_, namespace_default_;
   int slot_ = -1;  // index in the signal handler's registry
 };
 

@@ -130,6 +130,9 @@ struct ValidationRun {
   // run from the bound, not exec.
   std::optional<double> predicted_overlap_ratio;
   std::vector<MemoryCheck> memory;  // per party, from the first repetition
+  // What the server's connections used in the first repetition, as exec's
+  // metrics JSON names it ("cubic"; "" when exec did not say).
+  std::string tcp_congestion_control;
   std::string failure;  // non-empty: the run failed (measured is empty)
 };
 
