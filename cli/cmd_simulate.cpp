@@ -28,6 +28,7 @@ struct SimulateArgs {
   std::string variant;
   bool json = false;
   bool csv = false;
+  bool wide = false;
   std::string trace;
   std::string server_order = "fifo";
   std::string calibration;
@@ -74,6 +75,8 @@ int run_simulate(const SimulateArgs& args) {
   } else if (args.csv) {
     write_csv_header(out);
     for (const auto& m : metrics) write_csv_row(out, m);
+  } else if (args.wide) {
+    print_wide_metrics_table(out, metrics);
   } else {
     print_metrics_table(out, metrics);
   }
@@ -89,8 +92,9 @@ Command add_simulate_command(CLI::App& app) {
       "simulate",
       "Simulate every variant of a scenario, or every plan of a plan file, with SimGrid (one "
       "host per party, full-duplex links, one actor per stage running the schedule) and print "
-      "per batch: time, computation time, bytes per party, average and peak bandwidth, busiest "
-      "resource, bubble fraction, peak stash per stage. Warm-up batches are left out.");
+      "per batch: time, computation time, average and peak bandwidth and the bottleneck (a "
+      "table within 120 columns; --wide adds the time's spread, bubble fraction, peak stash per "
+      "stage and bytes per party). Warm-up batches are left out.");
   sub->add_option("file", args->file,
                   "scenario JSON file, or plan file (schema splitsim.plan/1, what `splitsim plan "
                   "--json` writes: one plan or an array); a build without LibTorch reads plan "
@@ -102,7 +106,13 @@ Command add_simulate_command(CLI::App& app) {
   auto* json = sub->add_flag("--json", args->json,
                              "metrics JSON (schema splitsim.metrics/1): one object, or an array "
                              "when several variants are selected");
-  sub->add_flag("--csv", args->csv, "CSV, one row per variant (for notebooks)")->excludes(json);
+  auto* csv = sub->add_flag("--csv", args->csv, "CSV, one row per variant (for notebooks)");
+  csv->excludes(json);
+  sub->add_flag("--wide", args->wide,
+                "the table with every column (the time's spread, bubble fraction, peak stash "
+                "per stage, bytes per party), one long row per variant")
+      ->excludes(json)
+      ->excludes(csv);
   sub->add_option("--trace", args->trace,
                   "write the Chrome trace-event JSON (Perfetto) of the one selected variant");
   sub->add_option("--server-order", args->server_order,

@@ -7,6 +7,9 @@
 #include "commands.h"
 #include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
+#ifdef SPLITSIM_WITH_TORCH
+#include "splitsim/costmodel/library_logs.h"
+#endif
 
 namespace {
 
@@ -26,6 +29,9 @@ std::string one_line(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef SPLITSIM_WITH_TORCH
+  splitsim::quiet_library_logs();  // only splitsim's own words on stderr
+#endif
   CLI::App app{
       "splitsim: how fast does a network train when its layers are split between a client and "
       "a server joined by a network link?\nExit codes: 0 ok, 1 internal or runtime failure, 2 "

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <sstream>
+
 #include "run_cli.h"
 
 namespace splitsim::testing {
@@ -89,6 +92,63 @@ TEST(SimulateCliTest, CsvHasOneRowPerVariant) {
   EXPECT_EQ(lines, 1 + 15);
   EXPECT_NE(r.out.substr(0, r.out.find('\n')).find("scenario,variant"), std::string::npos)
       << r.out.substr(0, 80);
+}
+
+// The main job (`./bootstrap.sh`): only splitsim's own words on stderr (no
+// LibTorch log line), a table within 120 columns that still has every
+// variant with its time, compute, bandwidths and bottleneck; --wide the rest.
+TEST(SimulateCliTest, TheMainJobFitsATerminalAndPrintsOnlyItsOwnWords) {
+  const std::string s = source_path("scenarios/mobilenet_v2_ushape.json");
+  const CliResult r = run_cli("simulate " + s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);) {
+    EXPECT_EQ(line.find("InitGoogleLogging"), std::string::npos) << line;
+    EXPECT_EQ(line.find(".cpp:"), std::string::npos) << line;  // glog's "file.cpp:231] "
+    EXPECT_FALSE(line.size() > 5 && std::string("IWEF").find(line[0]) != std::string::npos &&
+                 std::isdigit(static_cast<unsigned char>(line[1])))
+        << "a glog line: " << line;
+  }
+  std::istringstream out(r.out);
+  int rows = 0;
+  for (std::string line; std::getline(out, line);) {
+    EXPECT_LE(line.size(), 120u) << line;
+    if (line.rfind("chunks=", 0) == 0) {
+      ++rows;
+      for (const char* column : {" ms ", "/", "(" /* the bottleneck's utilisation */})
+        EXPECT_NE(line.find(column), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(rows, 15);
+  EXPECT_NE(r.out.find("bottleneck"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chunks=8 compression=conv20"), std::string::npos) << r.out;
+  const CliResult wide = run_cli("simulate --wide " + s);
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  EXPECT_NE(wide.out.find("peak stash per stage"), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find("spread (min..max)"), std::string::npos) << wide.out;
+  EXPECT_EQ(run_cli("simulate --wide --json " + s).exit_code, 2);
+}
+
+// A label longer than the table leaves room for wraps at its spaces onto
+// the next line instead of widening every row.
+TEST(SimulateCliTest, LongVariantLabelsWrapWithinTheTable) {
+  nlohmann::json s = load_json("scenarios/mobilenet_v2_ushape.json");
+  s["sweep"] = {{"chunks", {1, 4}},
+                {"devices.client", {"xeon_40core", "raspberry_pi4"}},
+                {"devices.server", {"gtx1080", "v100"}}};
+  const std::string file = write_temp_json(s, "long_labels");
+  const CliResult r = run_cli("simulate " + file);
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream out(r.out);
+  int continued = 0;
+  for (std::string line; std::getline(out, line);) {
+    EXPECT_LE(line.size(), 120u) << line;
+    continued += line.rfind("  devices.server=", 0) == 0;
+  }
+  // "chunks=1 devices.client=xeon_40core" fills the label column: every
+  // label's server goes on a line of its own.
+  EXPECT_EQ(continued, 8) << r.out;
 }
 
 TEST(SimulateCliTest, TraceNeedsOneVariantAndWritesChromeJson) {
