@@ -43,7 +43,7 @@ int run_explore(ExploreArgs a) {
   std::vector<MeasuredAccuracy> measured;
   if (!a.accuracy.empty()) measured = read_accuracy_report(a.accuracy);
   auto log = [](const std::string& line) { std::cerr << line << "\n"; };
-  Workspace ws(a.scenario, log);
+  Workspace ws(a.scenario, log, ScenarioNeeds::kModel);  // explore picks the partition
   if (!a.variant.empty()) ws.select_one(a.variant, "explore searches around");
   const ScenarioVariant& v = ws.variants().front();
   if (ws.variants().size() > 1)

@@ -23,7 +23,11 @@ struct PlanArgs {
 };
 
 int run_plan(const PlanArgs& args) {
-  Workspace ws(args.scenario, [](const std::string& line) { std::cerr << line << "\n"; });
+  // The cuts and units need only the model: a scenario may name nothing else.
+  const bool model_only = args.list_cuts || args.units;
+  Workspace ws(
+      args.scenario, [](const std::string& line) { std::cerr << line << "\n"; },
+      model_only ? ScenarioNeeds::kModel : ScenarioNeeds::kPlan);
   ws.select(args.variant);
   // Everything is computed before anything is printed: on an error nothing
   // reaches stdout.
@@ -69,10 +73,12 @@ Command add_plan_command(CLI::App& app) {
                 "JSON (schema splitsim.plan/1): one plan object, or an array of them when "
                 "several variants are selected");
   sub->add_flag("--list-cuts", args->list_cuts,
-                "list the model's valid cut points (where exactly one tensor crosses) instead");
+                "list the model's valid cut points (where exactly one tensor crosses) instead; "
+                "the scenario needs only \"model\" and \"batch_size\"");
   sub->add_flag("--units", args->units,
                 "print the measured model unit by unit instead (output shape and bytes, "
-                "parameter, gradient and optimizer-state bytes, MACs, retained activations)");
+                "parameter, gradient and optimizer-state bytes, MACs, retained activations); "
+                "the scenario needs only \"model\" and \"batch_size\"");
   return {sub, [args] { return run_plan(*args); }};
 }
 

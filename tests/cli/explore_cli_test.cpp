@@ -63,6 +63,36 @@ TEST(ExploreCliTest, UShapeJsonFrontRankingAndEmitBestRunsWithSimulate) {
   std::filesystem::remove(best);
 }
 
+// A scenario that names only the model and the batch: explore cuts it
+// between a client and a server on the default device (and says so), and
+// its best plan is a scenario that plans and simulates to what it ranked.
+TEST(ExploreCliTest, AScenarioOfOnlyTheModelIsExploredOnTheDefaultDevices) {
+  const nlohmann::json bare = {{"schema", "splitsim.scenario/1"},
+                               {"name", "just_the_model"},
+                               {"model", {{"name", "resnet20"}}},
+                               {"batch_size", 16}};
+  const std::string file = write_temp_json(bare, "explore_model_only");
+  const std::string best = file + ".best.json";
+  const CliResult r = run_cli("explore " + file +
+                              " --kinds ushape --chunks 1,2 --max-simulations 20 --top 3 --json"
+                              " --emit-best " + best);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("client and server both \"cpu_this_machine\""), std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j.at("ranking").empty());
+  const auto emitted = nlohmann::json::parse(slurp(best));
+  EXPECT_EQ(emitted["devices"]["client"], "cpu_this_machine");
+  EXPECT_EQ(emitted["partition"][0]["party"], "client");
+  const CliResult sim = run_cli("simulate " + best + " --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NEAR(nlohmann::json::parse(sim.out).at("time_per_batch_s").get<double>(),
+              j["ranking"][0]["time_per_batch_s"].get<double>(),
+              1e-6 * j["ranking"][0]["time_per_batch_s"].get<double>());
+  std::filesystem::remove(file);
+  std::filesystem::remove(best);
+}
+
 TEST(ExploreCliTest, CalibrationChangesWhatIsPredicted) {
   // A server 20x slower than its profile: every candidate predicts slower,
   // and the best moves work to the client (a larger client MAC share).

@@ -81,6 +81,44 @@ TEST(PlanCliTest, ListCutsAndUnits) {
   EXPECT_NE(units.out.find("layer3.2"), std::string::npos);
 }
 
+// The first thing a user runs on a model: a scenario that names only the
+// model and the batch lists the cuts and the units; with a placeholder
+// partition too (no compression for its boundaries).
+TEST(PlanCliTest, ListCutsAndUnitsNeedOnlyTheModelAndTheBatch) {
+  const nlohmann::json bare = {{"schema", "splitsim.scenario/1"},
+                               {"name", "just_the_model"},
+                               {"model", {{"name", "resnet20"}}},
+                               {"batch_size", 8}};
+  nlohmann::json placeholder = bare;
+  placeholder["partition"] = {{{"party", "a"}, {"from", "x"}, {"to", "y"}},
+                              {{"party", "b"}, {"from", "y"}, {"to", "z"}},
+                              {{"party", "a"}, {"from", "z"}, {"to", "w"}}};
+  placeholder["devices"] = {{"a", "v100"}, {"b", "v100"}};
+  for (const auto& s : {bare, placeholder}) {
+    const std::string file = write_temp_json(s, "model_only");
+    const CliResult cuts = run_cli("plan --list-cuts --json " + file);
+    ASSERT_EQ(cuts.exit_code, 0) << cuts.err;
+    const auto j = nlohmann::json::parse(cuts.out);
+    EXPECT_EQ(j["cuts"].size(), 10u);
+    EXPECT_EQ(j["cuts"][0]["after"], "layer1.0");
+    const CliResult units = run_cli("plan --units " + file);
+    ASSERT_EQ(units.exit_code, 0) << units.err;
+    EXPECT_NE(units.out.find("layer3.2"), std::string::npos);
+    // A plan still needs the partition, and says so.
+    const CliResult plan = run_cli("plan " + file);
+    EXPECT_EQ(plan.exit_code, 2);
+    std::filesystem::remove(file);
+  }
+  // What is there is still checked.
+  nlohmann::json bad = bare;
+  bad["batch_size"] = 0;
+  const std::string file = write_temp_json(bad, "model_only_bad");
+  const CliResult r = run_cli("plan --list-cuts " + file);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("$.batch_size"), std::string::npos) << r.err;
+  std::filesystem::remove(file);
+}
+
 struct BadInput {
   const char* name;
   void (*mutate)(nlohmann::json&);

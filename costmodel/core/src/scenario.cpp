@@ -34,7 +34,7 @@ const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent",
 const std::vector<std::string> kPartyHostWorkKeys = {"cpu_s_per_byte_sent",
                                                      "cpu_s_per_byte_received"};
 const std::vector<std::string> kPartKeys = {"party", "from", "to"};
-const std::vector<std::string> kBoundaryKeys = {"forward", "backward"};
+const std::vector<std::string> kCompressionEntryKeys = {"forward", "backward"};
 const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
 const std::vector<std::string> kOptimizers = {"sgd", "adam", "adamw"};
 const std::vector<std::string> kDatasets = {"synthetic", "fashion_mnist", "cifar10"};
@@ -120,7 +120,7 @@ std::vector<BoundaryCodecs> parse_compression(const json* j, const std::string& 
     const std::string where = jr::index_path(path, i);
     const json& b = (*j)[i];
     jr::require_object(b, where, "a boundary {\"forward\": {...}, \"backward\": {...}}");
-    jr::check_keys(b, where, kBoundaryKeys);
+    jr::check_keys(b, where, kCompressionEntryKeys);
     BoundaryCodecs codecs;
     if (b.contains("forward")) codecs.forward = parse_codec(b.at("forward"), where + ".forward");
     if (b.contains("backward")) {
@@ -309,7 +309,7 @@ int64_t OptimizerSpec::step_temporary_copies() const {
   return decay;
 }
 
-Scenario parse_scenario(const json& j) {
+Scenario parse_scenario(const json& j, ScenarioNeeds needs) {
   scenario_internal::check_schema(j);
   if (j.contains("sweep")) {
     throw InputError("$.sweep",
@@ -320,8 +320,11 @@ Scenario parse_scenario(const json& j) {
   jr::require_key(j, "$", "name", "a string naming the scenario");
   jr::require_key(j, "$", "model", "a model object such as {\"name\": \"resnet20\"}");
   jr::require_key(j, "$", "batch_size", "a positive integer");
-  jr::require_key(j, "$", "partition", "a list of at least 2 parts");
-  jr::require_key(j, "$", "devices", "an object mapping each party to a device");
+  const bool plan = needs == ScenarioNeeds::kPlan;
+  if (plan) {
+    jr::require_key(j, "$", "partition", "a list of at least 2 parts");
+    jr::require_key(j, "$", "devices", "an object mapping each party to a device");
+  }
 
   Scenario s;
   s.name = jr::read_string(j.at("name"), "$.name");
@@ -341,10 +344,12 @@ Scenario parse_scenario(const json& j) {
   if (j.contains("precision")) {
     s.precision = jr::read_choice(j.at("precision"), "$.precision", "precision", kPrecisions);
   }
-  s.devices = parse_devices(j.at("devices"), "$.devices");
-  s.partition = parse_partition(j.at("partition"), "$.partition", s.devices);
-  s.compression = parse_compression(j.contains("compression") ? &j.at("compression") : nullptr,
-                                    "$.compression", s.partition.size());
+  if (j.contains("devices")) s.devices = parse_devices(j.at("devices"), "$.devices");
+  if (j.contains("partition")) {
+    s.partition = parse_partition(j.at("partition"), "$.partition", s.devices);
+    s.compression = parse_compression(j.contains("compression") ? &j.at("compression") : nullptr,
+                                      "$.compression", s.partition.size());
+  }
   if (j.contains("chunks")) {
     s.chunks = jr::read_int(j.at("chunks"), "$.chunks", 1, limits::kMaxChunks);
     if (s.chunks > s.batch_size) {

@@ -190,7 +190,8 @@ void apply(json& j, const Axis& axis, const json& value) {
   throw InputError(where, message + " (in sweep variant \"" + label + "\")");
 }
 
-std::vector<ScenarioVariant> expand_in_order(const json& j, const std::vector<std::string>& order) {
+std::vector<ScenarioVariant> expand_in_order(const json& j, const std::vector<std::string>& order,
+                                             ScenarioNeeds needs) {
   scenario_internal::check_schema(j);
   json base = j;
   std::vector<Axis> axes;
@@ -210,7 +211,7 @@ std::vector<ScenarioVariant> expand_in_order(const json& j, const std::vector<st
     }
     if (axes.empty()) v.label = "base";
     try {
-      v.scenario = parse_scenario(v.json);
+      v.scenario = parse_scenario(v.json, needs);
     } catch (const InputError& e) {
       if (axes.empty()) throw;
       rethrow_in_variant(e, axes, index, v.label);
@@ -319,19 +320,19 @@ static void load_calibrations(std::vector<ScenarioVariant>* variants,
   }
 }
 
-std::vector<ScenarioVariant> expand_scenario(const json& j) {
+std::vector<ScenarioVariant> expand_scenario(const json& j, ScenarioNeeds needs) {
   // nlohmann::json keeps object keys sorted: without the file's own order
   // (load_scenario_file), the axes come in alphabetical order.
   std::vector<std::string> order;
   if (j.is_object() && j.contains("sweep") && j.at("sweep").is_object()) {
     for (const auto& item : j.at("sweep").items()) order.push_back(item.key());
   }
-  std::vector<ScenarioVariant> variants = expand_in_order(j, order);
+  std::vector<ScenarioVariant> variants = expand_in_order(j, order, needs);
   load_calibrations(&variants, ".");
   return variants;
 }
 
-std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
+std::vector<ScenarioVariant> load_scenario_file(const std::string& file, ScenarioNeeds needs) {
   const std::string text = read_input_file(file, "scenario file");
   const json j = parse_text(text, file);
   std::vector<std::string> order;
@@ -341,7 +342,7 @@ std::vector<ScenarioVariant> load_scenario_file(const std::string& file) {
     for (const auto& item : ordered.at("sweep").items()) order.push_back(item.key());
   }
   try {
-    std::vector<ScenarioVariant> variants = expand_in_order(j, order);
+    std::vector<ScenarioVariant> variants = expand_in_order(j, order, needs);
     load_calibrations(&variants, std::filesystem::path(file).parent_path());
     return variants;
   } catch (const InputError& e) {

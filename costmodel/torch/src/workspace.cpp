@@ -9,9 +9,19 @@
 
 namespace splitsim {
 
-Workspace::Workspace(const std::string& scenario_file, Progress progress)
+Workspace::Workspace(const std::string& scenario_file, Progress progress, ScenarioNeeds needs)
     : file_(scenario_file), progress_(std::move(progress)) {
-  variants_ = load_scenario_file(scenario_file);
+  variants_ = load_scenario_file(scenario_file, needs);
+  bool defaulted = false;
+  for (ScenarioVariant& v : variants_) {
+    if (!v.scenario.devices.empty()) continue;
+    v.scenario.devices = {{"client", kDefaultDevice}, {"server", kDefaultDevice}};
+    v.json["devices"] = v.scenario.devices;
+    defaulted = true;
+  }
+  if (defaulted)
+    progress_(std::string("the scenario names no devices: client and server both \"") +
+              kDefaultDevice + "\" (set $.devices to choose)");
   const auto dir = std::filesystem::path(scenario_file).parent_path();
   // The scenario's own devices/ first, then the shipped ones.
   device_dirs_ = {(dir / "devices").string()};

@@ -69,7 +69,8 @@ std::pair<std::string, std::string> client_server(const Scenario& base,
                                                   const std::map<std::string, DeviceProfile>& dev,
                                                   const ExploreSpace& space) {
   std::string client = space.client_party, server = space.server_party;
-  if (client.empty() && !base.partition.empty()) client = base.partition.front().party;
+  if (client.empty()) client = base.partition.empty() ? "client" : base.partition.front().party;
+  if (server.empty() && base.partition.empty() && client != "server") server = "server";
   if (server.empty())
     for (const auto& p : base.partition)
       if (p.party != client) {

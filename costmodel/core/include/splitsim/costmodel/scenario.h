@@ -223,13 +223,23 @@ struct ScenarioVariant {
   nlohmann::json json;  // the scenario with the sweep applied (no "sweep" key)
 };
 
+// What a command needs of a scenario.
+enum class ScenarioNeeds {
+  kPlan,   // a Plan: "partition" and "devices" are required
+  kModel,  // the model before any decision (plan --list-cuts and --units,
+           // explore): "partition", "compression" and "devices" may be
+           // missing (then empty); what is there is read as for kPlan
+};
+
 // Parses one scenario object (no "sweep"). Throws InputError.
-Scenario parse_scenario(const nlohmann::json& j);
+Scenario parse_scenario(const nlohmann::json& j, ScenarioNeeds needs = ScenarioNeeds::kPlan);
 // Expands the optional "sweep" section into the cartesian product of its
 // axes and parses every variant. Throws InputError.
-std::vector<ScenarioVariant> expand_scenario(const nlohmann::json& j);
+std::vector<ScenarioVariant> expand_scenario(const nlohmann::json& j,
+                                             ScenarioNeeds needs = ScenarioNeeds::kPlan);
 // Reads and expands a scenario file. Throws InputError naming the file.
-std::vector<ScenarioVariant> load_scenario_file(const std::string& file);
+std::vector<ScenarioVariant> load_scenario_file(const std::string& file,
+                                                ScenarioNeeds needs = ScenarioNeeds::kPlan);
 
 // The first labels (a dozen at most), quoted and comma-separated, then how
 // many more there are: "\"a\", \"b\" and 30 more".

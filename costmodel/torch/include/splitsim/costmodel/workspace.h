@@ -19,8 +19,16 @@ using Progress = std::function<void(const std::string&)>;
 
 class Workspace {
  public:
-  // Throws InputError for an unreadable or invalid scenario file.
-  Workspace(const std::string& scenario_file, Progress progress);
+  // The device of both parties of a scenario read with ScenarioNeeds::kModel
+  // that names no devices: a one-thread CPU profile shipped with splitsim.
+  static constexpr const char* kDefaultDevice = "cpu_this_machine";
+
+  // Throws InputError for an unreadable or invalid scenario file. With
+  // ScenarioNeeds::kModel a variant without "devices" gets {"client",
+  // "server"} both on kDefaultDevice, in its Scenario and its JSON, and
+  // `progress` says so once.
+  Workspace(const std::string& scenario_file, Progress progress,
+            ScenarioNeeds needs = ScenarioNeeds::kPlan);
 
   const std::vector<ScenarioVariant>& variants() const { return variants_; }
   // Keeps only the variants whose label contains `filter`; throws InputError
