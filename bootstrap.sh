@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # splitsim set-up: installs what is missing (Debian 12 packages only), builds,
-# then runs the main job on the default scenario (`./bootstrap.sh`) or the
-# whole test suite (`./bootstrap.sh test`). Safe to run again: it installs and
-# rebuilds only what is missing or changed.
+# then runs the main job on the default scenario (`./bootstrap.sh`: builds
+# only `splitsim` and its simulation worker) or the whole test suite
+# (`./bootstrap.sh test`: builds everything). Safe to run again: it installs
+# and rebuilds only what is missing or changed. `./bootstrap.sh build`
+# builds everything and runs nothing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -13,7 +15,7 @@ case "$mode" in
 esac
 
 packages=(
-  cmake g++ ninja-build pkg-config
+  cmake g++ ninja-build pkg-config ccache          # ccache: the test suite's build without LibTorch reuses these objects
   libtorch-dev libgloo-dev libopenblas0-openmp  # LibTorch; without OpenBLAS matmuls run ~50x slower
   libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libgtest-dev libcli11-dev
   iproute2                                      # network namespaces for `validate`
@@ -41,9 +43,15 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "== building (build/)"
+targets=()  # everything
+if [[ $mode == run ]]; then
+  targets=(--target splitsim splitsim-simworker)
+fi
+echo "== building (build/${targets[*]:+: ${targets[*]:1}})"
+start=$SECONDS
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+cmake --build build -j"$(nproc)" "${targets[@]}"
+echo "== built in $((SECONDS - start)) s"
 
 case "$mode" in
   run)

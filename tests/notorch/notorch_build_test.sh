@@ -8,33 +8,38 @@
 #  - lists no command that needs LibTorch in --help,
 #  - refuses a scenario file with exit code 2, saying to give a plan file.
 # Usage: notorch_build_test.sh SOURCE_DIR TORCH_SPLITSIM [CXX_COMPILER]
-# Uses ccache as the compiler launcher when it is installed; builds with
+# The build directory sits beside the LibTorch build's (TORCH_SPLITSIM is
+# BUILD/cli/splitsim): where ccache is installed, CMakeLists.txt makes it the
+# compiler launcher with paths relative to the build directory, so that the
+# objects the two builds share (the core, the simulator, sim_tests) come from
+# the cache instead of being compiled twice. Builds with
 # $SPLITSIM_NOTORCH_JOBS jobs (default 2).
 set -euo pipefail
 src=$1
 torch_bin=$2
 cxx=${3:-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+torch_build=$(cd "$(dirname "$torch_bin")/.." && pwd)
+tmp=$(mktemp -d)  # logs and outputs
+build=$(mktemp -d "$torch_build-notorch.XXXXXX")
+trap 'rm -rf "$tmp" "$build"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-args=(-S "$src" -B "$tmp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+args=(-S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
       -DSPLITSIM_WITH_TORCH=OFF -DSPLITSIM_BUILD_TESTS=ON)
 [[ -n $cxx ]] && args+=(-DCMAKE_CXX_COMPILER="$cxx")
-command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 start=$SECONDS
 cmake "${args[@]}" >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; fail "configure"; }
 grep -q "building without LibTorch" "$tmp/configure.log" || fail "configure did not go without LibTorch"
-cmake --build "$tmp/build" --parallel "${SPLITSIM_NOTORCH_JOBS:-2}" --target sim_tests splitsim \
+cmake --build "$build" --parallel "${SPLITSIM_NOTORCH_JOBS:-2}" --target sim_tests splitsim \
   >"$tmp/build.log" 2>&1 || { tail -50 "$tmp/build.log"; fail "build"; }
 echo "configure + build: $((SECONDS - start)) s"
-bin=$tmp/build/cli/splitsim
+bin=$build/cli/splitsim
 [[ -x $bin ]] || fail "no splitsim built"
 if ldd "$bin" | grep -q -E "libtorch|libc10"; then
   fail "the splitsim built without LibTorch links it: $(ldd "$bin" | grep -E "torch|c10")"
 fi
 
-"$tmp/build/tests/sim_tests" --gtest_brief=1 >"$tmp/sim_tests.log" 2>&1 ||
+"$build/tests/sim_tests" --gtest_brief=1 >"$tmp/sim_tests.log" 2>&1 ||
   { tail -50 "$tmp/sim_tests.log"; fail "sim_tests"; }
 
 # Same metrics from a plan file as the LibTorch build gets from the scenario.

@@ -10,6 +10,7 @@
 
 #include "codec_internal.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 
 namespace splitsim {
 
@@ -112,14 +113,6 @@ bool WireTensor::operator==(const WireTensor& o) const {
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::ostringstream s;
-  s << '[';
-  for (size_t i = 0; i < shape.size(); ++i) s << (i ? "," : "") << shape[i];
-  s << ']';
-  return s.str();
-}
-
 [[noreturn]] void refuse(const std::string& path, const std::string& message) {
   throw InputError(path, message);
 }
@@ -142,7 +135,7 @@ void check_ratio(double value, const char* what, const std::string& path) {
 std::string not_here(const char* method, const char* applies_to, const std::vector<int64_t>& shape,
                      const char* instead) {
   return std::string(method) + " applies to " + applies_to +
-         ", but the tensor at this boundary is " + shape_str(shape) + " (per sample); use " +
+         ", but the tensor at this boundary is " + format_shape(shape) + " (per sample); use " +
          instead;
 }
 
@@ -167,7 +160,7 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
                       const std::string& path) {
   for (int64_t d : shape) {
     if (d <= 0) {
-      refuse(path, "the tensor at this boundary has an empty dimension " + shape_str(shape));
+      refuse(path, "the tensor at this boundary has an empty dimension " + format_shape(shape));
     }
   }
   switch (spec.method) {
@@ -186,7 +179,7 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
       const int64_t max_kernel = std::min(shape[1], shape[2]);
       if (spec.kernel > max_kernel) {
         refuse(path, "conv_insert kernel " + std::to_string(spec.kernel) + " does not fit in the " +
-                         shape_str(shape) +
+                         format_shape(shape) +
                          " activation; kernel must be <= " + std::to_string(max_kernel));
       }
       // The ConvTranspose2d needs output_padding = (in - k) % stride, which is
@@ -203,7 +196,7 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
       if (!decaying) {
         if (spec.out_features < 1 || spec.out_features > shape[1]) {
           refuse(path, "linear_insert out_features must be in 1.." + std::to_string(shape[1]) +
-                           " (the hidden size H of " + shape_str(shape) + "), got " +
+                           " (the hidden size H of " + format_shape(shape) + "), got " +
                            std::to_string(spec.out_features));
         }
         return;
@@ -227,7 +220,7 @@ void check_applicable(const CodecSpec& spec, const std::vector<int64_t>& shape,
       const int64_t max_rank = std::min(m.rows, m.cols);
       if (spec.rank < 1 || spec.rank > max_rank) {
         refuse(path, "power_iteration rank must be in 1.." + std::to_string(max_rank) +
-                         " for the " + shape_str(shape) + " activation (viewed as [" +
+                         " for the " + format_shape(shape) + " activation (viewed as [" +
                          std::to_string(m.rows) + "," + std::to_string(m.cols) + "]), got " +
                          std::to_string(spec.rank));
       }

@@ -6,16 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/unit_graph.h"
 
 namespace splitsim {
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 }  // namespace
 
@@ -43,7 +39,7 @@ void print_units(std::ostream& out, const ModelProfile& model, const OptimizerSp
   for (const auto& u : model.units) {
     std::snprintf(
         line, sizeof line, "%-20s %-16s %12lld %10lld %10lld %12lld %12lld %12lld %12lld %12lld\n",
-        u.name.c_str(), shape_str(u.output_shape).c_str(), static_cast<long long>(u.output_bytes()),
+        u.name.c_str(), format_shape(u.output_shape).c_str(), static_cast<long long>(u.output_bytes()),
         static_cast<long long>(u.param_count), static_cast<long long>(u.trainable_param_count()),
         static_cast<long long>(u.param_bytes),
         static_cast<long long>(u.trainable_param_bytes() * state_copies),
@@ -68,7 +64,7 @@ void print_cuts(std::ostream& out, const ModelProfile& model, bool json) {
                     {"shape_per_sample", c.shape},
                     {"bytes_per_sample", bytes}});
     if (!json)
-      out << "  " << c.before << " | " << c.after << "  " << shape_str(c.shape) << "  " << bytes
+      out << "  " << c.before << " | " << c.after << "  " << format_shape(c.shape) << "  " << bytes
           << " B/sample\n";
   }
   if (json)

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <ostream>
 
+#include "splitsim/costmodel/format.h"
+
 namespace splitsim {
 
 int64_t Plan::bytes_sent(const std::string& party) const {
@@ -79,12 +81,6 @@ nlohmann::json platform_json(const PlatformSpec& p) {
     j["parties"][name] = {{"cpu_s_per_byte_sent", w.cpu_s_per_byte_sent},
                           {"cpu_s_per_byte_received", w.cpu_s_per_byte_received}};
   return j;
-}
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 // 1234567 -> "1.23 M" (decimal prefixes).
@@ -295,7 +291,7 @@ void print_plan(std::ostream& os, const Plan& p) {
   for (const auto& b : p.boundaries) {
     const std::string name = std::to_string(b.from_stage) + "->" + std::to_string(b.to_stage);
     std::snprintf(line, sizeof line, "%-9s %-20s %-30s %12s   %-30s %12s\n", name.c_str(),
-                  shape_str(b.activation_shape).c_str(), describe(b.forward.codec).c_str(),
+                  format_shape(b.activation_shape).c_str(), describe(b.forward.codec).c_str(),
                   si(b.forward.wire_bytes_per_batch, "B").c_str(),
                   describe(b.backward.codec).c_str(),
                   si(b.backward.wire_bytes_per_batch, "B").c_str());

@@ -63,7 +63,7 @@ const std::vector<std::string> kStageKeys = {"name",
                                              "timed_from",
                                              "fwd_op_class_shares_per_microbatch",
                                              "bwd_op_class_shares_per_microbatch"};
-const std::vector<std::string> kBoundaryKeys = {"from_stage", "to_stage", "activation_shape",
+const std::vector<std::string> kPlanBoundaryKeys = {"from_stage", "to_stage", "activation_shape",
                                                 "forward", "backward"};
 const std::vector<std::string> kTransferKeys = {"method",
                                                 "codec",
@@ -238,7 +238,7 @@ PlanTransfer read_transfer(const json& j, const std::string& path, size_t m) {
 PlanBoundary read_boundary(const json& j, const std::string& path, int b, size_t m) {
   jr::require_object(j, path,
                      "a boundary object such as {\"from_stage\": 0, \"to_stage\": 1, ...}");
-  jr::check_keys(j, path, kBoundaryKeys);
+  jr::check_keys(j, path, kPlanBoundaryKeys);
   jr::require_key(j, path, "from_stage", "a stage index");
   jr::require_key(j, path, "to_stage", "a stage index");
   jr::require_key(j, path, "forward", "a transfer object");
