@@ -156,6 +156,38 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   std::filesystem::remove_all(dir);
 }
 
+// Root with iproute2, but no namespaces to be had (a container without the
+// permission): one line says so and the runs go over unshaped loopback, as
+// without root.
+TEST(ValidateCliTest, NoNamespacePermissionFallsBackToLoopbackInOneLine) {
+  if (geteuid() != 0) GTEST_SKIP() << "without root validate never tries the namespaces";
+  const auto dir = temp_dir("no_netns");
+  for (const char* tool : {"ip", "tc"}) {
+    const auto path = dir / tool;
+    std::ofstream(path) << "#!/bin/sh\necho 'mount --make-shared /run/netns failed: Operation "
+                           "not permitted' >&2\nexit 1\n";
+    chmod(path.c_str(), 0755);
+  }
+  const std::string report = (dir / "report.json").string();
+  const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
+                                  "' --iterations 5 --repeat 1 --timeout-s 120 --exec-bin " +
+                                  write_standin(dir) + " --report " + report,
+                              "PATH=" + dir.string() + ":$PATH ");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string warning =
+      "WARNING: the real runs use loopback 127.0.0.1, NOT shaped (cannot build the namespace "
+      "link: ";
+  EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("link: loopback (not shaped: cannot build the namespace link: "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Operation not permitted"), std::string::npos) << r.out;
+  std::ifstream in(report);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_FALSE(j["link"]["shaped"].get<bool>());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ValidateCliTest, QuickMatrixTakesEverySeventhVariantRepeatedAndSummarisesPerModel) {
   const auto dir = temp_dir("quick");
   const CliResult r = run_cli("validate " + matrix_file() +

@@ -75,17 +75,18 @@ std::vector<int> Validator::companion_cpus() const {
   return endpoints_.client_cpus;
 }
 
+void Validator::use_loopback(double rate, const std::string& reason) {
+  link_info_ = {"loopback (not shaped: " + reason + ")", false, rate, 0};
+  endpoints_ = {{}, {}, "127.0.0.1", 29500, endpoints_.server_cpus, endpoints_.client_cpus, {}};
+  log_("WARNING: the real runs use loopback 127.0.0.1, NOT shaped (" + reason +
+       "); the predictions still assume each variant's rate");
+}
+
 void Validator::open_link(double rate) {
+  const std::string reason = NetnsLink::unavailable_reason();
+  if (!reason.empty()) return use_loopback(rate, reason);
   const int stale = NetnsLink::remove_stale();
   if (stale > 0) log_("removed " + std::to_string(stale) + " stale namespace(s) of dead runs");
-  const std::string reason = NetnsLink::unavailable_reason();
-  if (!reason.empty()) {
-    link_info_ = {"loopback (not shaped: " + reason + ")", false, rate, 0};
-    endpoints_.server_address = "127.0.0.1";
-    log_("WARNING: the real runs use loopback 127.0.0.1, NOT shaped (" + reason +
-         "); the predictions still assume each variant's rate");
-    return;
-  }
   std::string congestion_control = options_.congestion_control;
   if (!congestion_control.empty() && !NetnsLink::congestion_control_available(congestion_control)) {
     log_("notice: this kernel has no TCP " + congestion_control + " (it has " +
@@ -93,7 +94,14 @@ void Validator::open_link(double rate) {
          "); the real runs use the namespaces' default, named in the report");
     congestion_control.clear();
   }
-  link_ = std::make_unique<NetnsLink>(rate, options_.shaper, congestion_control);
+  try {
+    link_ = std::make_unique<NetnsLink>(rate, options_.shaper, congestion_control);
+  } catch (const std::runtime_error& e) {
+    // Root with iproute2, but no namespaces or shaping here (a container
+    // without the permission, a kernel without htb): as without root.
+    const std::string what = e.what();
+    return use_loopback(rate, "cannot build the namespace link: " + what.substr(0, what.find('\n')));
+  }
   if (link_->congestion_control() != link_->namespace_default())
     log_("notice: this host lets a network namespace default only to " +
          read_ipv4_sysctl("tcp_allowed_congestion_control") + "; exec sets " +

@@ -72,6 +72,8 @@ class Validator {
   struct Prepared;
   void open_link(double rate);
   void set_rate(double rate, LinkInfo* info);
+  // The real runs over unshaped loopback, `reason` said in one line.
+  void use_loopback(double rate, const std::string& reason);
   double rate_of(const ValidationItem& item) const;
   PlatformSpec platform_at(double rate);
   const CachedProfile& profile(const ValidationItem& item, bool loaded);
