@@ -25,7 +25,7 @@ std::vector<std::string> shipped_scenarios() {
   return names;
 }
 
-std::string write_text(const std::string& text, const std::string& name) {
+std::string write_json_text(const std::string& text, const std::string& name) {
   const auto p = std::filesystem::temp_directory_path() /
                  ("splitsim_" + name + "_" + std::to_string(::getpid()) + ".json");
   std::ofstream(p) << text;
@@ -48,7 +48,7 @@ TEST_P(ShippedPlanFileTest, PlansRoundTripAndSimulateLikeTheScenario) {
     EXPECT_EQ(nlohmann::json(plans[i]), all[i]);
   }
 
-  const std::string file = write_text(plan.out, "plan_file_" + GetParam());
+  const std::string file = write_json_text(plan.out, "plan_file_" + GetParam());
   const CliResult from_plans = run_cli("simulate --json " + file);
   const CliResult from_scenario = run_cli("simulate --json " + scenario);
   std::filesystem::remove(file);
@@ -69,7 +69,7 @@ TEST(PlanFileCliTest, VariantFiltersPlansAndTraceNeedsOne) {
   const std::string scenario = source_path("scenarios/mobilenet_v2_ushape.json");
   const CliResult plan = run_cli("plan --json " + scenario);
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  const std::string file = write_text(plan.out, "plan_file_variant");
+  const std::string file = write_json_text(plan.out, "plan_file_variant");
 
   CliResult r = run_cli("simulate --csv --variant chunks=8 " + file);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -96,7 +96,7 @@ TEST(PlanFileCliTest, ABrokenPlanFileExitsTwoNamingThePath) {
   nlohmann::json j = nlohmann::json::parse(plan.out);
   ASSERT_TRUE(j.is_object());
   j["stages"][1]["fwd_s_per_microbatch"][0] = -1;
-  const std::string file = write_text(j.dump(), "plan_file_broken");
+  const std::string file = write_json_text(j.dump(), "plan_file_broken");
   const CliResult r = run_cli("simulate " + file);
   std::filesystem::remove(file);
   EXPECT_EQ(r.exit_code, 2);
@@ -121,9 +121,9 @@ TEST(PlanFileCliTest, CalibrationIsThePlanWithItApplied) {
   c.cpu_s_per_byte_received = 1e-9;
   nlohmann::json calibrated = nlohmann::json::array();
   for (const Plan& p : plans) calibrated.push_back(apply_calibration(p, c));
-  const std::string plan_file = write_text(plan.out, "calib_plans");
-  const std::string calibrated_file = write_text(calibrated.dump(), "calib_applied");
-  const std::string calibration_file = write_text(nlohmann::json(c).dump(), "calibration");
+  const std::string plan_file = write_json_text(plan.out, "calib_plans");
+  const std::string calibrated_file = write_json_text(calibrated.dump(), "calib_applied");
+  const std::string calibration_file = write_json_text(nlohmann::json(c).dump(), "calibration");
 
   const CliResult with =
       run_cli("simulate --json --calibration " + calibration_file + " " + plan_file);
@@ -135,7 +135,7 @@ TEST(PlanFileCliTest, CalibrationIsThePlanWithItApplied) {
   EXPECT_NE(with.out, without.out);
 
   // A broken calibration file: exit 2, the JSON path and the file named, no output.
-  const std::string broken = write_text(
+  const std::string broken = write_json_text(
       R"({"schema": "splitsim.calibration/1", "parties": {"server": {"compute_scale": -2}}})",
       "calibration_broken");
   const CliResult r = run_cli("simulate --calibration " + broken + " " + plan_file);

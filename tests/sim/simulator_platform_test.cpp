@@ -15,9 +15,11 @@ using testing::equal_stages;
 using testing::set_wire_bytes;
 using testing::ushape;
 
-constexpr double kRel = 1e-6;
+constexpr double kPlatformRel = 1e-6;
 
-Metrics run(const Plan& plan) { return compute_metrics(simulate(plan), plan, plan.warmup); }
+Metrics simulate_steady(const Plan& plan) {
+  return compute_metrics(simulate(plan), plan, plan.warmup);
+}
 
 // Where an event of stage `stage`, kind `kind`, starts in batch `batch`.
 double start_of(const Timeline& t, EventKind kind, int stage, int64_t batch, int64_t mb) {
@@ -41,9 +43,9 @@ Plan streaming_client() {
 
 TEST(SimulatorPlatformTest, WithoutHostWorkTransfersOverlapCompute) {
   // F0 0..10, xfer0 10..20 beside F1 10..20, xfer1 20..30.
-  const Metrics m = run(streaming_client());
-  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
+  const Metrics m = simulate_steady(streaming_client());
+  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, SendWorkSlowsTheComputeItOverlaps) {
@@ -52,9 +54,9 @@ TEST(SimulatorPlatformTest, SendWorkSlowsTheComputeItOverlaps) {
   // speed, 5 ms done), then runs alone to 25; xfer1 25..35.
   Plan p = streaming_client();
   p.platform.cpu_s_per_byte_sent = 5e-9;
-  const Metrics m = run(p);
-  EXPECT_NEAR(m.time_per_batch_s / 35e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
+  const Metrics m = simulate_steady(p);
+  EXPECT_NEAR(m.time_per_batch_s / 35e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kPlatformRel);
   // The work is the host's, not compute: no event, no bytes changed.
   EXPECT_DOUBLE_EQ(m.party("client")->bytes_sent_per_batch, 2e6);
 }
@@ -69,12 +71,12 @@ TEST(SimulatorPlatformTest, HostWorkOverHalfTheHostTakesWhatItAsksAndComputeTheR
   p.platform.cpu_s_per_byte_sent = 7.5e-9;
   const Timeline t = simulate(p);
   const Metrics m = compute_metrics(t, p, p.warmup);
-  EXPECT_NEAR(m.time_per_batch_s / 37.5e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 27.5e-3, 1.0, kRel);
+  EXPECT_NEAR(m.time_per_batch_s / 37.5e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 27.5e-3, 1.0, kPlatformRel);
   EXPECT_NEAR(
       (start_of(t, EventKind::kForward, 1, 3, 0) - start_of(t, EventKind::kForward, 0, 3, 0)) /
           20e-3,
-      1.0, kRel);
+      1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, ReceiveWorkRunsOnTheReceiver) {
@@ -82,9 +84,9 @@ TEST(SimulatorPlatformTest, ReceiveWorkRunsOnTheReceiver) {
   // 10 ms transfer never holds a message back.
   Plan p = streaming_client();
   p.platform.cpu_s_per_byte_received = 5e-9;
-  const Metrics m = run(p);
-  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
+  const Metrics m = simulate_steady(p);
+  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
@@ -93,8 +95,8 @@ TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
   // shares nothing: the work is the server's), xfer1 30..50.
   Plan p = streaming_client();
   p.platform.cpu_s_per_byte_received = 2e-8;
-  const Metrics m = run(p);
-  EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kRel);
+  const Metrics m = simulate_steady(p);
+  EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, TheSendCallPerTensorRunsOnTheSendingStage) {
@@ -111,18 +113,18 @@ TEST(SimulatorPlatformTest, TheSendCallPerTensorRunsOnTheSendingStage) {
   EXPECT_TRUE(p.platform.any());
   const Timeline t = simulate(p);
   const Metrics m = compute_metrics(t, p, p.warmup);
-  EXPECT_NEAR(m.time_per_batch_s / 37.5e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
+  EXPECT_NEAR(m.time_per_batch_s / 37.5e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kPlatformRel);
   const double f0 = start_of(t, EventKind::kForward, 0, 3, 0);
-  EXPECT_NEAR((start_of(t, EventKind::kForward, 0, 3, 1) - f0) / 15e-3, 1.0, kRel);
-  EXPECT_NEAR((start_of(t, EventKind::kSend, 0, 3, 1) - f0) / 25e-3, 1.0, kRel);
+  EXPECT_NEAR((start_of(t, EventKind::kForward, 0, 3, 1) - f0) / 15e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR((start_of(t, EventKind::kSend, 0, 3, 1) - f0) / 25e-3, 1.0, kPlatformRel);
   // One tensor per transfer: half the call.
   p.boundaries[0].forward.wire_messages = 1;
   const Timeline one = simulate(p);
   EXPECT_NEAR(
       (start_of(one, EventKind::kForward, 0, 3, 1) - start_of(one, EventKind::kForward, 0, 3, 0)) /
           12.5e-3,
-      1.0, kRel);
+      1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, TheReceivePostPerTransferRunsOnTheReceivingStage) {
@@ -135,11 +137,11 @@ TEST(SimulatorPlatformTest, TheReceivePostPerTransferRunsOnTheReceivingStage) {
   // 60 ms per batch.
   Plan q = streaming_client();
   q.platform.cpu_s_per_message_received = 20e-3;
-  Metrics m = run(q);
-  EXPECT_NEAR(m.time_per_batch_s / 60e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kRel);
+  Metrics m = simulate_steady(q);
+  EXPECT_NEAR(m.time_per_batch_s / 60e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 20e-3, 1.0, kPlatformRel);
   q.boundaries[0].forward.wire_messages = 2;
-  EXPECT_NEAR(run(q).time_per_batch_s / 60e-3, 1.0, kRel);
+  EXPECT_NEAR(simulate_steady(q).time_per_batch_s / 60e-3, 1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, TransportCallsTakeTheProcessorInTurnWithThePartysOtherStage) {
@@ -152,9 +154,9 @@ TEST(SimulatorPlatformTest, TransportCallsTakeTheProcessorInTurnWithThePartysOth
   Plan p = ushape(10e-3, 0, 10e-3, 0, Schedule::kGpipe, 2);
   p.platform.cpu_s_per_message_sent = 4e-3;
   const Timeline t = simulate(p);
-  EXPECT_NEAR(start_of(t, EventKind::kForward, 0, 0, 1) / 14e-3, 1.0, kRel);
-  EXPECT_NEAR(start_of(t, EventKind::kForward, 1, 0, 0) / 10e-3, 1.0, kRel);
-  EXPECT_NEAR(start_of(t, EventKind::kForward, 2, 0, 0) / 28e-3, 1.0, kRel);
+  EXPECT_NEAR(start_of(t, EventKind::kForward, 0, 0, 1) / 14e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(start_of(t, EventKind::kForward, 1, 0, 0) / 10e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(start_of(t, EventKind::kForward, 2, 0, 0) / 28e-3, 1.0, kPlatformRel);
   // The same on the receiving side: 4 ms per transfer received, paid
   // before the stage takes it. The server: call 0..4, F0 10..20, call
   // 20..24, F1 24..34. The client: stage 0's F0 0..10 (stage 0's actor
@@ -163,8 +165,8 @@ TEST(SimulatorPlatformTest, TransportCallsTakeTheProcessorInTurnWithThePartysOth
   Plan q = ushape(10e-3, 0, 10e-3, 0, Schedule::kGpipe, 2);
   q.platform.cpu_s_per_message_received = 4e-3;
   const Timeline u = simulate(q);
-  EXPECT_NEAR(start_of(u, EventKind::kForward, 1, 0, 1) / 24e-3, 1.0, kRel);
-  EXPECT_NEAR(start_of(u, EventKind::kForward, 0, 0, 1) / 14e-3, 1.0, kRel);
+  EXPECT_NEAR(start_of(u, EventKind::kForward, 1, 0, 1) / 24e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(start_of(u, EventKind::kForward, 0, 0, 1) / 14e-3, 1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, APartysOwnHostWorkAddsToThePlatforms) {
@@ -177,12 +179,12 @@ TEST(SimulatorPlatformTest, APartysOwnHostWorkAddsToThePlatforms) {
   p.platform.parties["client"].cpu_s_per_byte_received = 5e-8;
   EXPECT_DOUBLE_EQ(p.platform.received_s_per_byte("server"), 2e-8);
   EXPECT_DOUBLE_EQ(p.platform.received_s_per_byte("gpu1"), 1e-8);
-  EXPECT_NEAR(run(p).time_per_batch_s / 50e-3, 1.0, kRel);
+  EXPECT_NEAR(simulate_steady(p).time_per_batch_s / 50e-3, 1.0, kPlatformRel);
   // The client's own send work (5e-9 s/B) slows its F1 as the platform's did.
   Plan q = streaming_client();
   q.platform.parties["client"].cpu_s_per_byte_sent = 5e-9;
   EXPECT_TRUE(q.platform.any());
-  EXPECT_NEAR(run(q).time_per_batch_s / 35e-3, 1.0, kRel);
+  EXPECT_NEAR(simulate_steady(q).time_per_batch_s / 35e-3, 1.0, kPlatformRel);
 }
 
 // client | server, GPipe, 2 micro-batches, free links, forwards only: the
@@ -198,12 +200,12 @@ TEST(SimulatorPlatformTest, CoComputeSlowdownAppliesOnlyOnASharedMachine) {
   // Alone: c F0 0..10, c F1 & s F0 10..20, s F1 20..30.
   Plan p = overlapping(10e-3, 10e-3);
   p.platform.co_compute_slowdown = 2;
-  EXPECT_NEAR(run(p).time_per_batch_s / 30e-3, 1.0, kRel);  // not shared: ignored
+  EXPECT_NEAR(simulate_steady(p).time_per_batch_s / 30e-3, 1.0, kPlatformRel);  // not shared: ignored
   // Shared, 2x while both compute: the overlap takes 20 ms, s F1 30..40.
   p.platform.shared_machine = true;
-  const Metrics m = run(p);
-  EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("server")->busy_s_per_batch / 30e-3, 1.0, kRel);
+  const Metrics m = simulate_steady(p);
+  EXPECT_NEAR(m.time_per_batch_s / 40e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("server")->busy_s_per_batch / 30e-3, 1.0, kPlatformRel);
 }
 
 TEST(SimulatorPlatformTest, CoComputeSlowdownEndsWhenThePeerStops) {
@@ -212,9 +214,9 @@ TEST(SimulatorPlatformTest, CoComputeSlowdownEndsWhenThePeerStops) {
   Plan p = overlapping(10e-3, 5e-3);
   p.platform.shared_machine = true;
   p.platform.co_compute_slowdown = 2;
-  const Metrics m = run(p);
-  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kRel);
-  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kRel);
+  const Metrics m = simulate_steady(p);
+  EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kPlatformRel);
 }
 
 }  // namespace

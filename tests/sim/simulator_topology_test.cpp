@@ -33,14 +33,14 @@ Plan link_bound(int64_t clients, double client_Bps) {
   return p;
 }
 
-Metrics run(const Plan& p) { return simulate_metrics({p}, {}, 1).front(); }
+Metrics simulate_in_worker(const Plan& p) { return simulate_metrics({p}, {}, 1).front(); }
 
 TEST(SimulatorTopologyTest, ClientsSharingAServerLinkTakeNTimesTheirBytesOverItsRate) {
   const double R = 1e8;  // the server link, bytes/s; clients' links 100x faster
   for (int64_t n : {1, 4, 10}) {
     Plan p = link_bound(n, 1e10);
     p.network.server_bandwidth_bit_per_s = 8 * R;
-    const Metrics m = run(p);
+    const Metrics m = simulate_in_worker(p);
     EXPECT_NEAR(m.time_per_batch_s, n * kB / R, 1e-9 * n * kB / R) << n << " clients";
     EXPECT_EQ(m.busiest_resource, "link clients->server") << n;
     EXPECT_NEAR(m.busiest_utilisation, 1.0, 1e-6) << n;
@@ -49,7 +49,7 @@ TEST(SimulatorTopologyTest, ClientsSharingAServerLinkTakeNTimesTheirBytesOverIts
 
 TEST(SimulatorTopologyTest, WithoutAServerLinkEachClientIsLimitedByItsOwnLinkOnly) {
   for (int64_t n : {1, 10}) {
-    const Metrics m = run(link_bound(n, 1e8));
+    const Metrics m = simulate_in_worker(link_bound(n, 1e8));
     EXPECT_NEAR(m.time_per_batch_s, kB / 1e8, 1e-12) << n << " clients";
   }
 }
@@ -57,9 +57,9 @@ TEST(SimulatorTopologyTest, WithoutAServerLinkEachClientIsLimitedByItsOwnLinkOnl
 TEST(SimulatorTopologyTest, ALoneClientGetsTheSlowerOfItsLinkAndTheServers) {
   Plan p = link_bound(1, 1e7);
   p.network.server_bandwidth_bit_per_s = 8 * 1e8;
-  EXPECT_NEAR(run(p).time_per_batch_s, kB / 1e7, 1e-12);
+  EXPECT_NEAR(simulate_in_worker(p).time_per_batch_s, kB / 1e7, 1e-12);
   p.network.server_bandwidth_bit_per_s = 8 * 1e6;
-  EXPECT_NEAR(run(p).time_per_batch_s, kB / 1e6, 1e-12);
+  EXPECT_NEAR(simulate_in_worker(p).time_per_batch_s, kB / 1e6, 1e-12);
 }
 
 TEST(SimulatorTopologyTest, HeterogeneousClientsTheRoundWaitsForTheSlowest) {
@@ -67,7 +67,7 @@ TEST(SimulatorTopologyTest, HeterogeneousClientsTheRoundWaitsForTheSlowest) {
   PlanClientGroup fast{"fast", "", 2, {8e9, 8e9}, {}, {}};
   PlanClientGroup slow{"slow", "", 1, {8e7}, {}, {}};
   p.client_groups = {fast, slow};
-  const Metrics m = run(p);
+  const Metrics m = simulate_in_worker(p);
   EXPECT_NEAR(m.time_per_batch_s, kB / 1e7, 1e-12);
   ASSERT_EQ(m.client_groups.size(), 2u);
   EXPECT_EQ(m.client_groups[0].name, "fast");
@@ -88,7 +88,7 @@ TEST(SimulatorTopologyTest, ServerLinkAndSlowClientsCombine) {
   p.network.server_bandwidth_bit_per_s = 8e8;
   p.client_groups = {{"slow", "", 2, {8e7, 8e7}, {}, {}},
                      {"fast", "", 8, std::vector<double>(8, 8e9), {}, {}}};
-  const Metrics m = run(p);
+  const Metrics m = simulate_in_worker(p);
   EXPECT_NEAR(m.time_per_batch_s, kB / 1e7, 1e-9);
   EXPECT_NEAR(m.client_groups[1].time_per_batch.median_s, kB / 1e7, 1e-9);
 }
@@ -101,7 +101,7 @@ TEST(SimulatorTopologyTest, AClientsLatencyAndTheServersAddToItsMessages) {
   p.clients = 2;
   p.network.server_latency_s = 1e-3;
   p.client_groups = {{"near", "", 1, {}, {0.0}, {}}, {"far", "", 1, {}, {10e-3}, {}}};
-  const Metrics m = run(p);
+  const Metrics m = simulate_in_worker(p);
   EXPECT_NEAR(m.client_groups[0].time_per_batch.median_s, 3e-3 + 2 * 1e-3, 1e-9);
   EXPECT_NEAR(m.client_groups[1].time_per_batch.median_s, 3e-3 + 2 * 11e-3, 1e-9);
   EXPECT_NEAR(m.time_per_batch_s, 3e-3 + 2 * 11e-3, 1e-9);
@@ -113,7 +113,7 @@ TEST(SimulatorTopologyTest, AGroupComputesAtItsOwnDevicesCosts) {
   p.clients = 2;
   PlanClientGroup slow{"slow", "phone", 1, {}, {}, {{0, {10e-3}, {20e-3}, 5e-3}}};
   p.client_groups = {{"alike", "", 1, {}, {}, {}}, slow};
-  const Metrics m = run(p);
+  const Metrics m = simulate_in_worker(p);
   EXPECT_NEAR(m.client_groups[0].busy_s_per_batch, 1e-3 + 2e-3, 1e-12);
   EXPECT_NEAR(m.client_groups[1].busy_s_per_batch, 10e-3 + 20e-3 + 5e-3, 1e-12);
   EXPECT_NEAR(m.time_per_batch_s, 10e-3 + 20e-3 + 5e-3, 1e-9);
@@ -207,7 +207,7 @@ TEST(ClientGroupsFormatTest, APlanWithGroupsRoundTripsThroughItsFile) {
   const Plan p = plan_of(j);
   const nlohmann::json once = p;
   EXPECT_EQ(nlohmann::json(parse_plan(once)).dump(), once.dump());
-  EXPECT_EQ(run(p).client_groups.size(), 2u);
+  EXPECT_EQ(simulate_in_worker(p).client_groups.size(), 2u);
 }
 
 std::string where(const nlohmann::json& j) {
