@@ -242,7 +242,8 @@ TEST(ValidateCliTest, LetCoresIdleRunsWithoutPollers) {
   const auto dir = temp_dir("idle");
   const CliResult r = run_cli(
       "validate " + matrix_file() + " --variant '" + kVariant +
-      "' --iterations 5 --timeout-s 120 --let-cores-idle --json --exec-bin " + write_standin(dir));
+      "' --iterations 5 --repeat 1 --timeout-s 120 --let-cores-idle --json --exec-bin " +
+      write_standin(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["awake_cores"], 0);
   std::filesystem::remove_all(dir);
