@@ -67,12 +67,7 @@ Command add_exec_command(CLI::App& app) {
                   "falls as the model fits them; random labels are not learnable otherwise). "
                   "Every party passes the same N")
       ->check(int_range(1, limits::kMaxIterations));
-  sub->add_option("--tcp-congestion-control", args->congestion_control,
-                  "TCP congestion control for this process's connections, set on each socket "
-                  "(one of /proc/sys/net/ipv4/tcp_available_congestion_control; root may pick "
-                  "one the host does not allow by default); every side passes the same. "
-                  "Default: the network namespace's")
-      ->check(congestion_control_name());
+  add_congestion_control_flag(sub, &args->congestion_control);
   sub->add_option("--token", args->token,
                   "Shared secret every side must present in the handshake (else "
                   "$SPLITSIM_TOKEN; prefer the variable: a command line is visible in ps)");

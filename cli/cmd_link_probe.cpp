@@ -61,12 +61,7 @@ Command add_link_probe_command(CLI::App& app) {
       ->check(number_range(0, 86400, true))
       ->capture_default_str();
   sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/3)");
-  sub->add_option("--tcp-congestion-control", args->congestion_control,
-                  "TCP congestion control for this process's connections, set on each socket "
-                  "(one of /proc/sys/net/ipv4/tcp_available_congestion_control; root may pick "
-                  "one the host does not allow by default); both sides pass the same. "
-                  "Default: the network namespace's")
-      ->check(congestion_control_name());
+  add_congestion_control_flag(sub, &args->congestion_control);
 
   return {sub, [args] { return run_link_probe_command(*args); }};
 }

@@ -44,6 +44,15 @@ CLI::Validator congestion_control_name() {
       "NAME");
 }
 
+void add_congestion_control_flag(CLI::App* sub, std::string* name) {
+  sub->add_option("--tcp-congestion-control", *name,
+                  "TCP congestion control for this process's connections, set on each socket "
+                  "(one of /proc/sys/net/ipv4/tcp_available_congestion_control; root may pick "
+                  "one the host does not allow by default); every side passes the same. "
+                  "Default: the network namespace's")
+      ->check(congestion_control_name());
+}
+
 CLI::Validator number_range(double lo, double hi, bool lo_open) {
   const std::string range =
       "a number in " + std::string(lo_open ? "(" : "[") + show(lo) + ", " + show(hi) + "]";

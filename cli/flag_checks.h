@@ -17,6 +17,8 @@ CLI::Validator number_range(double lo, double hi, bool lo_open = false);
 // A TCP congestion control name: letters, digits and '_', at most 15
 // characters (the kernel's TCP_CA_NAME_MAX less its NUL).
 CLI::Validator congestion_control_name();
+// exec's and link-probe's --tcp-congestion-control NAME into `name`.
+void add_congestion_control_flag(CLI::App* sub, std::string* name);
 
 // Names the subcommand in argv[1] when it is not one of `app`'s and not a
 // flag, with the valid ones: "unknown subcommand "x"; valid: plan, ...".
