@@ -78,7 +78,8 @@ Command add_validate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(int_range(0, 10));
   sub->add_flag("--quick", args->quick,
-                "only every 7th variant of each scenario file (the first, the 8th, ...)");
+                "only every 7th variant of each scenario file (the first, the 8th, ...), counted "
+                "after --variant's filter");
   sub->add_option("--timeout-s", o.timeout_s, "wall-clock limit of one real run")
       ->capture_default_str()
       ->check(number_range(0, 86400, true));

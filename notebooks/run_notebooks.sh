@@ -78,10 +78,10 @@ generate_inputs() {
     explore)
       "$bin" explore "$ushape" --kinds single --chunks 1,4 --csv >"$out/explore.csv" ;;
     accuracy)
-      # Six codecs at chunks 1, two short epochs each on 512 Fashion-MNIST samples (seconds);
+      # Six codecs at chunks 1, two short epochs each on 256 Fashion-MNIST samples (seconds);
       # exec/TRAINING.md has the full table.
       "$bin" train scenarios/accuracy/resnet20_fashion_mnist.json --variant "chunks=1" \
-        --epochs 2 --train-samples 512 --test-samples 256 --target-accuracy 25 --json \
+        --epochs 2 --train-samples 256 --test-samples 128 --target-accuracy 25 --json \
         >"$out/train_sweep.json" ;;
   esac
 }
