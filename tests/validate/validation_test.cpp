@@ -201,7 +201,8 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_NEAR(j["summary"]["median_abs_error_time_per_batch_pct"].get<double>(), 7.5, 1e-9);
   std::ostringstream table;
   print_matrix(table, runs);
-  EXPECT_NE(table.str().find("median 7.5%, p90 17.0%"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("median 7.5%, p90 17.0%, max 20.0%"), std::string::npos)
+      << table.str();
   EXPECT_NE(table.str().find("FAILED: server exit code 1"), std::string::npos);
   EXPECT_NE(table.str().find("2 of 3 (target MISSED)"), std::string::npos);
   EXPECT_NE(table.str().find("0.33/1.50"), std::string::npos) << table.str();
@@ -212,8 +213,59 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   EXPECT_NE(table.str().find("largest exec ratio / simulator's ratio 1.333 (target <= 1.15 MISSED"),
             std::string::npos)
       << table.str();
-  EXPECT_NE(table.str().find("median <= 5% MISSED, p90 <= 10% MISSED"), std::string::npos);
+  EXPECT_NE(table.str().find("median <= 4% MISSED, p90 <= 8% MISSED, max <= 15% MISSED"),
+            std::string::npos);
   EXPECT_EQ(j["summary"]["overlap_by_chunks"].size(), 2u);
+}
+
+// Peak and average bandwidth: their |errors| pooled over the runs (both
+// peaks; each party's average send and receive), a metric that is 0 on both
+// sides left out, failed runs left out; printed and written with targets.
+TEST(Matrix, PeakAndAverageBandwidthErrorsArePooledWithTheirTargets) {
+  std::vector<ValidationRun> runs;
+  const double peak_errors[] = {0.05, -0.30, 0.10};
+  for (int i = 0; i < 3; ++i) {
+    ValidationRun r;
+    r.variant = "v" + std::to_string(i);
+    r.predicted = two_party(1.0, 4000, 0.2);
+    r.measured = two_party(1.0, 4000, 0.2);
+    r.measured.bandwidth_peak_client_Bps = r.measured.bandwidth_peak_server_Bps = 1e6;
+    r.predicted.bandwidth_peak_client_Bps = 1e6 * (1 + peak_errors[i]);
+    r.predicted.bandwidth_peak_server_Bps = 1e6;
+    for (PartyMetrics& p : r.measured.parties) p.bandwidth_avg_send_Bps = p.bandwidth_avg_recv_Bps = 100;
+    for (PartyMetrics& p : r.predicted.parties) p.bandwidth_avg_send_Bps = p.bandwidth_avg_recv_Bps = 102;
+    r.predicted.parties[1].bandwidth_avg_recv_Bps = 0;  // server: no receive average on either side
+    r.measured.parties[1].bandwidth_avg_recv_Bps = 0;
+    r.errors = compare_metrics(r.predicted, r.measured);
+    runs.push_back(r);
+  }
+  ValidationRun failed;
+  failed.variant = "broken";
+  failed.failure = "client exit code 1";
+  runs.push_back(failed);
+
+  const MatrixSummary s = summarise(runs);
+  EXPECT_EQ(s.peak_bandwidth.n, 6);  // two peaks per run
+  EXPECT_NEAR(s.peak_bandwidth.median, 0.025, 1e-9);  // of 0, 0, 0, 5, 10, 30 %
+  EXPECT_NEAR(s.peak_bandwidth.max, 0.30, 1e-9);
+  EXPECT_NEAR(s.peak_bandwidth.p90, 0.20, 1e-9);  // 10 + 0.5 * (30 - 10) %
+  EXPECT_EQ(s.average_bandwidth.n, 9);            // client send and receive, server send
+  EXPECT_NEAR(s.average_bandwidth.median, 0.02, 1e-9);
+
+  const nlohmann::json j = matrix_json(runs);
+  EXPECT_NEAR(j["summary"]["peak_bandwidth"]["p90_abs_error_pct"].get<double>(), 20, 1e-9);
+  EXPECT_EQ(j["summary"]["average_bandwidth"]["values"], 9);
+  EXPECT_EQ(j["summary"]["targets"]["peak_bandwidth_p90_abs_error_pct"], 20);
+  std::ostringstream table;
+  print_matrix(table, runs);
+  EXPECT_NE(table.str().find("over 6 value(s): median 2.5%, p90 20.0%, max 30.0% (targets: median "
+                             "<= 10% met, p90 <= 20% met)"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("over 9 value(s): median 2.0%, p90 2.0%, max 2.0% (target: median <= "
+                             "5% met)"),
+            std::string::npos)
+      << table.str();
 }
 
 // Memory: exec's metrics JSON gives per party the plan's peak and the
