@@ -4,11 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <tuple>
-#include <utility>
-#include <vector>
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/exec/topology.h"
@@ -198,28 +195,14 @@ void join_transfer_ends(Timeline* timeline) {
   std::map<Key, TimelineEvent*> sends;
   for (auto& e : timeline->events)
     if (e.kind == EventKind::kSend) sends[key(e)] = &e;
-  // Matched transfers by direction (sender, receiver): one connection,
-  // whose messages leave in the order they were posted.
-  std::map<std::pair<int32_t, int32_t>, std::vector<std::pair<TimelineEvent*, TimelineEvent*>>>
-      by_direction;
   for (auto& e : timeline->events) {
     if (e.kind != EventKind::kRecv) continue;
     auto it = sends.find(key(e));
     if (it == sends.end()) continue;
-    by_direction[{it->second->party, it->second->peer}].emplace_back(it->second, &e);
-  }
-  for (auto& [direction, transfers] : by_direction) {
-    std::sort(transfers.begin(), transfers.end(), [](const auto& a, const auto& b) {
-      return a.first->start_s < b.first->start_s;
-    });
-    double previous_end = -std::numeric_limits<double>::infinity();
-    for (auto& [send, recv] : transfers) {
-      const double end = std::max(send->start_s, recv->end_s);
-      const double start = std::min(end, std::max(send->start_s, previous_end));
-      send->start_s = recv->start_s = start;
-      send->end_s = recv->end_s = end;
-      previous_end = std::max(previous_end, end);
-    }
+    TimelineEvent& send = *it->second;
+    send.end_s = std::max(send.start_s, e.end_s);
+    e.start_s = send.start_s;
+    e.end_s = send.end_s;
   }
 }
 

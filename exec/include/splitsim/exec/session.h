@@ -60,16 +60,15 @@ void gather(Transport& transport, const std::vector<double>& offsets_s, RunResul
             std::chrono::milliseconds timeout, int64_t max_events = int64_t{1} << 22);
 
 // One transfer, seen from both ends, becomes one interval on the common
-// clock, the same for its send and its receive event: from its first byte
-// leaving to its last byte being in the receiver's buffers (a transfer's
-// peak rate, sim/README.md "Metrics"). The last byte: the receive's
-// completion (a send completes locally once Gloo has handed the bytes to the
-// socket, which would make a send rate the speed of a local copy). The
-// first byte: the send being posted, or, when an earlier message of the
-// same direction (sender, receiver) was still arriving, its arrival: one
-// connection carries them in order. A late-posted receive does not shorten
-// the interval. Events are matched by (boundary, direction, client, batch,
-// micro-batch); unmatched ones are kept.
+// clock, the same for its send and its receive event: from the send being
+// posted to its last byte being in the receiver's buffers (a transfer's peak
+// rate, sim/README.md "Metrics"). The last byte: the receive's completion (a
+// send completes locally once Gloo has handed the bytes to the socket, which
+// would make a send rate the speed of a local copy); a receive posted late
+// does not shorten the interval. Not the arrival of the message before it:
+// on one connection the next message's bytes are already crossing then, in
+// the same packets. Events are matched by (boundary, direction, client,
+// batch, micro-batch); unmatched ones are kept.
 void join_transfer_ends(Timeline* timeline);
 
 // The metrics contract of `result` (batches [0, batches_done) when partial),
