@@ -148,6 +148,14 @@ TEST(OverlapRatio, WireBoundCountsEachDirectionAndGpipePhases) {
   EXPECT_DOUBLE_EQ(overlap_ratio(m, two_party_plan(Schedule::kGpipe), 8000), 1.2);
 }
 
+// A run whose real run failed ("broken").
+ValidationRun failed_run(const std::string& failure) {
+  ValidationRun r;
+  r.variant = "broken";
+  r.failure = failure;
+  return r;
+}
+
 TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
   std::vector<ValidationRun> runs;
   const double measured_times[] = {1.0, 1.0, 1.0, 1.0};
@@ -172,10 +180,7 @@ TEST(Matrix, SummaryMedianP90BytesAndOverlapRatio) {
     }
     runs.push_back(r);
   }
-  ValidationRun failed;
-  failed.variant = "broken";
-  failed.failure = "server exit code 1";
-  runs.push_back(failed);
+  runs.push_back(failed_run("server exit code 1"));
 
   const MatrixSummary s = summarise(runs);
   EXPECT_EQ(s.runs, 5);
@@ -232,20 +237,19 @@ TEST(Matrix, PeakAndAverageBandwidthErrorsArePooledWithTheirTargets) {
     r.measured.bandwidth_peak_client_Bps = r.measured.bandwidth_peak_server_Bps = 1e6;
     r.predicted.bandwidth_peak_client_Bps = 1e6 * (1 + peak_errors[i]);
     r.predicted.bandwidth_peak_server_Bps = 1e6;
-    for (PartyMetrics& p : r.measured.parties) p.bandwidth_avg_send_Bps = p.bandwidth_avg_recv_Bps = 100;
-    for (PartyMetrics& p : r.predicted.parties) p.bandwidth_avg_send_Bps = p.bandwidth_avg_recv_Bps = 102;
+    for (PartyMetrics& p : r.measured.parties)
+      p.bandwidth_avg_send_Bps = p.bandwidth_avg_recv_Bps = 100;
+    for (PartyMetrics& p : r.predicted.parties)
+      p.bandwidth_avg_send_Bps = p.bandwidth_avg_recv_Bps = 102;
     r.predicted.parties[1].bandwidth_avg_recv_Bps = 0;  // server: no receive average on either side
     r.measured.parties[1].bandwidth_avg_recv_Bps = 0;
     r.errors = compare_metrics(r.predicted, r.measured);
     runs.push_back(r);
   }
-  ValidationRun failed;
-  failed.variant = "broken";
-  failed.failure = "client exit code 1";
-  runs.push_back(failed);
+  runs.push_back(failed_run("client exit code 1"));
 
   const MatrixSummary s = summarise(runs);
-  EXPECT_EQ(s.peak_bandwidth.n, 6);  // two peaks per run
+  EXPECT_EQ(s.peak_bandwidth.n, 6);                   // two peaks per run
   EXPECT_NEAR(s.peak_bandwidth.median, 0.025, 1e-9);  // of 0, 0, 0, 5, 10, 30 %
   EXPECT_NEAR(s.peak_bandwidth.max, 0.30, 1e-9);
   EXPECT_NEAR(s.peak_bandwidth.p90, 0.20, 1e-9);  // 10 + 0.5 * (30 - 10) %
@@ -344,7 +348,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
     c.disturbed = i == 2 ? "other processes 20.0% of the CPUs" : "";
     c.retried = i == 2;
     r.conditions = {c};
-    r.predicted_plain_time_per_batch_s = 0.5;  // 50 % off everywhere
+    r.predicted_plain_time_per_batch_s = 0.5;                        // 50 % off everywhere
     if (i > 0) r.predicted_bucket_time_per_batch_s = 1.0 + 0.2 * i;  // 20 and 40 % (one not run)
     aggregate_repetitions(&r);
     runs.push_back(r);

@@ -50,7 +50,8 @@ void add_conditions(const ValidationRun& r, MatrixSummary* s) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The bandwidth errors of one run: its peaks; its parties' averages (a
@@ -61,8 +62,9 @@ void add_bandwidth_errors(const ValidationRun& r, std::vector<double>* peak,
     if (!std::isfinite(m.error) || (m.predicted == 0 && m.measured == 0)) continue;
     if (m.metric == "bandwidth_peak_client_Bps" || m.metric == "bandwidth_peak_server_Bps")
       peak->push_back(std::fabs(m.error));
-    else if (m.metric.rfind("parties.", 0) == 0 && (ends_with(m.metric, ".bandwidth_avg_send_Bps") ||
-                                                    ends_with(m.metric, ".bandwidth_avg_recv_Bps")))
+    else if (m.metric.rfind("parties.", 0) == 0 &&
+             (ends_with(m.metric, ".bandwidth_avg_send_Bps") ||
+              ends_with(m.metric, ".bandwidth_avg_recv_Bps")))
       average->push_back(std::fabs(m.error));
   }
 }
@@ -235,7 +237,11 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
           {"memory_abs_error_pct", 100 * kTargetMemory}}}}}};
 }
 
-void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
+namespace {
+
+// One row per run: link, predicted and measured time, spread, error, bytes,
+// overlap ratio, what failed or disturbed it.
+void print_run_rows(std::ostream& os, const std::vector<ValidationRun>& runs) {
   size_t width = 7;
   for (const auto& r : runs) width = std::max(width, r.variant.size());
   char line[768];
@@ -267,7 +273,13 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
                   ratio, note.c_str());
     os << line;
   }
-  const MatrixSummary s = summarise(runs);
+}
+
+// The machine's conditions; time per batch over all, without the platform
+// model, with the shaper's bucket and per model family.
+void print_time_summary(std::ostream& os, const std::vector<ValidationRun>& runs,
+                        const MatrixSummary& s) {
+  char line[768];
   const auto awake = std::count_if(runs.begin(), runs.end(),
                                    [](const ValidationRun& r) { return r.awake_cores > 0; });
   os << "measured: the median of each variant's repetitions; * = the prediction lies within the "
@@ -311,6 +323,11 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
                   m.model.c_str(), m.runs, 100 * m.median, 100 * m.p90);
     os << line;
   }
+}
+
+// Per party: busy time, peak and average bandwidth, bytes, memory.
+void print_party_summary(std::ostream& os, const MatrixSummary& s) {
+  char line[768];
   for (const auto& [party, e] : s.median_abs_error_busy) {
     std::snprintf(line, sizeof line, "busy time of %s |error|: median %.1f%% (target <= 10%% %s)\n",
                   party.c_str(), 100 * e, met(e <= kTargetBusy));
@@ -349,6 +366,11 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
                   100 * *std::max_element(s.memory_abs_errors.begin(), s.memory_abs_errors.end()));
     os << line;
   }
+}
+
+// GPipe with chunks >= 4: how close exec comes to the overlap the schedule allows.
+void print_overlap_summary(std::ostream& os, const MatrixSummary& s) {
+  char line[768];
   if (s.overlap_ratios.empty()) {
     os << "overlap ratio (gpipe, chunks >= 4): no such run\n";
     return;
@@ -375,6 +397,16 @@ void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
                   met(s.max_overlap_vs_predicted <= kTargetOverlapVsSim));
     os << line;
   }
+}
+
+}  // namespace
+
+void print_matrix(std::ostream& os, const std::vector<ValidationRun>& runs) {
+  print_run_rows(os, runs);
+  const MatrixSummary s = summarise(runs);
+  print_time_summary(os, runs, s);
+  print_party_summary(os, s);
+  print_overlap_summary(os, s);
 }
 
 }  // namespace splitsim
