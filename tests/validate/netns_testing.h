@@ -1,0 +1,196 @@
+#pragma once
+// What the NetnsLink tests share: a process forked into a namespace, TCP
+// sockets with a chosen congestion control, and timed transfers over the
+// link (netns_link_test.cpp, netns_congestion_control_test.cpp).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "splitsim/exec/tcp_sockets.h"
+#include "splitsim/validate/netns_link.h"
+#include "splitsim/validate/subprocess.h"
+
+namespace splitsim::netns_testing {
+
+inline constexpr int kPort = 5301;
+
+inline bool netns_exists(const std::string& name) {
+  return access(("/var/run/netns/" + name).c_str(), F_OK) == 0;
+}
+
+#define SKIP_UNLESS_LINK_POSSIBLE()                                           \
+  do {                                                                        \
+    const std::string reason = NetnsLink::unavailable_reason();               \
+    if (!reason.empty())                                                      \
+      GTEST_SKIP() << "needs network namespaces (" << reason                  \
+                   << "); run as root with iproute2 to test the shaped link"; \
+  } while (0)
+
+// Forks a child that joins namespace `ns` (setns on /var/run/netns/NAME) and
+// exits with fn()'s result.
+inline pid_t fork_in_netns(const std::string& ns, const std::function<int()>& fn) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  const int fd = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(90);
+  close(fd);
+  _exit(fn());
+}
+
+inline sockaddr_in address(const std::string& ip) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(kPort);
+  inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+  return a;
+}
+
+// The connection's congestion control, as exec sets it on its sockets:
+// `cc` ("" leaves the namespace's default).
+inline bool use_congestion_control(int fd, const std::string& cc) {
+  return cc.empty() || setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(),
+                                  static_cast<socklen_t>(cc.size())) == 0;
+}
+
+inline int listen_once(const std::string& ip, const std::string& cc = "") {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (!use_congestion_control(fd, cc)) return -1;
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a = address(ip);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 1) != 0) return -1;
+  const int conn = accept(fd, nullptr, nullptr);
+  close(fd);
+  return conn;
+}
+
+inline int connect_retrying(const std::string& ip, const std::string& cc = "") {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (!use_congestion_control(fd, cc)) return -1;
+    sockaddr_in a = address(ip);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+inline bool send_all(int fd, size_t n) {
+  std::vector<char> buf(1 << 16, 'x');
+  while (n > 0) {
+    const ssize_t w = send(fd, buf.data(), std::min(n, buf.size()), 0);
+    if (w <= 0) return false;
+    n -= w;
+  }
+  return true;
+}
+
+inline bool recv_all(int fd, size_t n) {
+  std::vector<char> buf(1 << 16);
+  while (n > 0) {
+    const ssize_t r = recv(fd, buf.data(), std::min(n, buf.size()), 0);
+    if (r <= 0) return false;
+    n -= r;
+  }
+  return true;
+}
+
+// Waits (at most 20 s) for the two ends of a timed transfer and returns
+// the seconds the sender wrote to the pipe `times`, or -1 when either end
+// failed.
+inline double seconds_from(pid_t server, pid_t client, int times[2]) {
+  close(times[1]);
+  const std::vector<int> codes = wait_all({server, client}, 20);
+  double s = -1;
+  if (codes[0] != 0 || codes[1] != 0 || read(times[0], &s, sizeof s) != sizeof s) s = -1;
+  close(times[0]);
+  return s;
+}
+
+// Seconds for `bytes` to go from the sender's namespace to the receiver's
+// (from the first send to a 1-byte acknowledgement of the last byte), or
+// a negative value on failure. Bounded by wait_all's 20 s.
+inline double timed_transfer(const NetnsLink& link, bool client_sends, size_t bytes) {
+  int times[2];
+  if (pipe(times) != 0) return -1;
+  const bool server_sends = !client_sends;
+  auto run = [&](bool sends, int fd) {
+    if (!sends) return recv_all(fd, bytes) && send(fd, "k", 1, 0) == 1 ? 0 : 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    char ack;
+    if (!send_all(fd, bytes) || recv(fd, &ack, 1, MSG_WAITALL) != 1) return 1;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return write(times[1], &s, sizeof s) == sizeof s ? 0 : 1;
+  };
+  const std::string cc = link.congestion_control();
+  const pid_t server = fork_in_netns(link.server_netns(), [&] {
+    const int fd = listen_once(link.server_address(), cc);
+    return fd < 0 ? 2 : run(server_sends, fd);
+  });
+  const pid_t client = fork_in_netns(link.client_netns(), [&] {
+    const int fd = connect_retrying(link.server_address(), cc);
+    return fd < 0 ? 3 : run(client_sends, fd);
+  });
+  return seconds_from(server, client, times);
+}
+
+// The seconds `bytes` take from the client to the server (first send to a
+// 1-byte acknowledgement), each time after `idle_s` of silence, `rounds`
+// times on one connection that first carried 2 MB (so that its congestion
+// window no longer limits a burst), TCP_NODELAY set as Gloo's: the median
+// of the later half (the earlier ones bring TCP's smoothed round trip down
+// from what the 2 MB left). Negative on failure; bounded by wait_all's 20 s.
+inline double median_transfer_after_idle(const NetnsLink& link, size_t bytes, double idle_s,
+                                         int rounds) {
+  int times[2];
+  if (pipe(times) != 0) return -1;
+  const size_t warm_up = 2'000'000;
+  auto no_delay = [](int fd) {
+    const int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
+  };
+  const std::string cc = link.congestion_control();
+  const pid_t server = fork_in_netns(link.server_netns(), [&] {
+    const int fd = listen_once(link.server_address(), cc);
+    if (fd < 0 || !no_delay(fd)) return 2;
+    for (int r = 0; r <= rounds; ++r)
+      if (!recv_all(fd, r == 0 ? warm_up : bytes) || send(fd, "k", 1, 0) != 1) return 1;
+    return 0;
+  });
+  const pid_t client = fork_in_netns(link.client_netns(), [&] {
+    const int fd = connect_retrying(link.server_address(), cc);
+    if (fd < 0 || !no_delay(fd)) return 3;
+    std::vector<double> seconds;
+    char ack;
+    for (int r = 0; r <= rounds; ++r) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!send_all(fd, r == 0 ? warm_up : bytes) || recv(fd, &ack, 1, MSG_WAITALL) != 1) return 1;
+      if (r > 0)
+        seconds.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    seconds.erase(seconds.begin(), seconds.begin() + static_cast<long>(seconds.size() / 2));
+    std::sort(seconds.begin(), seconds.end());
+    const double s = seconds[seconds.size() / 2];
+    return write(times[1], &s, sizeof s) == sizeof s ? 0 : 1;
+  });
+  return seconds_from(server, client, times);
+}
+
+}  // namespace splitsim::netns_testing
