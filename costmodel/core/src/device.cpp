@@ -109,6 +109,7 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
     j["measured"] = {{"model", d.measured_model}, {"input_shape", d.measured_input_shape},
                      {"batch", d.measured_batch}, {"in_flight", d.measured_in_flight},
                      {"threads", d.threads},      {"units", units}};
+    if (d.timing_spread > 0) j["measured"]["timing_spread"] = d.timing_spread;
   }
   if (!d.codec_timings.empty()) {
     nlohmann::json codecs = nlohmann::json::array();
@@ -124,6 +125,23 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
     }
     j["measured_codecs"] = codecs;
   }
+}
+
+double timing_spread_of(const std::vector<std::vector<double>>& seconds_by_unit) {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  std::vector<double> spreads;
+  for (const auto& seconds : seconds_by_unit) {
+    if (seconds.size() < 2) continue;
+    const double mid = median(seconds);
+    if (!(mid > 0)) continue;
+    const auto [lo, hi] = std::minmax_element(seconds.begin(), seconds.end());
+    spreads.push_back((*hi - *lo) / (2 * mid));
+  }
+  return spreads.empty() ? 0.0 : median(spreads);
 }
 
 const CodecTiming* DeviceProfile::codec_timing_for(const std::string& codec,
@@ -232,7 +250,8 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
   if (j.contains("measured")) {
     const auto& m = j.at("measured");
     const std::string mw = where + ".measured";
-    check_keys(m, {"model", "input_shape", "batch", "in_flight", "threads", "units"}, mw);
+    check_keys(m, {"model", "input_shape", "batch", "in_flight", "threads", "units", "timing_spread"},
+               mw);
     d.measured_model = m.at("model").get<std::string>();
     d.measured_input_shape = m.at("input_shape").get<std::vector<int64_t>>();
     d.measured_batch = m.at("batch").get<int64_t>();
@@ -240,6 +259,9 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
     d.measured_in_flight = m.value("in_flight", int64_t{1});
     if (d.measured_in_flight <= 0) throw InputError(mw + ".in_flight", "must be > 0");
     if (d.measured_batch <= 0) throw InputError(mw + ".batch", "must be > 0");
+    d.timing_spread = m.value("timing_spread", 0.0);
+    if (!(d.timing_spread >= 0 && d.timing_spread < 1))
+      throw InputError(mw + ".timing_spread", "must be in [0, 1)");
     for (const auto& u : m.at("units"))
       d.timings.push_back({u.at("unit").get<std::string>(), u.at("fwd_s").get<double>(),
                            u.at("bwd_s").get<double>(), u.value("update_s", 0.0)});

@@ -230,8 +230,15 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
   d.measured_batch = opts.batch;
   d.measured_in_flight = m;
   d.threads = opts.threads;
-  for (int i = 0; i < n; ++i)
+  // Each timed round's forwards and backwards of every unit: what one
+  // batch of the whole model took, round after round.
+  std::vector<double> round_s(static_cast<size_t>(opts.repeats), 0.0);
+  for (int i = 0; i < n; ++i) {
     d.timings.push_back({model.names[i], median(fwd[i]), median(bwd[i]), median(upd[i])});
+    for (size_t k = 0; k < fwd[i].size() && k < bwd[i].size(); ++k)
+      round_s[k / static_cast<size_t>(m)] += fwd[i][k] + bwd[i][k];
+  }
+  d.timing_spread = timing_spread_of({round_s});
   return d;
 }
 

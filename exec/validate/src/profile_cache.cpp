@@ -126,6 +126,11 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
     } catch (const std::exception& e) {
       progress("cached profile " + file + " is unreadable (" + e.what() + "); measuring again");
     }
+    if (cached && cached->timing_spread <= 0) {
+      progress("cached profile " + file +
+               " has no timing spread (an older splitsim wrote it); measuring again");
+      cached.reset();
+    }
     if (cached) {
       // The machine may have changed speed since (on a VM, by 20% from one
       // hour to the next without any steal): two rounds now decide whether

@@ -68,6 +68,12 @@ struct DeviceProfile {
   int64_t measured_in_flight = 1;  // micro-batches held at once (ProfileOptions::in_flight)
   int64_t threads = 0;
   std::vector<UnitTiming> timings;
+  // How much the model's time moved between the measured rounds: (max -
+  // min) / (2 x median) of a round's forward + backward seconds of every
+  // unit, a relative half-width ("measured.timing_spread"; 0: not
+  // measured). The explorer and validate give a prediction this spread
+  // (costmodel/spread.h).
+  double timing_spread = 0;
   std::vector<CodecTiming> codec_timings;  // "measured_codecs" in JSON
 
   double peak_macs_per_s() const { return peak_flops / 2; }
@@ -79,6 +85,13 @@ struct DeviceProfile {
   const UnitTiming* timing_for(const std::string& model, const std::vector<int64_t>& input_shape,
                                const std::string& unit) const;
 };
+
+// The relative half-range of measured seconds, (max - min) / (2 x median),
+// of each list (a list: the seconds of one thing timed, round after round),
+// and the median of those; lists with fewer than two values or a zero
+// median left out; 0 when none is left. DeviceProfile::timing_spread is
+// that of one list, the rounds' totals.
+double timing_spread_of(const std::vector<std::vector<double>>& seconds_by_unit);
 
 // Seconds of work split by op class: the terms of the formula below. Used
 // as seconds, and (normalized) as the share of a stage's time each class
