@@ -30,6 +30,7 @@ struct ExploreArgs {
   bool json = false, csv = false;
   std::string accuracy;  // a train report
   double target_accuracy_pct = -1, max_accuracy_drop_pct = -1;
+  double spread_pct = -1;  // -1: the device profiles' timing spread
 };
 
 int run_explore(ExploreArgs a) {
@@ -55,6 +56,8 @@ int run_explore(ExploreArgs a) {
   a.options.progress = [tty](const ExploreProgress& p) {
     std::cerr << (tty ? "\r" : "") << progress_line(p) << (tty ? "" : "\n") << std::flush;
   };
+  a.options.spread_top = static_cast<size_t>(a.top);
+  if (a.spread_pct >= 0) a.options.spread = a.spread_pct / 100;
   const Exploration e = run_exploration(v.scenario, ws.model(v), ws.devices(v), space, a.options);
   if (tty) std::cerr << "\n";
   const Candidate* best = &e.result.candidates[e.ranking.front()];
@@ -120,6 +123,12 @@ Command add_explore_command(CLI::App& app) {
   sub->add_option("--top", a->top, "rows of the ranking")
       ->capture_default_str()
       ->check(int_range(1, 100000));
+  sub->add_option("--spread", a->spread_pct,
+                  "every party's compute time may lie this many percent either side of its "
+                  "profile: the ranking's rows are simulated at both ends, and plans whose "
+                  "ranges overlap the first's are declared a tie (default: each device "
+                  "profile's measured timing_spread, 0 where it has none)")
+      ->check(number_range(0, 99));
   sub->add_option("--max-simulations", a->options.max_simulations,
                   "simulate at most this many survivors of the screen (lowest bound first)")
       ->capture_default_str()

@@ -139,5 +139,58 @@ TEST(ExplorationTest, CapSimulatesTheLowestBoundsAndRankingFollowsTheObjective) 
   EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 1 + 5);
 }
 
+TEST(ExplorationTest, TheRankingsFirstRowsGetASpreadAndTiesWithTheFirstAreCounted) {
+  // No device measured a timing spread: each spread is the time itself,
+  // and the table says that no tie is declared.
+  ExploreOptions o = options(2);
+  o.spread_top = 4;
+  Exploration e = run_exploration(base(), chain(), devices(), ushape_space(), o);
+  const auto* c = &e.result.candidates;
+  ASSERT_GE(e.ranking.size(), 6u);
+  EXPECT_DOUBLE_EQ(e.spreads.at("*"), 0.0);
+  for (size_t k = 0; k < 4; ++k) {
+    const Candidate& x = (*c)[e.ranking[k]];
+    EXPECT_EQ(x.spread.low_s, x.time_per_batch_s) << x.label;
+    EXPECT_EQ(x.spread.high_s, x.time_per_batch_s) << x.label;
+  }
+  EXPECT_FALSE((*c)[e.ranking[4]].spread.known());
+  std::ostringstream table;
+  write_explore_table(table, "chain", e, 4, nlohmann::json());
+  EXPECT_NE(table.str().find("no device profile measured a timing spread"), std::string::npos)
+      << table.str();
+
+  // Every party's compute within 30%: both ends bracket the time, and the
+  // plans whose ranges reach the first's are its ties, in the table and JSON.
+  o.spread = 0.3;
+  e = run_exploration(base(), chain(), devices(), ushape_space(), o);
+  c = &e.result.candidates;
+  const Candidate& first = (*c)[e.ranking[0]];
+  size_t ties = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    const Candidate& x = (*c)[e.ranking[k]];
+    ASSERT_TRUE(x.spread.known()) << x.label;
+    EXPECT_LT(x.spread.low_s, x.time_per_batch_s) << x.label;
+    EXPECT_GT(x.spread.high_s, x.time_per_batch_s) << x.label;
+    if (k > 0 && predicted_tie(first.spread, x.spread)) ++ties;
+  }
+  EXPECT_EQ(e.tied_with_best, ties);
+  EXPECT_GT(ties, 0u);  // 30% either side: the next plans overlap the first
+  table.str("");
+  write_explore_table(table, "chain", e, 4, nlohmann::json());
+  EXPECT_NE(table.str().find("up to +-30.0%"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find(std::to_string(ties) + " plan(s) tie the first"), std::string::npos)
+      << table.str();
+  size_t marked = 0;
+  for (size_t at = 0; (at = table.str().find("tie #1", at)) != std::string::npos; ++at) ++marked;
+  EXPECT_EQ(marked, ties);
+  std::ostringstream json;
+  write_explore_json(json, "chain", e, 4, nlohmann::json());
+  const auto j = nlohmann::json::parse(json.str());
+  EXPECT_EQ(j.at("tied_with_best"), ties);
+  EXPECT_DOUBLE_EQ(j.at("spreads").at("client").get<double>(), 0.3);
+  EXPECT_EQ(j.at("ranking")[0].at("time_per_batch_spread_s"),
+            nlohmann::json({first.spread.low_s, first.spread.high_s}));
+}
+
 }  // namespace
 }  // namespace splitsim

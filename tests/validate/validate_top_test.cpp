@@ -90,6 +90,69 @@ TEST(ValidateTopTest, ComparesTheMeasuredBestWithBothPredictions) {
   EXPECT_THROW(compare_top(e, 0, 2, report), std::invalid_argument);
 }
 
+TEST(ValidateTopTest, KendallTauCountsConcordantPairsAndCorrectsForTies) {
+  EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4, 5}, {10, 20, 30, 40, 50}), 1.0);
+  EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4, 5}, {5, 4, 3, 2, 1}), -1.0);
+  // One adjacent swap of five: 9 concordant, 1 discordant of 10 pairs.
+  EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4, 5}, {1, 3, 2, 4, 5}), 0.8);
+  // tau-b: x ties its first two; 5 untied pairs in x, 6 in y, all concordant.
+  EXPECT_NEAR(kendall_tau({1, 1, 2, 3}, {1, 2, 3, 4}), 5 / std::sqrt(5.0 * 6.0), 1e-12);
+  // A NaN (a failed run) leaves its pairs out.
+  EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3}, {1, NAN, 3}), 1.0);
+  EXPECT_TRUE(std::isnan(kendall_tau({1, 2}, {1, NAN})));
+  EXPECT_TRUE(std::isnan(kendall_tau({1, 1, 1}, {1, 2, 3})));
+  EXPECT_THROW(kendall_tau({1, 2}, {1}), std::invalid_argument);
+  // With ranges: the first two overlap in x (a tie there), not in y; the
+  // other pairs agree: 2 concordant, 1 tied in x only.
+  const std::vector<RankedTime> x = {{1.0, 0.9, 1.1}, {1.05, 1.0, 1.1}, {2.0, 1.9, 2.1}};
+  const std::vector<RankedTime> y = {{3, 3, 3}, {1, 1, 1}, {5, 5, 5}};
+  EXPECT_NEAR(kendall_tau(x, y), 2 / std::sqrt(2.0 * 3.0), 1e-12);
+  EXPECT_NEAR(kendall_tau(std::vector<double>{1.0, 1.05, 2.0}, std::vector<double>{3, 1, 5}),
+              1.0 / 3, 1e-12);
+  // Everything tied in x: undefined.
+  EXPECT_TRUE(std::isnan(kendall_tau({{1, 0, 5}, {2, 0, 5}}, {{1, 1, 1}, {2, 2, 2}})));
+}
+
+TEST(ValidateTopTest, APredictedTieWithTheBestCountsAsAgreement) {
+  const Exploration e = three_plans();
+  // Validate predicts plan 0 best (1.00, 0.95..1.05), plan 1 a tie
+  // (1.04, 0.99..1.09), plan 2 apart (1.30, 1.25..1.35); plan 1 measures
+  // fastest, its repetitions apart from plan 0's.
+  auto with_spread = [](nlohmann::json r, double lo, double hi) {
+    r["predicted_time_per_batch_spread_s"] = {lo, hi};
+    return r;
+  };
+  nlohmann::json report = {{"runs",
+                            {with_spread(run(1.10, 1.08, 1.12, 1.00), 0.95, 1.05),
+                             with_spread(run(1.00, 0.98, 1.02, 1.04), 0.99, 1.09),
+                             with_spread(run(1.40, 1.38, 1.42, 1.30), 1.25, 1.35)}},
+                           {"summary", {{"runs", 3}}}};
+  nlohmann::json v = compare_top(e, 3, 3, report);
+  EXPECT_EQ(v.at("predicted_best_rank"), 1);
+  EXPECT_EQ(v.at("measured_best_rank"), 2);
+  EXPECT_FALSE(v.at("measured_best_is_predicted_best").get<bool>());
+  EXPECT_EQ(v.at("predicted_ties_with_best"), nlohmann::json({2}));
+  EXPECT_TRUE(v.at("measured_best_is_predicted_best_or_tie").get<bool>());
+  EXPECT_EQ(v.at("plans")[1].at("validate_predicted_spread_s"), nlohmann::json({0.99, 1.09}));
+  // Predicted 1.00, 1.04, 1.30 against measured 1.10, 1.00, 1.40: one of
+  // three pairs swapped; the explorer's 1, 2, 3 the same.
+  EXPECT_NEAR(v.at("kendall_tau").get<double>(), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(v.at("kendall_tau_explorer").get<double>(), 1.0 / 3, 1e-12);
+  // With the spreads: plans 0 and 1 are a predicted tie, measured apart.
+  EXPECT_NEAR(v.at("kendall_tau_with_spreads").get<double>(), 2 / std::sqrt(6.0), 1e-12);
+  // Narrower spreads: no tie, and the prediction missed.
+  report["runs"][1]["predicted_time_per_batch_spread_s"] = {1.03, 1.05};
+  report["runs"][0]["predicted_time_per_batch_spread_s"] = {0.99, 1.01};
+  v = compare_top(e, 3, 3, report);
+  EXPECT_EQ(v.at("predicted_ties_with_best"), nlohmann::json::array());
+  EXPECT_FALSE(v.at("measured_best_is_predicted_best_or_tie").get<bool>());
+  // A report without spreads (an older validate): every spread a point.
+  for (auto& r : report["runs"]) r.erase("predicted_time_per_batch_spread_s");
+  v = compare_top(e, 3, 3, report);
+  EXPECT_EQ(v.at("plans")[0].at("validate_predicted_spread_s"), nlohmann::json({1.0, 1.0}));
+  EXPECT_FALSE(v.at("measured_best_is_predicted_best_or_tie").get<bool>());
+}
+
 // A stand-in for the splitsim binary: checks its arguments, records the
 // scenario files it was given and prints a matrix report of two runs (or,
 // `fail`, exits 1 printing nothing).

@@ -102,13 +102,50 @@ nlohmann::json validate_top(const Exploration& e, const nlohmann::json& base_jso
   return compare_top(e, count, request.repeat, report);
 }
 
+double kendall_tau(const std::vector<RankedTime>& x, const std::vector<RankedTime>& y) {
+  if (x.size() != y.size()) throw std::invalid_argument("kendall_tau: lists of unequal length");
+  auto tied = [](const RankedTime& a, const RankedTime& b) {
+    return a.time_s == b.time_s || (a.low_s <= b.high_s && b.low_s <= a.high_s);
+  };
+  double concordant = 0, discordant = 0, tied_x = 0, tied_y = 0;
+  size_t valid = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i].time_s) || std::isnan(y[i].time_s)) continue;
+    ++valid;
+    for (size_t j = i + 1; j < x.size(); ++j) {
+      if (std::isnan(x[j].time_s) || std::isnan(y[j].time_s)) continue;
+      const bool tx = tied(x[i], x[j]), ty = tied(y[i], y[j]);
+      if (tx && ty) continue;  // tied in both: in neither count
+      if (tx) ++tied_x;
+      else if (ty) ++tied_y;
+      else if ((x[i].time_s > x[j].time_s) == (y[i].time_s > y[j].time_s)) ++concordant;
+      else ++discordant;
+    }
+  }
+  // tau-b: the pairs not tied in x, and those not tied in y.
+  const double untied_x = concordant + discordant + tied_y;
+  const double untied_y = concordant + discordant + tied_x;
+  if (valid < 2 || untied_x == 0 || untied_y == 0) return NAN;
+  return (concordant - discordant) / std::sqrt(untied_x * untied_y);
+}
+
+double kendall_tau(const std::vector<double>& x, const std::vector<double>& y) {
+  auto points = [](const std::vector<double>& v) {
+    std::vector<RankedTime> out;
+    for (double t : v) out.push_back({t, t, t});
+    return out;
+  };
+  return kendall_tau(points(x), points(y));
+}
+
 nlohmann::json compare_top(const Exploration& e, int count, int repeat,
                            const nlohmann::json& validate_report) {
   if (count < 1 || static_cast<size_t>(count) > e.ranking.size())
     throw std::invalid_argument("compare_top: " + std::to_string(count) + " plans of " +
                                 std::to_string(e.ranking.size()) + " ranked");
   nlohmann::json plans = nlohmann::json::array();
-  std::vector<double> measured, lo, hi, predicted;
+  std::vector<double> measured, lo, hi, predicted, explorer;
+  std::vector<TimeSpread> predicted_spread;
   for (int i = 0; i < count; ++i) {
     const Candidate& c = e.result.candidates[e.ranking[i]];
     const nlohmann::json& run = validate_report.at("runs").at(i);
@@ -119,10 +156,17 @@ nlohmann::json compare_top(const Exploration& e, int count, int repeat,
     const auto& spread = run.value("measured_time_per_batch_spread_s", nlohmann::json());
     lo.push_back(spread.is_array() ? spread[0].get<double>() : m);
     hi.push_back(spread.is_array() ? spread[1].get<double>() : m);
+    explorer.push_back(c.time_per_batch_s);
+    const auto& ps = run.value("predicted_time_per_batch_spread_s", nlohmann::json());
+    predicted_spread.push_back(ps.is_array()
+                                   ? TimeSpread{ps[0].get<double>(), ps[1].get<double>()}
+                                   : TimeSpread{predicted.back(), predicted.back()});
     plans.push_back({{"rank", i + 1},
                      {"label", c.label},
                      {"explorer_predicted_time_per_batch_s", c.time_per_batch_s},
                      {"validate_predicted_time_per_batch_s", predicted.back()},
+                     {"validate_predicted_spread_s",
+                      {predicted_spread.back().low_s, predicted_spread.back().high_s}},
                      {"measured_time_per_batch_s", m},
                      {"measured_spread_s", {lo.back(), hi.back()}}});
   }
@@ -138,6 +182,22 @@ nlohmann::json compare_top(const Exploration& e, int count, int repeat,
     return p == measured_best || (!std::isnan(measured[p]) && lo[p] <= hi[measured_best]);
   };
   const bool order_holds = std::is_sorted(measured.begin(), measured.end());
+  // The plans the prediction does not tell apart from its best.
+  nlohmann::json ties = nlohmann::json::array();
+  for (size_t p = 0; p < predicted.size(); ++p)
+    if (p != predicted_best && predicted_tie(predicted_spread[p], predicted_spread[predicted_best]))
+      ties.push_back(p + 1);
+  const bool best_or_tie =
+      measured_best == predicted_best ||
+      (!std::isnan(measured[measured_best]) &&
+       predicted_tie(predicted_spread[measured_best], predicted_spread[predicted_best]));
+  std::vector<RankedTime> predicted_ranked, measured_ranked;
+  for (size_t p = 0; p < predicted.size(); ++p) {
+    predicted_ranked.push_back(
+        {predicted[p], predicted_spread[p].low_s, predicted_spread[p].high_s});
+    measured_ranked.push_back({measured[p], lo[p], hi[p]});
+  }
+  auto number = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
   return {
       {"plans", plans},
       {"repeat", repeat},
@@ -149,6 +209,11 @@ nlohmann::json compare_top(const Exploration& e, int count, int repeat,
       // measured time over the measured best's.
       {"predicted_best_regret_pct", 100 * (measured[predicted_best] / measured[measured_best] - 1)},
       {"measured_order_matches_predicted", order_holds},
+      {"predicted_ties_with_best", ties},
+      {"measured_best_is_predicted_best_or_tie", best_or_tie},
+      {"kendall_tau", number(kendall_tau(predicted, measured))},
+      {"kendall_tau_with_spreads", number(kendall_tau(predicted_ranked, measured_ranked))},
+      {"kendall_tau_explorer", number(kendall_tau(explorer, measured))},
       {"summary", validate_report.at("summary")}};
 }
 

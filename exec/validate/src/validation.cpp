@@ -301,6 +301,9 @@ nlohmann::json validation_json(const ValidationRun& run) {
     j["measured_time_per_batch_spread_s"] = {run.measured_min_time_s, run.measured_max_time_s};
     j["predicted_inside_spread"] = predicted_inside_spread(run);
   }
+  if (run.predicted_spread.known())
+    j["predicted_time_per_batch_spread_s"] = {run.predicted_spread.low_s,
+                                              run.predicted_spread.high_s};
   if (run.predicted_plain_time_per_batch_s > 0)
     j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
   if (run.predicted_bucket_time_per_batch_s > 0)

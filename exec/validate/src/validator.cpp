@@ -30,6 +30,10 @@ struct Validator::Prepared {
 
 namespace {
 
+double simulate_time_per_batch(const Plan& plan) {
+  return compute_metrics(simulate(plan), plan, plan.warmup).time_per_batch_s;
+}
+
 // The link probe moves this many bytes each way: about 1.5 s at the rate,
 // at least 4 MB and at most 200 MB.
 double probe_megabytes(double rate_bit_per_s) {
@@ -290,6 +294,10 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
                               options_.calibration);
   log_("simulating \"" + v.label + "\" at " + format_link_rate(p->rate));
   r.predicted = compute_metrics(simulate(p->plan), p->plan, p->plan.warmup);
+  r.predicted_spread = {r.predicted.time_per_batch_s, r.predicted.time_per_batch_s};
+  if (const auto spreads = party_spreads(devices); largest_spread(spreads) > 0)
+    r.predicted_spread = {simulate_time_per_batch(plan_at_spread(p->plan, spreads, -1)),
+                          simulate_time_per_batch(plan_at_spread(p->plan, spreads, +1))};
   Plan plain = p->plan;
   plain.platform = PlatformSpec{};
   p->predicted_plain = compute_metrics(simulate(plain), plain, plain.warmup);

@@ -11,6 +11,37 @@
 
 namespace splitsim {
 
+namespace {
+
+// The first `top` of the ranking simulated at both ends of e->spreads (with
+// no spread, the time itself), and how many of them tie the first.
+void simulate_spreads(Exploration* e, size_t top, int jobs) {
+  std::vector<Candidate>& candidates = e->result.candidates;
+  const size_t count = std::min(top, e->ranking.size());
+  if (largest_spread(e->spreads) > 0) {
+    std::vector<Plan> plans;
+    for (size_t k = 0; k < count; ++k)
+      for (int sign : {-1, 1})
+        plans.push_back(plan_at_spread(candidates[e->ranking[k]].plan, e->spreads, sign));
+    const std::vector<Metrics> metrics = simulate_metrics(plans, SimOptions{}, jobs);
+    for (size_t k = 0; k < count; ++k)
+      candidates[e->ranking[k]].spread = {metrics[2 * k].time_per_batch_s,
+                                          metrics[2 * k + 1].time_per_batch_s};
+  } else {
+    for (size_t k = 0; k < count; ++k) {
+      Candidate& c = candidates[e->ranking[k]];
+      c.spread = {c.time_per_batch_s, c.time_per_batch_s};
+    }
+  }
+  e->tied_with_best = 0;
+  if (e->objective != Objective::kTime) return;  // ties of time only where time ranks
+  for (size_t k = 1; k < count; ++k)
+    if (predicted_tie(candidates[e->ranking[0]].spread, candidates[e->ranking[k]].spread))
+      ++e->tied_with_best;
+}
+
+}  // namespace
+
 Exploration run_exploration(const Scenario& base, const ModelProfile& model,
                             const std::map<std::string, DeviceProfile>& devices,
                             const ExploreSpace& space, const ExploreOptions& options) {
@@ -43,10 +74,12 @@ Exploration run_exploration(const Scenario& base, const ModelProfile& model,
       options.progress(
           {candidates.size(), std::min(to_sim.size(), s + kExploreSimulationBatch), to_sim.size()});
   }
-  e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   e.front = candidate_front(candidates);
   e.ranking = rank(candidates, space.objective);
   if (e.ranking.empty()) throw std::runtime_error("no candidate was simulated");
+  e.spreads = party_spreads(devices, options.spread);
+  simulate_spreads(&e, options.spread_top, jobs);
+  e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return e;
 }
 

@@ -266,6 +266,7 @@ json candidate_to_json(const Candidate& c) {
             {"upper_bound_s", c.upper_bound_s},
             {"screened_out", c.screened_out}};
   j["time_per_batch_s"] = std::isnan(c.time_per_batch_s) ? json(nullptr) : json(c.time_per_batch_s);
+  if (c.spread.known()) j["time_per_batch_spread_s"] = {c.spread.low_s, c.spread.high_s};
   return j;
 }
 

@@ -17,6 +17,40 @@ std::string row(const Candidate& c) {
   return buf;
 }
 
+// A row of the ranking: the row, then the time's predicted spread and
+// whether it ties the first.
+std::string ranking_row(const Candidate& c, bool tie) {
+  char spread[96] = "  -";
+  if (c.spread.known())
+    std::snprintf(spread, sizeof spread, "  %.6f..%.6f%s", c.spread.low_s, c.spread.high_s,
+                  tie ? "  tie #1" : "");
+  return row(c) + spread;
+}
+
+// What the spread was and which plans tie the first.
+void print_ties(std::ostream& out, const Exploration& e, size_t shown) {
+  const double largest = largest_spread(e.spreads);
+  if (largest <= 0) {
+    out << "-- ties: no device profile measured a timing spread (`splitsim profile` "
+           "writes one; --spread PCT sets one), so none is declared\n";
+    return;
+  }
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "-- spread: each party's compute at up to +-%.1f%% (the ranking's first %zu "
+                "simulated at both ends); ",
+                100 * largest, std::min(shown, e.ranking.size()));
+  out << line;
+  if (e.objective != Objective::kTime) {
+    out << "ties are judged when ranking by time\n";
+  } else if (e.tied_with_best == 0) {
+    out << "no plan ties the first\n";
+  } else {
+    out << e.tied_with_best << " plan(s) tie the first (their ranges overlap): the prediction "
+        << "does not tell them apart\n";
+  }
+}
+
 }  // namespace
 
 std::string progress_line(const ExploreProgress& p) {
@@ -37,7 +71,9 @@ void write_explore_json(std::ostream& out, const std::string& scenario, const Ex
                       {"screened_out", r.screened_out},
                       {"not_simulated_over_cap", e.not_simulated_over_cap},
                       {"simulated", e.simulated},
-                      {"wall_s", e.wall_s}};
+                      {"wall_s", e.wall_s},
+                      {"spreads", e.spreads},
+                      {"tied_with_best", e.tied_with_best}};
   j["front"] = nlohmann::json::array();
   for (size_t i : e.front) j["front"].push_back(candidate_to_json(r.candidates[i]));
   j["ranking"] = nlohmann::json::array();
@@ -78,8 +114,15 @@ void write_explore_table(std::ostream& out, const std::string& scenario, const E
       << head << "\n";
   for (size_t i : e.front) out << row(r.candidates[i]) << "\n";
   out << "-- ranking by " << objective_name(e.objective) << " (top " << shown << ")\n"
-      << head << "\n";
-  for (size_t k = 0; k < shown; ++k) out << row(r.candidates[e.ranking[k]]) << "\n";
+      << head << "  predicted spread s\n";
+  const Candidate& first = r.candidates[e.ranking.front()];
+  for (size_t k = 0; k < shown; ++k) {
+    const Candidate& c = r.candidates[e.ranking[k]];
+    out << ranking_row(c, k > 0 && e.objective == Objective::kTime &&
+                              predicted_tie(first.spread, c.spread))
+        << "\n";
+  }
+  print_ties(out, e, shown);
   if (!accuracy.is_null()) {
     char line[512];
     std::snprintf(line, sizeof line,
@@ -101,11 +144,15 @@ void write_explore_table(std::ostream& out, const std::string& scenario, const E
   if (validation.is_null()) return;
   out << "-- validation of the top " << validation["plans"].size() << " (" << validation["repeat"]
       << " repetitions each)\n";
-  for (const auto& p : validation["plans"])
+  for (const auto& p : validation["plans"]) {
     out << "  #" << p["rank"] << " explorer " << p["explorer_predicted_time_per_batch_s"]
-        << " s, this machine " << p["validate_predicted_time_per_batch_s"] << " s, measured "
-        << p["measured_time_per_batch_s"] << " s (" << p["measured_spread_s"][0] << ".."
-        << p["measured_spread_s"][1] << ")  " << p["label"].get<std::string>() << "\n";
+        << " s, this machine " << p["validate_predicted_time_per_batch_s"] << " s";
+    if (p.contains("validate_predicted_spread_s"))
+      out << " (" << p["validate_predicted_spread_s"][0] << ".."
+          << p["validate_predicted_spread_s"][1] << ")";
+    out << ", measured " << p["measured_time_per_batch_s"] << " s (" << p["measured_spread_s"][0]
+        << ".." << p["measured_spread_s"][1] << ")  " << p["label"].get<std::string>() << "\n";
+  }
   out << "measured best: #" << validation["measured_best_rank"]
       << "; predicted best on this machine: #" << validation["predicted_best_rank"]
       << "; measured best is the predicted best (within the measured spread): "
@@ -114,6 +161,23 @@ void write_explore_table(std::ostream& out, const std::string& scenario, const E
       << (validation["measured_best_is_explorers_best"].get<bool>() ? "yes" : "no")
       << "; the predicted best measured " << validation["predicted_best_regret_pct"].get<double>()
       << "% slower than the best\n";
+  if (!validation.contains("kendall_tau")) return;
+  auto tau = [](const nlohmann::json& t) {
+    if (t.is_null()) return std::string("undefined");
+    char text[16];
+    std::snprintf(text, sizeof text, "%.2f", t.get<double>());
+    return std::string(text);
+  };
+  out << "predicted ties with the predicted best: "
+      << (validation["predicted_ties_with_best"].empty()
+              ? std::string("none")
+              : validation["predicted_ties_with_best"].dump())
+      << "; measured best is the predicted best or a declared tie: "
+      << (validation["measured_best_is_predicted_best_or_tie"].get<bool>() ? "yes" : "no")
+      << "; Kendall tau, predicted vs measured order: " << tau(validation["kendall_tau"])
+      << " (the explorer's: " << tau(validation["kendall_tau_explorer"])
+      << "; ties where the spreads overlap: " << tau(validation["kendall_tau_with_spreads"])
+      << ")\n";
 }
 
 }  // namespace splitsim

@@ -14,6 +14,7 @@
 
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/scenario.h"
+#include "splitsim/costmodel/spread.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/validate/safe_files.h"
@@ -103,6 +104,10 @@ struct ValidationRun {
   double profile_unit_s = 0;
   int awake_cores = 0;          // CPUs kept from idling during the real run (AwakeCores)
   Metrics predicted, measured;  // measured: the repetition with the median time per batch
+  // The predicted time per batch with the compute at both ends of the
+  // profile's timing spread (costmodel/spread.h; both ends the time when
+  // the profile measured none).
+  TimeSpread predicted_spread;
   // Per metric: the predicted value against the median of the repetitions.
   std::vector<MetricError> errors;
   // validate --repeat: every measured repetition, in the order they ran,

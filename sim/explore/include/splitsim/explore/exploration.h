@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct ExploreOptions {
   int jobs = 0;                // simulations at once; 0: the CPU count
   int max_simulations = 1000;  // simulate at most this many survivors, lowest bound first
   std::function<void(const ExploreProgress&)> progress;  // may be empty
+  // The first `spread_top` of the ranking are simulated again at the ends of
+  // the timing spread: the devices' measured one, or `spread` for every
+  // party when set (a relative half-width in [0, 1)).
+  size_t spread_top = 10;
+  std::optional<double> spread;
 };
 
 struct Exploration {
@@ -40,6 +46,10 @@ struct Exploration {
   size_t not_simulated_over_cap = 0;  // survivors over max_simulations
   std::vector<size_t> front;          // candidate_front(): indices into result.candidates
   std::vector<size_t> ranking;        // rank() by objective: every simulated candidate
+  // Each party's timing spread (party_spreads(); "*": the largest) and how
+  // many plans after the first of the ranking tie it (predicted_tie()).
+  std::map<std::string, double> spreads;
+  size_t tied_with_best = 0;
   double wall_s = 0;                  // search and simulations
 };
 
