@@ -3,6 +3,7 @@
 #include "splitsim/costmodel/scenario.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -365,6 +366,28 @@ TEST(ScenarioSweep, CartesianProductInFileOrderWithLabels) {
   // expand_scenario sees nlohmann's sorted keys: axes in alphabetical order.
   const auto sorted = expand_scenario(json::parse(text));
   EXPECT_EQ(sorted[1].label, "devices=#0 network.bandwidth_bit_per_s=1000000000.0 schedule=fr");
+}
+
+TEST(ScenarioFile, ATorchScriptPathNotFoundFromHereIsTakenFromBesideTheScenario) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("splitsim_scenario_test_beside_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "models");
+  std::ofstream(dir / "models" / "beside_only.pt") << "not read while parsing";
+  json j = base();
+  j["model"] = {{"name", "torchscript"}, {"path", "models/beside_only.pt"},
+                {"input_shape", {3, 8, 8}}};
+  std::ofstream(dir / "s.json") << j.dump();
+  auto v = load_scenario_file((dir / "s.json").string());
+  const std::string resolved = (dir / "models" / "beside_only.pt").lexically_normal().string();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].scenario.model.path, resolved);
+  EXPECT_EQ(v[0].json["model"]["path"], resolved);  // what exec's parties read
+  // Found nowhere: left as written, for the model's loader to name.
+  j["model"]["path"] = "models/nowhere.pt";
+  std::ofstream(dir / "s.json") << j.dump();
+  v = load_scenario_file((dir / "s.json").string());
+  EXPECT_EQ(v[0].scenario.model.path, "models/nowhere.pt");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ScenarioSweep, DottedAxisIntoDevicesAndModel) {

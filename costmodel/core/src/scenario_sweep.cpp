@@ -320,6 +320,25 @@ static void load_calibrations(std::vector<ScenarioVariant>* variants,
   }
 }
 
+// A relative TorchScript path that is not there from the directory splitsim
+// runs in but is beside the scenario file (in `dir`): that one, absolute, in
+// the variant's Scenario and JSON (what exec's parties and validate's
+// written scenarios read).
+static void resolve_model_paths(std::vector<ScenarioVariant>* variants,
+                                const std::filesystem::path& dir) {
+  for (ScenarioVariant& v : *variants) {
+    std::string& path = v.scenario.model.path;
+    std::error_code ec;
+    if (path.empty() || std::filesystem::path(path).is_absolute() ||
+        std::filesystem::exists(path, ec))
+      continue;
+    const std::filesystem::path beside = dir / path;
+    if (!std::filesystem::exists(beside, ec)) continue;
+    path = std::filesystem::absolute(beside, ec).lexically_normal().string();
+    if (v.json.contains("model") && v.json["model"].is_object()) v.json["model"]["path"] = path;
+  }
+}
+
 std::vector<ScenarioVariant> expand_scenario(const json& j, ScenarioNeeds needs) {
   // nlohmann::json keeps object keys sorted: without the file's own order
   // (load_scenario_file), the axes come in alphabetical order.
@@ -344,6 +363,7 @@ std::vector<ScenarioVariant> load_scenario_file(const std::string& file, Scenari
   try {
     std::vector<ScenarioVariant> variants = expand_in_order(j, order, needs);
     load_calibrations(&variants, std::filesystem::path(file).parent_path());
+    resolve_model_paths(&variants, std::filesystem::path(file).parent_path());
     return variants;
   } catch (const InputError& e) {
     throw in_file(e, file);
