@@ -17,6 +17,7 @@
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/measure.h"
+#include "splitsim/costmodel/memory_account.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/costmodel/unit_graph.h"
@@ -155,6 +156,38 @@ TEST(TorchvisionModelsTest, SplitInsideOpensTheNamedModule) {
     EXPECT_NE(std::string(e.what()).find("no submodule \"decoder\""), std::string::npos)
         << e.what();
   }
+}
+
+// A party builds its own units only (exec): the file is loaded whole, the
+// other units are dropped and their weights freed, so the party holds what
+// the plan counts for it; the kept units still train.
+TEST(TorchvisionModelsTest, APartialBuildHoldsTheAskedUnitsWeightsOnly) {
+  const ModelSpec spec = script_spec("resnet18", {3, 32, 32});
+  const SplitModel whole = build_model(spec);
+  std::vector<bool> local(whole.names.size(), false);
+  local[0] = local[1] = local.back() = true;  // conv1, bn1 and fc: a U-shape's client
+  MemoryAccount memory;
+  int64_t held = 0;
+  SplitModel part;
+  {
+    MemoryAccount::Join joined(memory);
+    part = build_model(spec, 0, &local);
+    held = memory.live_bytes();
+  }
+  int64_t own = 0, all = 0;
+  for (size_t i = 0; i < local.size(); ++i) {
+    EXPECT_EQ(part.units[i] != nullptr, local[i]) << whole.names[i];
+    for (const auto& p : whole.units[i]->parameters()) {
+      all += p.nbytes();
+      if (local[i]) own += p.nbytes();
+    }
+  }
+  EXPECT_GT(all, 40 * own);  // resnet18's blocks are most of it
+  EXPECT_GE(held, own);
+  EXPECT_LT(held, own + all / 20);  // buffers and a little more, not the blocks
+  const torch::Tensor y = part.units.back()->forward(torch::randn({2, 512}));
+  y.sum().backward();
+  EXPECT_TRUE(part.units.back()->parameters()[0].grad().defined());
 }
 
 // A module used twice (tied weights) keeps both uses in one unit: its

@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <functional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,6 +49,33 @@ void move_to_meta(torch::nn::Module& unit) {
   };
   for (const torch::Tensor& p : unit.parameters()) move(p);
   for (const torch::Tensor& b : unit.buffers()) move(b);
+}
+
+// A TorchScript file is loaded whole, every unit a slice of one module. A
+// build of some units only (exec's parties) then drops the others and
+// frees their weights and buffers, those no kept unit shares (tied
+// weights stay), as a zoo model never builds them: a party holds its own
+// stages' weights only.
+void drop_units_not_asked_for(SplitModel& m) {
+  const auto* wanted = build_request.units;
+  if (wanted == nullptr) return;
+  auto asked = [&](size_t i) { return i < wanted->size() && (*wanted)[i]; };
+  std::set<const c10::TensorImpl*> kept;
+  for (size_t i = 0; i < m.units.size(); ++i) {
+    if (!m.units[i] || !asked(i)) continue;
+    for (const torch::Tensor& p : m.units[i]->parameters()) kept.insert(p.unsafeGetTensorImpl());
+    for (const torch::Tensor& b : m.units[i]->buffers()) kept.insert(b.unsafeGetTensorImpl());
+  }
+  auto release = [&](const torch::Tensor& t) {
+    if (kept.count(t.unsafeGetTensorImpl())) return;
+    t.unsafeGetTensorImpl()->shallow_copy_from(at::empty({0}, t.options()).getIntrusivePtr());
+  };
+  for (size_t i = 0; i < m.units.size(); ++i) {
+    if (!m.units[i] || asked(i)) continue;
+    for (const torch::Tensor& p : m.units[i]->parameters()) release(p);
+    for (const torch::Tensor& b : m.units[i]->buffers()) release(b);
+    m.units[i] = nullptr;
+  }
 }
 
 std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& shape) {
@@ -248,6 +276,7 @@ SplitModel build_model(const ModelSpec& spec, uint64_t seed, const std::vector<b
   } else {
     assert(name == "torchscript");  // resolve_model_defaults knows no others
     models::add_torchscript(m);
+    drop_units_not_asked_for(m);
   }
   for (int i = 0; i < m.size(); ++i) m.inputs.push_back({i - 1});
   apply_finetune(m);
