@@ -52,6 +52,10 @@ struct PartyContext {
   SplitModel model;
   BatchSource* data = nullptr;
   std::mutex data_mutex;
+  // Each client's latest batch (input, target), drawn once and shared by
+  // its local stages: a U-shape's client reads the input on stage 0 and
+  // the target on its last stage from one draw (guarded by data_mutex).
+  std::map<std::pair<int, int64_t>, std::pair<torch::Tensor, torch::Tensor>> drawn_batches;
   std::vector<StageParts> stages;  // by stage index; local ones filled
   WireDType act_dtype = WireDType::kF32;
   std::mutex compute;  // one processor per party

@@ -155,13 +155,25 @@ class Instance {
     out_->events[s.event].end_s = at_s(s.transfer->completed_at());
   }
 
-  // The current batch's data (input on stage 0, target on the last stage).
+  // The current batch's data (input on stage 0, target on the last stage),
+  // drawn by the first of the client's local stages to ask (stage 0, before
+  // its forward's turn) and shared: a last stage that drew the whole batch
+  // again for its target paid for a second input inside its forward.
   const std::pair<torch::Tensor, torch::Tensor>& data(int64_t batch) {
     if (batch != data_batch_) {
       std::lock_guard<std::mutex> lock(ctx_.data_mutex);
-      data_ = ctx_.data->batch(c_, batch, plan_.batch_size);
-      data_.first = data_.first.to(ctx_.device);
-      data_.second = data_.second.to(ctx_.device);
+      auto it = ctx_.drawn_batches.find({c_, batch});
+      if (it == ctx_.drawn_batches.end()) {
+        auto drawn = ctx_.data->batch(c_, batch, plan_.batch_size);
+        drawn.first = drawn.first.to(ctx_.device);
+        drawn.second = drawn.second.to(ctx_.device);
+        auto& kept = ctx_.drawn_batches;
+        for (auto old = kept.begin(); old != kept.end();)  // the client's earlier batches go
+          old = old->first.first == c_ && old->first.second < batch ? kept.erase(old)
+                                                                      : std::next(old);
+        it = kept.emplace(std::make_pair(c_, batch), std::move(drawn)).first;
+      }
+      data_ = it->second;
       data_batch_ = batch;
     }
     return data_;
