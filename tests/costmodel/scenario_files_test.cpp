@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <vector>
 #include <string>
 
@@ -103,6 +104,34 @@ TEST(ScenarioFiles, ManyClientsScenariosShareAServerLinkSlowerThanTheClients) {
   EXPECT_EQ(many.front().scenario.clients, 100);
   ASSERT_EQ(many.front().scenario.client_groups.size(), 2u);
   EXPECT_EQ(many.front().scenario.client_groups[0].device, "raspberry_pi4");
+}
+
+// scenarios/validation/: what `validate` measures the predictions on (issue
+// of breadth: at least 5 families and 100 variants, chunks 1 to 8).
+TEST(ScenarioFiles, TheValidationSetHasFiveFamiliesOfTwoPartitionsEach) {
+  std::map<std::string, std::set<std::string>> partitions;  // family -> first cut
+  std::set<int64_t> chunks;
+  size_t variants = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios/validation")) {
+    if (entry.path().extension() != ".json") continue;
+    const auto vs = load_scenario_file(entry.path().string());
+    EXPECT_EQ(vs.size(), 12u) << entry.path();
+    variants += vs.size();
+    for (const auto& v : vs) {
+      EXPECT_EQ(v.scenario.name, "validation_" + entry.path().stem().string());
+      EXPECT_EQ(v.scenario.devices.at("client"), "cpu_this_machine") << entry.path();
+      partitions[v.scenario.model.name].insert(v.scenario.partition.front().to);
+      chunks.insert(v.scenario.chunks);
+    }
+  }
+  EXPECT_EQ(variants, 120u);
+  ASSERT_EQ(partitions.size(), 5u);
+  for (const auto& [family, cuts] : partitions) EXPECT_EQ(cuts.size(), 2u) << family;
+  EXPECT_EQ(partitions.count("llama"), 1u);
+  EXPECT_EQ(partitions.count("torchscript"), 1u);
+  EXPECT_EQ(*chunks.begin(), 1);
+  EXPECT_EQ(*chunks.rbegin(), 8);
 }
 
 TEST(ScenarioFiles, AccuracyScenariosSweepSixCodecsAndTwoChunkCountsOnFashionMnist) {

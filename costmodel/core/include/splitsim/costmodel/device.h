@@ -72,7 +72,7 @@ struct DeviceProfile {
   // min) / (2 x median) of a round's forward + backward seconds of every
   // unit, a relative half-width ("measured.timing_spread"; 0: not
   // measured). The explorer and validate give a prediction this spread
-  // (costmodel/spread.h).
+  // (spread.h).
   double timing_spread = 0;
   std::vector<CodecTiming> codec_timings;  // "measured_codecs" in JSON
 

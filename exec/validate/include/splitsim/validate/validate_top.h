@@ -41,7 +41,7 @@ nlohmann::json validate_top(const Exploration& e, const nlohmann::json& base_jso
 // "measured_order_matches_predicted" (measured times ascending in the
 // explorer's order); "predicted_ties_with_best" (the ranks whose predicted
 // spread, validate's "predicted_time_per_batch_spread_s", overlaps the
-// predicted best's: costmodel/spread.h); "measured_best_is_predicted_best_or_tie";
+// predicted best's: splitsim/costmodel/spread.h); "measured_best_is_predicted_best_or_tie";
 // "kendall_tau" (kendall_tau() of validate's predicted times and the
 // measured medians; null when undefined), "kendall_tau_with_spreads" (the
 // same with the predicted spreads and the measured min..max as ranges:

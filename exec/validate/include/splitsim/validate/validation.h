@@ -105,7 +105,7 @@ struct ValidationRun {
   int awake_cores = 0;          // CPUs kept from idling during the real run (AwakeCores)
   Metrics predicted, measured;  // measured: the repetition with the median time per batch
   // The predicted time per batch with the compute at both ends of the
-  // profile's timing spread (costmodel/spread.h; both ends the time when
+  // profile's timing spread (splitsim/costmodel/spread.h; both ends the time when
   // the profile measured none).
   TimeSpread predicted_spread;
   // Per metric: the predicted value against the median of the repetitions.

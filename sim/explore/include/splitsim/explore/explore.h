@@ -98,7 +98,7 @@ struct Candidate {
   double lower_bound_s = 0, upper_bound_s = 0;  // screen_bounds()
   bool screened_out = false;                    // provably off the Pareto front
   double time_per_batch_s = std::numeric_limits<double>::quiet_NaN();  // simulated
-  // Simulated at the ends of the devices' timing spread (costmodel/spread.h);
+  // Simulated at the ends of the devices' timing spread (splitsim/costmodel/spread.h);
   // the first ExploreOptions::spread_top of the ranking only.
   TimeSpread spread;
 };
