@@ -13,6 +13,36 @@
 namespace splitsim::testing {
 namespace {
 
+// --spread: the shown rows get a predicted range and the ties with the
+// first are counted; without it the shipped spec-sheet profiles measured
+// none, and the table says so; a spread of 100% or more is refused.
+TEST(ExploreCliTest, SpreadGivesTheRowsARangeAndCountsTiesWithTheFirst) {
+  const std::string base = "explore " + source_path("scenarios/mobilenet_v2_ushape.json") +
+                           " --kinds ushape --chunks 1 --max-simulations 20 --top 4";
+  CliResult r = run_cli(base + " --spread 20 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j.at("spreads").at("*").get<double>(), 0.2);
+  const auto& ranking = j.at("ranking");
+  ASSERT_EQ(ranking.size(), 4u);
+  const auto& first = ranking[0].at("time_per_batch_spread_s");
+  size_t ties = 0;
+  for (size_t k = 0; k < ranking.size(); ++k) {
+    const auto& s = ranking[k].at("time_per_batch_spread_s");
+    const double t = ranking[k].at("time_per_batch_s").get<double>();
+    EXPECT_LT(s[0].get<double>(), t);
+    EXPECT_GT(s[1].get<double>(), t);
+    if (k > 0 && s[0].get<double>() <= first[1].get<double>()) ++ties;
+  }
+  EXPECT_EQ(j.at("tied_with_best"), ties);
+  r = run_cli(base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no device profile measured a timing spread"), std::string::npos) << r.out;
+  r = run_cli(base + " --spread 100");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--spread"), std::string::npos) << r.err;
+}
+
 TEST(ExploreCliTest, UShapeJsonFrontRankingAndEmitBestRunsWithSimulate) {
   const std::string best = (std::filesystem::temp_directory_path() /
                             ("splitsim_explore_best_" + std::to_string(::getpid()) + ".json"))
