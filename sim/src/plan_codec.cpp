@@ -107,7 +107,7 @@ void write_plan(const Plan& p, PlanWriter* w) {
   const NetworkSpec& n = p.network;
   for (double v : {n.bandwidth_bit_per_s, n.up_bandwidth_bit_per_s, n.down_bandwidth_bit_per_s,
                    n.latency_s, n.per_message_overhead_s, n.bandwidth_factor,
-                   n.server_bandwidth_bit_per_s, n.server_latency_s})
+                   n.server_bandwidth_bit_per_s, n.server_latency_s, n.burst_peak_bit_per_s})
     w->pod(v);
   w->str(n.bandwidth_trace);
   w->pod(n.burst_bytes);
@@ -191,7 +191,8 @@ Plan read_plan(PlanReader* r) {
   NetworkSpec& net = p.network;
   for (double* v : {&net.bandwidth_bit_per_s, &net.up_bandwidth_bit_per_s,
                     &net.down_bandwidth_bit_per_s, &net.latency_s, &net.per_message_overhead_s,
-                    &net.bandwidth_factor, &net.server_bandwidth_bit_per_s, &net.server_latency_s})
+                    &net.bandwidth_factor, &net.server_bandwidth_bit_per_s, &net.server_latency_s,
+                    &net.burst_peak_bit_per_s})
     r->pod(v);
   r->str(&net.bandwidth_trace);
   r->pod(&net.burst_bytes);

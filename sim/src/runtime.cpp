@@ -99,7 +99,8 @@ void PairSender::run() {
                                      : net.latency_s;
   // A token-bucket shaper (network.burst_bytes): the bucket refills at the
   // rate while this direction idles, up to the burst. Without a packet size
-  // the bytes it holds pass at once, the rest at the rate. With one
+  // the bytes it holds pass at once (or at network.burst_peak_bit_per_s,
+  // the bucket refilling meanwhile), the rest at the rate. With one
   // (network.burst_packet_bytes, htb's whole GSO packets) a message goes as
   // packets of that size, each leaving once the bucket is out of debt: the
   // message is across when its last packet may leave, and the bucket owes
@@ -107,6 +108,7 @@ void PairSender::run() {
   // other, so one bucket per sender.
   const double burst = static_cast<double>(net.burst_bytes);
   const double packet = static_cast<double>(net.burst_packet_bytes);
+  const double peak = net.burst_peak_bit_per_s / 8;
   const bool plain = burst == 0 && packet == 0;
   double tokens = burst;
   double idle_since = 0;
@@ -118,21 +120,31 @@ void PairSender::run() {
     if (net.per_message_overhead_s > 0) sg4::this_actor::sleep_for(net.per_message_overhead_s);
     const double bytes = static_cast<double>(o.bytes);
     tokens = std::min(burst, tokens + (sg4::Engine::get_clock() - idle_since) * rate);
-    double paced = bytes;
+    double paced = bytes, burst_s = 0;
     if (packet > 0) {
       const double before_last = packet * std::max(0.0, std::ceil(bytes / packet) - 1);
       paced = std::max(0.0, before_last - tokens);
       tokens += paced - bytes;  // in debt by up to one packet
     } else if (!plain) {
-      paced = bytes - std::min(tokens, bytes);
-      tokens = paced > 0 ? 0 : tokens - bytes;  // the paced part spends every token as it comes
+      // At the peak rate P the bucket refills at the rate r while it
+      // drains: it holds out for tokens / (P - r), carrying P / (P - r)
+      // bytes per token. Without a peak rate its bytes pass at once.
+      double carried = std::min(tokens, bytes);
+      if (peak > 0) {
+        carried = peak > rate ? std::min(bytes, tokens * peak / (peak - rate)) : 0;
+        burst_s = carried / peak;
+      }
+      paced = bytes - carried;
+      // The paced part spends every token as it comes.
+      tokens = paced > 0 ? 0 : tokens + burst_s * rate - carried;
     }
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
     // (The work per message is the stage actors' own: StageActor::call.)
-    const double over_s = paced / rate;
+    const double over_s = paced / rate + burst_s;
     sg4::ExecPtr send_work = start_host_work(from, pf.sent_s_per_byte(from_party) * bytes, over_s);
     sg4::ExecPtr recv_work = start_host_work(to, pf.received_s_per_byte(to_party) * bytes, over_s);
+    if (burst_s > 0) sg4::this_actor::sleep_for(burst_s);
     if (paced > 0 || plain) sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
     if (send_work) send_work->wait();
     if (recv_work) recv_work->wait();

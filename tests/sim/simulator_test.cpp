@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/link_fit.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/trace.h"
 #include "test_plans.h"
@@ -131,6 +132,36 @@ TEST(SimulatorTest, ATokenBucketLetsItsBurstPassAtOnce) {
   p.iterations = 40;
   p.warmup = 20;
   EXPECT_NEAR(run(p).time_per_batch_s, 10e-3, 1e-6);
+}
+
+TEST(SimulatorTest, ABucketWithAPeakRateDrainsAtThatRate) {
+  // 1e8 B/s, a bucket of 100 kB passing at 4e8 B/s; 1 ms of compute per
+  // pass on each side, so each direction starts every message with a full
+  // bucket, which lasts 100 kB / (4e8 - 1e8) B/s and carries 133.3 kB.
+  Plan p = equal_stages(2, 1, 1e-3, 1e-3, Schedule::kSequential, 12, 4, {"client", "server"});
+  p.network.bandwidth_bit_per_s = 8e8;
+  p.network.burst_bytes = 100000;
+  p.network.burst_peak_bit_per_s = 3.2e9;
+  // 50 kB each way: all at the peak, 0.125 ms each.
+  set_wire_bytes(&p, 0, 50000, 50000);
+  EXPECT_NEAR(run(p).time_per_batch_s, 4e-3 + 2 * 0.125e-3, 1e-9);
+  // 200 kB up: 133.3 kB at the peak (0.333 ms), 66.7 kB at the rate
+  // (0.667 ms), the same as the link model fitted to single messages.
+  set_wire_bytes(&p, 0, 200000, 50000);
+  const Metrics m = run(p);
+  EXPECT_NEAR(m.time_per_batch_s, 4e-3 + 1e-3 + 0.125e-3, 1e-8);  // whole bytes
+  LinkFit fit;
+  fit.rate_Bps = 1e8;
+  fit.peak_Bps = 4e8;
+  fit.burst_bytes = 100000;
+  EXPECT_NEAR(fitted_transfer_s(fit, 200000), 1e-3, 1e-12);
+  // The peak rate is the fastest transfer's: 200 kB in 1 ms up, 50 kB in
+  // 0.125 ms down.
+  EXPECT_NEAR(m.bandwidth_peak_client_Bps / 2e8, 1.0, 1e-5);
+  EXPECT_NEAR(m.party("server")->peak_send_Bps, 4e8, 1e-3);
+  // A peak no faster than the rate: the bucket carries nothing.
+  p.network.burst_peak_bit_per_s = 8e8;
+  EXPECT_NEAR(run(p).time_per_batch_s, 4e-3 + 2e-3 + 0.5e-3, 1e-9);
 }
 
 TEST(SimulatorTest, AnHtbBucketSendsWholePacketsOnCredit) {

@@ -23,7 +23,8 @@ const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weig
 const std::vector<std::string> kNetworkKeys = {
     "bandwidth_bit_per_s", "up_bandwidth_bit_per_s",     "down_bandwidth_bit_per_s", "latency_s",
     "bandwidth_trace",     "per_message_overhead_s",     "bandwidth_factor",         "burst_bytes",
-    "burst_packet_bytes",  "server_bandwidth_bit_per_s", "server_latency_s"};
+    "burst_packet_bytes",  "server_bandwidth_bit_per_s", "server_latency_s",
+    "burst_peak_bit_per_s"};
 const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent",
                                                 "cpu_s_per_byte_received",
                                                 "cpu_s_per_message_sent",
@@ -209,6 +210,7 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
       {"bandwidth_factor", &n.bandwidth_factor, {limits::kMinBandwidthFactor, false, 1, false}},
       {"server_bandwidth_bit_per_s", &n.server_bandwidth_bit_per_s, kBandwidth},
       {"server_latency_s", &n.server_latency_s, {0, false, limits::kMaxLatencyS, false}},
+      {"burst_peak_bit_per_s", &n.burst_peak_bit_per_s, {0, false, limits::kMaxBandwidthBitPerS, false}},
   };
   for (const NumberKey& k : numbers) {
     if (j.contains(k.key)) *k.field = jr::read_number(j.at(k.key), path + "." + k.key, k.range);

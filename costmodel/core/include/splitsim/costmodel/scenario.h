@@ -106,6 +106,10 @@ struct NetworkSpec {
   // by that packet. A message of one packet after an idle spell then
   // crosses at once, a longer one's last packet does.
   int64_t burst_packet_bytes = 0;
+  // With burst_bytes and no packet size: the rate at which the bucket's
+  // bytes pass (a shaper's peak rate, the wire under it); 0: at once.
+  // `splitsim link-probe` measures it with the bucket (splitsim/costmodel/link_fit.h).
+  double burst_peak_bit_per_s = 0;
   // The server's access link (scenarios/FORMAT.md "Clients"): every
   // client's flows to and from the parties other than the client role share
   // it, each direction at this rate. 0: no such link (each client is
