@@ -57,10 +57,23 @@ Command add_link_probe_command(CLI::App& app) {
                   "size of one small message (B)")
       ->check(CLI::Range(int64_t{1}, int64_t{1048576}))
       ->capture_default_str();
+  sub->add_option("--single-max-kib", args->single_max_kib,
+                  "single messages after idle, for the link's model: sizes from 1 KiB, four per "
+                  "octave, up to this (KiB)")
+      ->check(number_range(1, 1048576))
+      ->capture_default_str();
+  sub->add_option("--single-repeats", args->single_repeats,
+                  "how often each single message is timed each way (the median is kept)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  sub->add_option("--single-gap-ms", args->single_gap_ms,
+                  "how long the link idles before each single message (ms)")
+      ->check(number_range(0, 10000))
+      ->capture_default_str();
   sub->add_option("--timeout-s", args->timeout_s, "connect and per-transfer timeout (s)")
       ->check(number_range(0, 86400, true))
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/3)");
+  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/4)");
   add_congestion_control_flag(sub, &args->congestion_control);
 
   return {sub, [args] { return run_link_probe_command(*args); }};

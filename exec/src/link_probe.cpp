@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <deque>
 #include <stdexcept>
 #include <thread>
@@ -21,6 +22,10 @@ constexpr int kSyncTag = 1;
 constexpr int kDataTag = 100;  // + message index % kDataTags
 constexpr int kDataTags = 64;
 constexpr int kReportTag = 2;
+constexpr int kSingleTag = 3;  // single messages and their acknowledgements
+constexpr int kAckTag = 4;
+constexpr int kTripsTag = 5;  // the client's single-message times, to the server
+constexpr int64_t kAckBytes = 8;
 constexpr size_t kInFlight = 2;  // as exec: a few sends and receives posted ahead
 
 std::vector<int> my_cpus() {
@@ -67,6 +72,88 @@ void stream(Transport& t, bool sending, int64_t count, int64_t bytes,
     }
   }
   for (auto& p : posted) p->wait(timeout);
+}
+
+// One message of `bytes` after `gap_s` of silence; the receiver answers
+// with an acknowledgement once it has every byte. The sender returns the
+// round trip in seconds, the receiver 0.
+double timed_message(Transport& t, bool sending, int64_t bytes, double gap_s,
+                     std::chrono::milliseconds timeout) {
+  const int peer = 1 - t.rank();
+  auto ack = torch::zeros({kAckBytes}, torch::kUInt8);
+  if (!sending) {
+    t.recv({torch::empty({bytes}, torch::kUInt8)}, peer, kSingleTag)->wait(timeout);
+    t.send({ack}, peer, kAckTag)->wait(timeout);
+    return 0;
+  }
+  const torch::Tensor payload = torch::ones({bytes}, torch::kUInt8);
+  std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto answer = t.recv({ack}, peer, kAckTag);
+  t.send({payload}, peer, kSingleTag)->wait(timeout);
+  answer->wait(timeout);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// 1 KiB up to `max_bytes`, four sizes per octave (a step of a shaper's
+// packet shows between two of them).
+std::vector<int64_t> ladder(int64_t max_bytes) {
+  std::vector<int64_t> sizes;
+  for (int k = 0;; ++k) {
+    const int64_t b = std::llround(1024 * std::pow(2.0, k / 4.0));
+    if (b > std::max<int64_t>(max_bytes, 1024)) break;
+    sizes.push_back(b);
+  }
+  return sizes;
+}
+
+// The single messages of the probe, both ways: for each size, each way in
+// turn, `repeats` times. Each rank returns the round trips of what it sent
+// (the client's up, the server's down), in the ladder's order, after the
+// acknowledgement's own round trips (first `repeats` values).
+std::vector<double> single_messages(Transport& t, const LinkProbeOptions& o) {
+  const bool server = t.rank() == 0;
+  std::vector<double> mine;
+  for (int i = 0; i < o.single_repeats; ++i) {  // the acknowledgement alone, client -> server
+    const double s = timed_message(t, !server, kAckBytes, o.single_gap_s, o.timeout);
+    if (!server) mine.push_back(s);
+    const double d = timed_message(t, server, kAckBytes, o.single_gap_s, o.timeout);
+    if (server) mine.push_back(d);
+  }
+  for (const int64_t bytes : ladder(o.single_max_bytes))
+    for (int i = 0; i < o.single_repeats; ++i) {
+      const double up = timed_message(t, !server, bytes, o.single_gap_s, o.timeout);
+      if (!server) mine.push_back(up);
+      const double down = timed_message(t, server, bytes, o.single_gap_s, o.timeout);
+      if (server) mine.push_back(down);
+    }
+  return mine;
+}
+
+// Medians per size of one side's round trips (as single_messages returns
+// them), less half the acknowledgement's round trip; and that round trip.
+std::vector<TransferSample> single_samples(const std::vector<double>& trips, int repeats,
+                                           int64_t max_bytes, double* ack_round_trip_s) {
+  const size_t n = static_cast<size_t>(std::max(repeats, 1));
+  if (trips.size() < n) return {};
+  *ack_round_trip_s = median_of({trips.begin(), trips.begin() + static_cast<long>(n)});
+  std::vector<TransferSample> out;
+  size_t at = n;
+  for (const int64_t bytes : ladder(max_bytes)) {
+    if (at + n > trips.size()) break;
+    const double trip = median_of({trips.begin() + static_cast<long>(at),
+                                   trips.begin() + static_cast<long>(at + n)});
+    out.push_back({bytes, std::max(trip - *ack_round_trip_s / 2, 1e-9)});
+    at += n;
+  }
+  return out;
 }
 
 double thread_cpu_s() {
@@ -214,6 +301,7 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
       mine[phase] = measure(cpus, a, mark(cpus, loop));
     }
   }
+  const std::vector<double> trips = single_messages(t, o);
   const auto phases = phases_of(r);
   r.up.bytes = r.down.bytes = count * o.message_bytes;
   r.small_up.bytes = r.small_down.bytes = small * o.small_message_bytes;
@@ -230,9 +318,18 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
       phases[i]->client = mine[i];
     }
     t.send({report}, 0, kReportTag)->wait(o.timeout);
+    t.send({torch::tensor(trips, torch::kFloat64)}, 0, kTripsTag)->wait(o.timeout);
     return r;
   }
   t.recv({report}, 1, kReportTag)->wait(o.timeout);
+  auto client_trips = torch::empty({static_cast<int64_t>(trips.size())}, torch::kFloat64);
+  t.recv({client_trips}, 1, kTripsTag)->wait(o.timeout);
+  const double* c = client_trips.data_ptr<double>();
+  double ack_up = 0, ack_down = 0;
+  r.single_up = single_samples({c, c + client_trips.numel()}, o.single_repeats,
+                               o.single_max_bytes, &ack_up);
+  r.single_down = single_samples(trips, o.single_repeats, o.single_max_bytes, &ack_down);
+  r.ack_round_trip_s = (ack_up + ack_down) / 2;
   const auto* p = report.data_ptr<double>();
   for (int i = 0; i < kPhases; ++i) {
     phases[i]->server = mine[i];
@@ -269,6 +366,9 @@ void derive_link_costs(LinkProbeResult* r) {
   r->cpu_s_per_message_sent = (r->client_send_s_per_message + r->server_send_s_per_message) / 2;
   r->cpu_s_per_message_received =
       (r->server_recv_s_per_message + r->client_recv_s_per_message) / 2;
+  std::vector<TransferSample> both = r->single_up;
+  both.insert(both.end(), r->single_down.begin(), r->single_down.end());
+  r->link = fit_link(both);
 }
 
 nlohmann::json link_probe_json(const LinkProbeResult& r) {
@@ -278,7 +378,23 @@ nlohmann::json link_probe_json(const LinkProbeResult& r) {
     phases[kPhaseNames[i]] = {{"bytes", ph[i]->bytes},
                               {"server", side_json(ph[i]->server)},
                               {"client", side_json(ph[i]->client)}};
-  return {{"schema", "splitsim.link_probe/3"},
+  const auto samples_json = [](const std::vector<TransferSample>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const TransferSample& x : v) a.push_back({x.bytes, x.seconds});
+    return a;
+  };
+  return {{"schema", "splitsim.link_probe/4"},
+          {"single_transfers",
+           {{"ack_round_trip_s", r.ack_round_trip_s},
+            {"client_to_server", samples_json(r.single_up)},
+            {"server_to_client", samples_json(r.single_down)}}},
+          {"link",
+           {{"latency_s", r.link.latency_s},
+            {"rate_Bps", r.link.rate_Bps},
+            {"peak_Bps", r.link.peak_Bps},
+            {"burst_bytes", r.link.burst_bytes},
+            {"packet_bytes", r.link.packet_bytes},
+            {"rms_rel_error", r.link.rms_rel_error}}},
           {"phases", phases},
           {"small_messages", r.small_messages},
           {"client_send_s_per_byte", r.client_send_s_per_byte},
@@ -299,9 +415,15 @@ nlohmann::json link_probe_json(const LinkProbeResult& r) {
 
 LinkProbeResult link_probe_from_json(const nlohmann::json& j) {
   try {
-    if (j.at("schema") != "splitsim.link_probe/3")
-      throw std::runtime_error("schema is not splitsim.link_probe/3");
+    if (j.at("schema") != "splitsim.link_probe/4")
+      throw std::runtime_error("schema is not splitsim.link_probe/4");
     LinkProbeResult r;
+    const auto& single = j.at("single_transfers");
+    r.ack_round_trip_s = single.at("ack_round_trip_s").get<double>();
+    for (const auto& [key, into] : {std::pair{"client_to_server", &r.single_up},
+                                    std::pair{"server_to_client", &r.single_down}})
+      for (const auto& x : single.at(key))
+        into->push_back({x.at(0).get<int64_t>(), x.at(1).get<double>()});
     const auto& ph = j.at("phases");
     r.small_messages = j.at("small_messages").get<int64_t>();
     const auto phases = phases_of(r);

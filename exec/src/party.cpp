@@ -185,6 +185,9 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
   o.bytes_per_direction = static_cast<int64_t>(args.megabytes * 1e6);
   o.small_messages = args.small_messages;
   o.small_message_bytes = args.small_message_bytes;
+  o.single_max_bytes = static_cast<int64_t>(args.single_max_kib * 1024);
+  o.single_repeats = args.single_repeats;
+  o.single_gap_s = args.single_gap_ms * 1e-3;
   o.timeout = go.timeout;
   go.congestion_control = args.congestion_control;
   std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
@@ -209,6 +212,21 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
           << r.busy_s_per_byte_sent * 1e9 << " ns, received " << r.busy_s_per_byte_received * 1e9
           << " ns; compute lost per message sent " << r.cpu_s_per_message_sent * 1e6
           << " us, received " << r.cpu_s_per_message_received * 1e6 << " us\n";
+      out << "one message alone after " << args.single_gap_ms << " ms idle ("
+          << r.single_up.size() << " sizes from 1 KiB, " << args.single_repeats
+          << " times each way, medians): ";
+      if (r.link.valid() && r.link.packet_bytes > 0)
+        out << "latency " << r.link.latency_s * 1e6 << " us, packets of " << r.link.packet_bytes
+            << " B but the last, less a bucket of " << r.link.burst_bytes << " B, at "
+            << r.link.rate_Bps * 8e-6 << " Mbit/s (fit's rms error "
+            << 100 * r.link.rms_rel_error << "%)\n";
+      else if (r.link.valid())
+        out << "latency " << r.link.latency_s * 1e6 << " us, rate " << r.link.rate_Bps * 8e-6
+            << " Mbit/s, a bucket of " << r.link.burst_bytes << " B passing at "
+            << r.link.peak_Bps * 8e-6 << " Mbit/s (fit's rms error "
+            << 100 * r.link.rms_rel_error << "%)\n";
+      else
+        out << "no fit (fewer than three sizes)\n";
     }
   }
   out.flush();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 #include <utility>
 
@@ -70,9 +71,17 @@ TEST(LinkProbe, ReportRoundTripsThroughJson) {
   r.small_messages = 10;
   r.small_up = {100, {0.1, 0.03, 60}, {0.1, 0.02, 70}};
   r.small_down = {100, {0.1, 0.01, 75}, {0.1, 0.04, 50}};
+  // Single messages on a wire of 1e7 B/s with 100 us a message.
+  for (int64_t b : {1024, 4096, 16384, 65536}) {
+    r.single_up.push_back({b, 1e-4 + static_cast<double>(b) / 1e7});
+    r.single_down.push_back({b, 1e-4 + static_cast<double>(b) / 1e7});
+  }
+  r.ack_round_trip_s = 5e-5;
   derive_link_costs(&r);
+  EXPECT_NEAR(r.link.rate_Bps, 1e7, 1.0);
   const nlohmann::json j = link_probe_json(r);
-  EXPECT_EQ(j["schema"], "splitsim.link_probe/3");
+  EXPECT_EQ(j["schema"], "splitsim.link_probe/4");
+  EXPECT_NEAR(j["link"]["latency_s"].get<double>(), 1e-4, 1e-9);
   const LinkProbeResult back = link_probe_from_json(j);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte_sent, r.cpu_s_per_byte_sent);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte_received, r.cpu_s_per_byte_received);
@@ -83,12 +92,18 @@ TEST(LinkProbe, ReportRoundTripsThroughJson) {
   EXPECT_DOUBLE_EQ(back.small_down.client.work, 50);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_message_received, r.cpu_s_per_message_received);
   EXPECT_GT(back.cpu_s_per_message_received, 0.0);
+  ASSERT_EQ(back.single_down.size(), 4u);
+  EXPECT_EQ(back.single_down[3].bytes, 65536);
+  EXPECT_DOUBLE_EQ(back.ack_round_trip_s, 5e-5);
+  EXPECT_NEAR(back.link.rate_Bps, 1e7, 1.0);  // fitted again from the samples
   EXPECT_THROW(link_probe_from_json(nlohmann::json{{"schema", "other"}}), std::runtime_error);
   EXPECT_THROW(link_probe_from_json(nlohmann::json::object()), std::runtime_error);
   nlohmann::json old = j;  // a report of the first schema, without the loop's work
   old["schema"] = "splitsim.link_probe/1";
   EXPECT_THROW(link_probe_from_json(old), std::runtime_error);
   old["schema"] = "splitsim.link_probe/2";  // without the small messages
+  EXPECT_THROW(link_probe_from_json(old), std::runtime_error);
+  old["schema"] = "splitsim.link_probe/3";  // without the single messages
   EXPECT_THROW(link_probe_from_json(old), std::runtime_error);
 }
 
@@ -101,6 +116,9 @@ LinkProbeOptions small_probe(int64_t messages, double idle_s) {
   o.idle_s = idle_s;
   o.small_messages = 20;
   o.small_message_bytes = 100;
+  o.single_max_bytes = 2048;  // single messages of 1024, 1218, 1448, 1722, 2048 B
+  o.single_repeats = 3;
+  o.single_gap_s = 0.001;
   o.timeout = std::chrono::milliseconds(10000);
   return o;
 }
@@ -126,6 +144,16 @@ TEST(LinkProbe, BothRanksRunThePhasesOverATransport) {
   EXPECT_EQ(r.small_messages, 20);
   EXPECT_EQ(r.small_up.bytes, 20 * 100);
   EXPECT_EQ(r.small_down.bytes, 20 * 100);
+  // Single messages: a median per size each way, on the sender's clock.
+  ASSERT_EQ(r.single_up.size(), 5u);
+  ASSERT_EQ(r.single_down.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(r.single_up[i].bytes, std::llround(1024 * std::pow(2.0, i / 4.0)));
+    EXPECT_GT(r.single_up[i].seconds, 0.0);
+    EXPECT_GT(r.single_down[i].seconds, 0.0);
+  }
+  EXPECT_GT(r.ack_round_trip_s, 0.0);
+  EXPECT_TRUE(from_client.single_up.empty());  // the client returns its own side only
   EXPECT_EQ(server.bytes_received(), client.bytes_sent());
   EXPECT_GE(client.bytes_sent(), 32 * 4096 + 20 * 100);
   // Rank 0 has both sides (the client's came over the transport).

@@ -23,10 +23,21 @@
 // The small messages give the cost per message (`platform.
 // cpu_s_per_message_sent/_received`): what one of them loses beyond its
 // bytes at the large messages' cost per byte.
+//
+// Then, with the loops stopped, single messages: for each size of a ladder
+// (from 1 KiB, four per octave, up to `single_max_bytes`), a few times each way, one
+// message after the link has idled `single_gap_s`, the receiver answering
+// with a small acknowledgement. A message's time is its round trip less
+// half an acknowledgement's own round trip, on the sender's clock alone.
+// The medians per size give the link model the simulator uses for one
+// transfer (splitsim/costmodel/link_fit.h: the fixed cost per message, the shaper's
+// bucket and the peak rate it passes at).
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "splitsim/costmodel/link_fit.h"
 #include "splitsim/exec/transport.h"
 
 namespace splitsim {
@@ -40,6 +51,9 @@ struct LinkProbeOptions {
   int64_t small_messages = 300;  // sent each way, of:
   int64_t small_message_bytes = 1024;
   double idle_s = 1.0;  // the first idle phase; the second is half as long
+  int64_t single_max_bytes = 4 << 20;  // the ladder: 1 KiB, 4 sizes per octave, up to this
+  int single_repeats = 3;              // each size, each way
+  double single_gap_s = 0.02;          // the link idles this long before each
   std::chrono::milliseconds timeout{60000};  // per transfer
 };
 
@@ -72,6 +86,12 @@ struct LinkProbeResult {
   double client_send_s_per_message = 0, server_recv_s_per_message = 0;
   double server_send_s_per_message = 0, client_recv_s_per_message = 0;
   double cpu_s_per_message_sent = 0, cpu_s_per_message_received = 0;
+  // Single messages after idle: the median seconds per size, each way, and
+  // the acknowledgement's round trip they were corrected by; the fit of
+  // both ways together.
+  std::vector<TransferSample> single_up, single_down;
+  double ack_round_trip_s = 0;
+  LinkFit link;
 };
 
 // Runs the probe over `transport` (world size 2). Rank 0 returns both sides
@@ -79,10 +99,14 @@ struct LinkProbeResult {
 // Throws TransportError when a transfer fails or times out.
 LinkProbeResult run_link_probe(Transport& transport, const LinkProbeOptions& options);
 
-// Fills the per-byte and per-message costs of `r` from its phases.
+// Fills the per-byte and per-message costs of `r` from its phases, and its
+// link fit from its single messages.
 void derive_link_costs(LinkProbeResult* r);
 
-// {"schema": "splitsim.link_probe/3", "phases": {...}, "cpu_s_per_byte_sent", ...}
+// {"schema": "splitsim.link_probe/4", "phases": {...}, "cpu_s_per_byte_sent", ...,
+//  "single_transfers": {"ack_round_trip_s", "client_to_server": [[bytes, s], ...],
+//  "server_to_client": [...]}, "link": {"latency_s", "rate_Bps", "peak_Bps",
+//  "burst_bytes", "rms_rel_error"}}
 nlohmann::json link_probe_json(const LinkProbeResult& r);
 // Reads what link_probe_json wrote. Throws std::runtime_error naming the field.
 LinkProbeResult link_probe_from_json(const nlohmann::json& j);

@@ -58,7 +58,10 @@ struct LinkProbePartyOptions {
   double megabytes = 64, message_kib = 1024, timeout_s = 60;
   double gap_ms = 0;  // the sender's pause after each large message
   int64_t small_messages = 300, small_message_bytes = 1024;  // the per-message phases
-  bool json = false;  // the report as JSON (splitsim.link_probe/3), else one line
+  double single_max_kib = 4096;  // the single messages' ladder, 1 KiB up to this
+  int single_repeats = 3;
+  double single_gap_ms = 20;
+  bool json = false;  // the report as JSON (splitsim.link_probe/4), else one line
   std::string congestion_control;  // as ExecPartyOptions
 };
 
