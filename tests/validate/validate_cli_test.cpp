@@ -51,7 +51,11 @@ std::string write_standin(const std::filesystem::path& dir) {
   std::ofstream(path) << R"(#!/bin/bash
 if [ "$1" = link-probe ]; then
   if [ "$3" = server ]; then cat <<'JSON'
-{"schema": "splitsim.link_probe/3", "small_messages": 100, "phases": {
+{"schema": "splitsim.link_probe/4", "small_messages": 100,
+ "single_transfers": {"ack_round_trip_s": 0.0002,
+  "client_to_server": [[1024, 0.00011024], [2048, 0.00012048], [4096, 0.00014096], [8192, 0.00018192], [16384, 0.00026384], [32768, 0.00042768], [65536, 0.0021536], [131072, 0.0087072], [262144, 0.0218144], [524288, 0.0480288]],
+  "server_to_client": [[1024, 0.00011024], [2048, 0.00012048], [4096, 0.00014096], [8192, 0.00018192], [16384, 0.00026384], [32768, 0.00042768], [65536, 0.0021536], [131072, 0.0087072], [262144, 0.0218144], [524288, 0.0480288]]},
+ "phases": {
  "idle": {"bytes": 0, "server": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}, "client": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}},
  "client_to_server": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.12, "work": 800}, "client": {"wall_s": 1, "busy_s": 0.17, "work": 700}},
  "server_to_client": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.17, "work": 700}, "client": {"wall_s": 1, "busy_s": 0.12, "work": 800}},
@@ -126,9 +130,15 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   EXPECT_TRUE(j["platform"]["shared_machine"].get<bool>());
   EXPECT_GE(j["platform"]["co_compute_slowdown"].get<double>(), 1.0);
   EXPECT_TRUE(j.contains("predicted_without_platform_time_per_batch_s"));
-  // On a shaped link, the prediction with its bucket beside it, and the
-  // bucket's figures in the link's record.
-  EXPECT_EQ(j.contains("predicted_with_shaper_bucket_time_per_batch_s"), root);
+  // The stand-in's single messages: 100 us a message, a bucket of 45 kB
+  // passing at 1e8 B/s, then 1e7 B/s; the prediction with that link beside.
+  EXPECT_NEAR(j["link_fit"]["latency_s"].get<double>(), 1e-4, 1e-6);
+  EXPECT_NEAR(j["link_fit"]["peak_Bps"].get<double>(), 1e8, 1e6);
+  EXPECT_NEAR(j["link_fit"]["rate_Bps"].get<double>(), 1e7, 1e5);
+  EXPECT_NEAR(j["link_fit"]["burst_bytes"].get<double>(), 45000, 2250);
+  EXPECT_GT(j["predicted_with_measured_link"]["time_per_batch_s"].get<double>(), 0);
+  EXPECT_GT(j["predicted_with_measured_link"]["bandwidth_peak_client_Bps"].get<double>(), 0);
+  // On a shaped link, the shaper's figures in the link's record.
   if (root) {
     EXPECT_GT(j["link"]["burst_bytes"].get<int64_t>(), 0);
     EXPECT_GT(j["link"]["burst_packet_bytes"].get<int64_t>(), 0);  // htb, the default

@@ -237,6 +237,9 @@ TEST(Matrix, PeakAndAverageBandwidthErrorsArePooledWithTheirTargets) {
     r.measured.bandwidth_peak_client_Bps = r.measured.bandwidth_peak_server_Bps = 1e6;
     r.predicted.bandwidth_peak_client_Bps = 1e6 * (1 + peak_errors[i]);
     r.predicted.bandwidth_peak_server_Bps = 1e6;
+    // With the probe's link: 40 % over on the client's peak in the first
+    // run only (the others not predicted so).
+    if (i == 0) r.predicted_link_peak_client_Bps = r.predicted_link_peak_server_Bps = 1.4e6;
     for (PartyMetrics& p : r.measured.parties)
       p.bandwidth_avg_send_Bps = p.bandwidth_avg_recv_Bps = 100;
     for (PartyMetrics& p : r.predicted.parties)
@@ -253,6 +256,8 @@ TEST(Matrix, PeakAndAverageBandwidthErrorsArePooledWithTheirTargets) {
   EXPECT_NEAR(s.peak_bandwidth.median, 0.025, 1e-9);  // of 0, 0, 0, 5, 10, 30 %
   EXPECT_NEAR(s.peak_bandwidth.max, 0.30, 1e-9);
   EXPECT_NEAR(s.peak_bandwidth.p90, 0.20, 1e-9);  // 10 + 0.5 * (30 - 10) %
+  EXPECT_EQ(s.peak_bandwidth_link.n, 2);
+  EXPECT_NEAR(s.peak_bandwidth_link.median, 0.40, 1e-9);
   EXPECT_EQ(s.average_bandwidth.n, 9);            // client send and receive, server send
   EXPECT_NEAR(s.average_bandwidth.median, 0.02, 1e-9);
 
@@ -260,10 +265,17 @@ TEST(Matrix, PeakAndAverageBandwidthErrorsArePooledWithTheirTargets) {
   EXPECT_NEAR(j["summary"]["peak_bandwidth"]["p90_abs_error_pct"].get<double>(), 20, 1e-9);
   EXPECT_EQ(j["summary"]["average_bandwidth"]["values"], 9);
   EXPECT_EQ(j["summary"]["targets"]["peak_bandwidth_p90_abs_error_pct"], 20);
+  EXPECT_NEAR(
+      j["summary"]["with_measured_link"]["peak_bandwidth"]["median_abs_error_pct"].get<double>(),
+      40, 1e-9);
   std::ostringstream table;
   print_matrix(table, runs);
   EXPECT_NE(table.str().find("over 6 value(s): median 2.5%, p90 20.0%, max 30.0% (targets: median "
                              "<= 10% met, p90 <= 20% met)"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("  with the link probe's model of one transfer in the link: median "
+                             "40.0%, p90 40.0%, max 40.0%"),
             std::string::npos)
       << table.str();
   EXPECT_NE(table.str().find("over 9 value(s): median 2.0%, p90 2.0%, max 2.0% (target: median <= "
@@ -349,7 +361,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
     c.retried = i == 2;
     r.conditions = {c};
     r.predicted_plain_time_per_batch_s = 0.5;                        // 50 % off everywhere
-    if (i > 0) r.predicted_bucket_time_per_batch_s = 1.0 + 0.2 * i;  // 20 and 40 % (one not run)
+    if (i > 0) r.predicted_link_time_per_batch_s = 1.0 + 0.2 * i;  // 20 and 40 % (one not run)
     aggregate_repetitions(&r);
     runs.push_back(r);
   }
@@ -365,7 +377,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
   EXPECT_EQ(s.median_abs_error_busy[0].first, "client");
   EXPECT_NEAR(s.median_abs_error_busy[0].second, 0.10, 1e-9);
   EXPECT_NEAR(s.median_abs_error_plain, 0.5, 1e-9);
-  EXPECT_NEAR(s.median_abs_error_bucket, 0.3, 1e-9);
+  EXPECT_NEAR(s.median_abs_error_link, 0.3, 1e-9);
   EXPECT_EQ(s.repetitions, 3);
   EXPECT_EQ(s.retried, 1);
   EXPECT_EQ(s.disturbed, 1);
@@ -376,7 +388,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
       << table.str();
   EXPECT_NE(table.str().find("disturbed: other processes 20.0%"), std::string::npos);
   EXPECT_NE(table.str().find("without the platform model"), std::string::npos);
-  EXPECT_NE(table.str().find("with the shaper's token bucket in the link: median 30.0%"),
+  EXPECT_NE(table.str().find("with the link probe's model of one transfer in the link: median 30.0%"),
             std::string::npos);
 }
 

@@ -106,7 +106,8 @@ std::vector<std::string> exec_client_argv(const ExecPairOptions& o, const ExecEn
 }
 
 std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
-                                         bool server, double megabytes, double timeout_s) {
+                                         bool server, double megabytes, double single_max_kib,
+                                         double timeout_s) {
   const std::string address = e.server_address + ":" + std::to_string(e.port);
   std::vector<std::string> argv = {exec_bin,
                                    "link-probe",
@@ -116,6 +117,8 @@ std::vector<std::string> link_probe_argv(const std::string& exec_bin, const Exec
                                    address,
                                    "--megabytes",
                                    std::to_string(megabytes),
+                                   "--single-max-kib",
+                                   std::to_string(single_max_kib),
                                    "--timeout-s",
                                    std::to_string(static_cast<long long>(std::ceil(timeout_s)))};
   if (server) argv.push_back("--json");

@@ -306,8 +306,18 @@ nlohmann::json validation_json(const ValidationRun& run) {
                                               run.predicted_spread.high_s};
   if (run.predicted_plain_time_per_batch_s > 0)
     j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
-  if (run.predicted_bucket_time_per_batch_s > 0)
-    j["predicted_with_shaper_bucket_time_per_batch_s"] = run.predicted_bucket_time_per_batch_s;
+  if (run.link_fit.valid())
+    j["link_fit"] = {{"latency_s", run.link_fit.latency_s},
+                     {"rate_Bps", run.link_fit.rate_Bps},
+                     {"peak_Bps", run.link_fit.peak_Bps},
+                     {"burst_bytes", run.link_fit.burst_bytes},
+                     {"packet_bytes", run.link_fit.packet_bytes},
+                     {"rms_rel_error", run.link_fit.rms_rel_error}};
+  if (run.predicted_link_time_per_batch_s > 0)
+    j["predicted_with_measured_link"] = {
+        {"time_per_batch_s", run.predicted_link_time_per_batch_s},
+        {"bandwidth_peak_client_Bps", run.predicted_link_peak_client_Bps},
+        {"bandwidth_peak_server_Bps", run.predicted_link_peak_server_Bps}};
   j["platform"] = {{"cpu_s_per_byte_sent", run.platform.cpu_s_per_byte_sent},
                    {"cpu_s_per_byte_received", run.platform.cpu_s_per_byte_received},
                    {"cpu_s_per_message_sent", run.platform.cpu_s_per_message_sent},

@@ -25,7 +25,7 @@ struct Validator::Prepared {
   double rate = 0;
   int64_t iterations = 0;
   Metrics predicted_plain;  // the same plan without the platform model
-  Metrics predicted_bucket;  // and with the shaper's token bucket (shaped links only)
+  Metrics predicted_link;   // and with the link probe's model of one transfer
 };
 
 namespace {
@@ -34,10 +34,23 @@ double simulate_time_per_batch(const Plan& plan) {
   return compute_metrics(simulate(plan), plan, plan.warmup).time_per_batch_s;
 }
 
+// Both parties' CPUs.
+std::vector<int> all_cpus(const ExecEndpoints& e) {
+  std::vector<int> cpus = e.server_cpus;
+  cpus.insert(cpus.end(), e.client_cpus.begin(), e.client_cpus.end());
+  return cpus;
+}
+
 // The link probe moves this many bytes each way: about 1.5 s at the rate,
 // at least 4 MB and at most 200 MB.
 double probe_megabytes(double rate_bit_per_s) {
   return std::clamp(rate_bit_per_s / 8 * 1.5 / 1e6, 4.0, 200.0);
+}
+
+// Its single messages go up to about 0.1 s at the rate: far enough past a
+// 1 ms bucket and a GSO packet to see the rate, 64 KiB to 16 MiB.
+double probe_single_max_kib(double rate_bit_per_s) {
+  return std::clamp(rate_bit_per_s / 8 * 0.1 / 1024, 64.0, 16384.0);
 }
 
 // What a variant's profile is measured at: the micro-batch size and the
@@ -135,18 +148,26 @@ double Validator::rate_of(const ValidationItem& item) const {
                                           : item.variant->scenario.network.bandwidth_bit_per_s;
 }
 
-// The compute a byte costs at `rate`, measured by the link probe once per rate.
-PlatformSpec Validator::platform_at(double rate) {
+// The compute a byte costs at `rate` and what one transfer alone takes,
+// measured by the link probe once per rate.
+const Validator::ProbedLink& Validator::probe_at(double rate) {
   auto it = probes_.find(rate);
   if (it != probes_.end()) return it->second;
   set_rate(rate, nullptr);
-  const double mb = probe_megabytes(rate);
+  const double mb = probe_megabytes(rate), kib = probe_single_max_kib(rate);
   log_("link probe at " + format_link_rate(rate) + ": " + std::to_string(static_cast<int>(mb)) +
        " MB each way");
-  const nlohmann::json j = run_process_pair(
-      link_probe_argv(options_.exec_bin, endpoints_, true, mb, std::min(options_.timeout_s, 60.0)),
-      link_probe_argv(options_.exec_bin, endpoints_, false, mb, std::min(options_.timeout_s, 60.0)),
-      endpoints_, options_.timeout_s, log_);
+  const double timeout_s = std::min(options_.timeout_s, 60.0);
+  nlohmann::json j;
+  {
+    // The cores as exec's runs will have them: a message's fixed cost is
+    // mostly the receiver's wake-up where its core may idle.
+    std::optional<AwakeCores> awake;
+    if (!options_.let_cores_idle) awake.emplace(all_cpus(endpoints_));
+    j = run_process_pair(link_probe_argv(options_.exec_bin, endpoints_, true, mb, kib, timeout_s),
+                         link_probe_argv(options_.exec_bin, endpoints_, false, mb, kib, timeout_s),
+                         endpoints_, options_.timeout_s, log_);
+  }
   const LinkProbeResult r = link_probe_from_json(j);
   PlatformSpec p;
   p.cpu_s_per_byte_sent = r.cpu_s_per_byte_sent;
@@ -165,7 +186,28 @@ PlatformSpec Validator::platform_at(double rate) {
                 1e9 * r.busy_s_per_byte_received, 1e6 * p.cpu_s_per_message_sent,
                 1e6 * p.cpu_s_per_message_received);
   log_(line);
-  return probes_.emplace(rate, p).first->second;
+  const LinkFit& f = r.link;
+  if (f.valid() && f.packet_bytes > 0) {
+    std::snprintf(line, sizeof line,
+                  "link probe at %s: one message alone takes %.0f us + its packets of %lld B "
+                  "but the last, less a bucket of %lld B, at %.1f Mbit/s (fit's rms error %.1f%%)",
+                  format_link_rate(rate).c_str(), 1e6 * f.latency_s,
+                  static_cast<long long>(f.packet_bytes), static_cast<long long>(f.burst_bytes),
+                  8e-6 * f.rate_Bps, 100 * f.rms_rel_error);
+    log_(line);
+  } else if (f.valid()) {
+    std::snprintf(line, sizeof line,
+                  "link probe at %s: one message alone takes %.0f us + its bytes at %.1f Mbit/s, "
+                  "the first %lld B after idle at %.1f Mbit/s (fit's rms error %.1f%%)",
+                  format_link_rate(rate).c_str(), 1e6 * f.latency_s, 8e-6 * f.rate_Bps,
+                  static_cast<long long>(f.burst_bytes), 8e-6 * f.peak_Bps,
+                  100 * f.rms_rel_error);
+    log_(line);
+  } else {
+    log_("link probe at " + format_link_rate(rate) + ": no model of one transfer (" +
+         std::to_string(r.single_up.size()) + " message sizes)");
+  }
+  return probes_.emplace(rate, ProbedLink{p, f}).first->second;
 }
 
 const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded) {
@@ -252,7 +294,9 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   r.profile_unit_s = unit_seconds(alone.device);
   PlatformSpec platform;
   if (options_.platform_model) {
-    platform = platform_at(p->rate);
+    const ProbedLink& probed = probe_at(p->rate);
+    platform = probed.platform;
+    r.link_fit = probed.link;
     platform.shared_machine = true;
     if (profile_point(s).in_flight > 1 && !companion_cpus().empty()) {
       // Once per model, at the first variant that keeps micro-batches in
@@ -301,14 +345,13 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   Plan plain = p->plan;
   plain.platform = PlatformSpec{};
   p->predicted_plain = compute_metrics(simulate(plain), plain, plain.warmup);
-  // For comparison, the shaper's bucket in the simulator's link, credit
-  // for whole packets and all (exec/validate/README.md "The shaper's
-  // burst" says why the prediction keeps the fluid link).
-  if (link_) {
-    Plan bucket = p->plan;
-    bucket.network.burst_bytes = NetnsLink::burst_bytes(p->rate);
-    bucket.network.burst_packet_bytes = link_->burst_packet_bytes();
-    p->predicted_bucket = compute_metrics(simulate(bucket), bucket, bucket.warmup);
+  // With the link the probe measured: its fixed cost per message, its
+  // bucket and the bucket's peak rate (exec/validate/README.md "One
+  // transfer").
+  if (r.link_fit.valid()) {
+    Plan measured_link = p->plan;
+    apply_link_fit(r.link_fit, &measured_link.network);
+    p->predicted_link = compute_metrics(simulate(measured_link), measured_link, measured_link.warmup);
   }
   if (p->plan.schedule == Schedule::kGpipe && p->plan.chunks() >= 4)
     r.predicted_overlap_ratio = overlap_ratio(r.predicted, p->plan, p->rate);
@@ -331,11 +374,7 @@ void Validator::measure(const ValidationItem& item, Prepared* p) {
     nlohmann::json measured;
     {
       std::optional<AwakeCores> awake;
-      if (!options_.let_cores_idle) {
-        std::vector<int> cpus = endpoints_.server_cpus;
-        cpus.insert(cpus.end(), endpoints_.client_cpus.begin(), endpoints_.client_cpus.end());
-        r.awake_cores = awake.emplace(cpus).active();
-      }
+      if (!options_.let_cores_idle) r.awake_cores = awake.emplace(all_cpus(endpoints_)).active();
       const CpuSnapshot a = take_cpu_snapshot();
       try {
         measured = run_exec_pair(o, endpoints_, log_);
@@ -439,7 +478,9 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
       if (p.plan.schedule == Schedule::kGpipe && p.plan.chunks() >= 4)
         r.overlap_ratio = overlap_ratio(r.measured, p.plan, p.rate);
       r.predicted_plain_time_per_batch_s = p.predicted_plain.time_per_batch_s;
-      r.predicted_bucket_time_per_batch_s = p.predicted_bucket.time_per_batch_s;
+      r.predicted_link_time_per_batch_s = p.predicted_link.time_per_batch_s;
+      r.predicted_link_peak_client_Bps = p.predicted_link.bandwidth_peak_client_Bps;
+      r.predicted_link_peak_server_Bps = p.predicted_link.bandwidth_peak_server_Bps;
     }
     runs.push_back(std::move(r));
   }

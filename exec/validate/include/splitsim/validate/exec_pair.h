@@ -53,10 +53,12 @@ nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
                                 const ExecEndpoints& endpoints, double timeout_s,
                                 const std::function<void(const std::string&)>& progress);
 
-// `BIN link-probe` for one side: `megabytes` each way, rank 0 (server)
-// printing the JSON report (splitsim.link_probe/3).
+// `BIN link-probe` for one side: `megabytes` each way, single messages up
+// to `single_max_kib`, rank 0 (server) printing the JSON report
+// (splitsim.link_probe/4).
 std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
-                                         bool server, double megabytes, double timeout_s);
+                                         bool server, double megabytes, double single_max_kib,
+                                         double timeout_s);
 
 // A TCP port that was free on 127.0.0.1 a moment ago (loopback runs).
 int free_loopback_port();

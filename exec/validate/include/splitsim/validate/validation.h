@@ -14,6 +14,7 @@
 
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/scenario.h"
+#include "splitsim/costmodel/link_fit.h"
 #include "splitsim/costmodel/spread.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/sim/metrics.h"
@@ -119,10 +120,12 @@ struct ValidationRun {
   // and its prediction without it (to show what the platform model adds).
   PlatformSpec platform;
   double predicted_plain_time_per_batch_s = 0;
-  // And with the shaper's token bucket in the simulator's link
-  // (network.burst_bytes and burst_packet_bytes as NetnsLink shapes it; 0:
-  // the link was not shaped).
-  double predicted_bucket_time_per_batch_s = 0;
+  // The link probe's model of one transfer (splitsim/costmodel/link_fit.h; invalid
+  // when the probe did not run), and the prediction with it in the
+  // simulator's link (0: not made).
+  LinkFit link_fit;
+  double predicted_link_time_per_batch_s = 0;
+  double predicted_link_peak_client_Bps = 0, predicted_link_peak_server_Bps = 0;
   // For the matrix summary:
   std::string schedule;
   int64_t chunks = 1;
@@ -186,12 +189,15 @@ struct MatrixSummary {
   // bandwidth_peak_server_Bps; every party's bandwidth_avg_send_Bps and
   // bandwidth_avg_recv_Bps that carried bytes.
   ErrorStats peak_bandwidth, average_bandwidth;
+  // The peaks again, predicted with the link probe's model of one transfer
+  // (predicted_link_peak_*_Bps).
+  ErrorStats peak_bandwidth_link;
   int inside_spread = 0;  // predictions within the measured min..max
   // The same quantiles for the prediction without the platform model (0
   // when no run recorded one).
   double median_abs_error_plain = 0, p90_abs_error_plain = 0;
-  // And for the prediction with the shaper's bucket.
-  double median_abs_error_bucket = 0, p90_abs_error_bucket = 0;
+  // And for the prediction with the link probe's model of one transfer.
+  double median_abs_error_link = 0, p90_abs_error_link = 0;
   // Per party: median |error| of busy_s_per_batch over the runs.
   std::vector<std::pair<std::string, double>> median_abs_error_busy;
   // Per model family: runs, median and p90 |error| of time per batch.

@@ -75,7 +75,13 @@ class Validator {
   // The real runs over unshaped loopback, `reason` said in one line.
   void use_loopback(double rate, const std::string& reason);
   double rate_of(const ValidationItem& item) const;
-  PlatformSpec platform_at(double rate);
+  // What the link probe measured at `rate`: the platform's host work and
+  // the link's single-transfer model (run once per rate).
+  struct ProbedLink {
+    PlatformSpec platform;
+    LinkFit link;
+  };
+  const ProbedLink& probe_at(double rate);
   const CachedProfile& profile(const ValidationItem& item, bool loaded);
   void add_codec_timings(const Plan& plan, DeviceProfile* device);
   void prepare(const ValidationItem& item, Prepared* p);
@@ -102,7 +108,7 @@ class Validator {
     std::vector<DeviceProfile> again;
   };
   std::map<ProfileKey, Resampled> resampled_;
-  std::map<double, PlatformSpec> probes_;    // by rate
+  std::map<double, ProbedLink> probes_;      // by rate
   std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
   // (codec JSON, per-sample shape, micro-batch) -> measured encode/decode
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, CodecTiming> codecs_;
