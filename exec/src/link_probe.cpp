@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "splitsim/exec/cpu_accounting.h"
+#include "splitsim/exec/session.h"
 
 namespace splitsim {
 namespace {
@@ -25,7 +26,6 @@ constexpr int kReportTag = 2;
 constexpr int kSingleTag = 3;  // single messages and their acknowledgements
 constexpr int kAckTag = 4;
 constexpr int kTripsTag = 5;  // the client's single-message times, to the server
-constexpr int64_t kAckBytes = 8;
 constexpr size_t kInFlight = 2;  // as exec: a few sends and receives posted ahead
 
 std::vector<int> my_cpus() {
@@ -74,25 +74,33 @@ void stream(Transport& t, bool sending, int64_t count, int64_t bytes,
   for (auto& p : posted) p->wait(timeout);
 }
 
-// One message of `bytes` after `gap_s` of silence; the receiver answers
-// with an acknowledgement once it has every byte. The sender returns the
-// round trip in seconds, the receiver 0.
-double timed_message(Transport& t, bool sending, int64_t bytes, double gap_s,
-                     std::chrono::milliseconds timeout) {
+// One message of `bytes` after `gap_s` of silence, timed as exec times a
+// transfer: from the send being posted (the sender's clock) to the
+// receive's completion (the receiver's), each in seconds since its
+// `start`. The receiver answers with that completion time once it has
+// every byte. The sender returns {posted, completed}, the receiver {}.
+std::array<double, 2> timed_message(Transport& t, bool sending, int64_t bytes, double gap_s,
+                                    ExecClock::time_point start,
+                                    std::chrono::milliseconds timeout) {
   const int peer = 1 - t.rank();
-  auto ack = torch::zeros({kAckBytes}, torch::kUInt8);
+  const auto since_start = [&](ExecClock::time_point p) {
+    return std::chrono::duration<double>(p - start).count();
+  };
+  auto ack = torch::zeros({1}, torch::kFloat64);
   if (!sending) {
-    t.recv({torch::empty({bytes}, torch::kUInt8)}, peer, kSingleTag)->wait(timeout);
+    auto in = t.recv({torch::empty({bytes}, torch::kUInt8)}, peer, kSingleTag);
+    in->wait(timeout);
+    ack.fill_(since_start(in->completed_at()));
     t.send({ack}, peer, kAckTag)->wait(timeout);
-    return 0;
+    return {};
   }
   const torch::Tensor payload = torch::ones({bytes}, torch::kUInt8);
   std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
-  const auto t0 = std::chrono::steady_clock::now();
   auto answer = t.recv({ack}, peer, kAckTag);
+  const double posted = since_start(ExecClock::now());
   t.send({payload}, peer, kSingleTag)->wait(timeout);
   answer->wait(timeout);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {posted, ack.item<double>()};
 }
 
 double median_of(std::vector<double> v) {
@@ -115,43 +123,35 @@ std::vector<int64_t> ladder(int64_t max_bytes) {
 }
 
 // The single messages of the probe, both ways: for each size, each way in
-// turn, `repeats` times. Each rank returns the round trips of what it sent
-// (the client's up, the server's down), in the ladder's order, after the
-// acknowledgement's own round trips (first `repeats` values).
-std::vector<double> single_messages(Transport& t, const LinkProbeOptions& o) {
+// turn, `repeats` times. Each rank returns {posted, completed} of what it
+// sent (the client's up, the server's down), in the ladder's order.
+std::vector<double> single_messages(Transport& t, const LinkProbeOptions& o,
+                                    ExecClock::time_point start) {
   const bool server = t.rank() == 0;
   std::vector<double> mine;
-  for (int i = 0; i < o.single_repeats; ++i) {  // the acknowledgement alone, client -> server
-    const double s = timed_message(t, !server, kAckBytes, o.single_gap_s, o.timeout);
-    if (!server) mine.push_back(s);
-    const double d = timed_message(t, server, kAckBytes, o.single_gap_s, o.timeout);
-    if (server) mine.push_back(d);
-  }
   for (const int64_t bytes : ladder(o.single_max_bytes))
-    for (int i = 0; i < o.single_repeats; ++i) {
-      const double up = timed_message(t, !server, bytes, o.single_gap_s, o.timeout);
-      if (!server) mine.push_back(up);
-      const double down = timed_message(t, server, bytes, o.single_gap_s, o.timeout);
-      if (server) mine.push_back(down);
-    }
+    for (int i = 0; i < o.single_repeats; ++i)
+      for (const bool up : {true, false}) {
+        const bool sending = up != server;
+        const auto times = timed_message(t, sending, bytes, o.single_gap_s, start, o.timeout);
+        if (sending) mine.insert(mine.end(), times.begin(), times.end());
+      }
   return mine;
 }
 
-// Medians per size of one side's round trips (as single_messages returns
-// them), less half the acknowledgement's round trip; and that round trip.
-std::vector<TransferSample> single_samples(const std::vector<double>& trips, int repeats,
-                                           int64_t max_bytes, double* ack_round_trip_s) {
+// Medians per size of one way's times (as single_messages returns them):
+// completed - posted, the receiver's clock brought to the sender's by
+// `offset_s` (receiver's clock - sender's).
+std::vector<TransferSample> single_samples(const std::vector<double>& times, int repeats,
+                                           int64_t max_bytes, double offset_s) {
   const size_t n = static_cast<size_t>(std::max(repeats, 1));
-  if (trips.size() < n) return {};
-  *ack_round_trip_s = median_of({trips.begin(), trips.begin() + static_cast<long>(n)});
   std::vector<TransferSample> out;
-  size_t at = n;
+  size_t at = 0;
   for (const int64_t bytes : ladder(max_bytes)) {
-    if (at + n > trips.size()) break;
-    const double trip = median_of({trips.begin() + static_cast<long>(at),
-                                   trips.begin() + static_cast<long>(at + n)});
-    out.push_back({bytes, std::max(trip - *ack_round_trip_s / 2, 1e-9)});
-    at += n;
+    if (at + 2 * n > times.size()) break;
+    std::vector<double> one_way;
+    for (size_t i = 0; i < n; ++i, at += 2) one_way.push_back(times[at + 1] - offset_s - times[at]);
+    out.push_back({bytes, std::max(median_of(one_way), 1e-9)});
   }
   return out;
 }
@@ -301,7 +301,11 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
       mine[phase] = measure(cpus, a, mark(cpus, loop));
     }
   }
-  const std::vector<double> trips = single_messages(t, o);
+  // The clocks as exec's handshake takes them (session.h): on rank 0 the
+  // client's offset.
+  std::vector<double> offsets;
+  const ExecClock::time_point start = synchronise(t, o.timeout, &offsets);
+  const std::vector<double> trips = single_messages(t, o, start);
   const auto phases = phases_of(r);
   r.up.bytes = r.down.bytes = count * o.message_bytes;
   r.small_up.bytes = r.small_down.bytes = small * o.small_message_bytes;
@@ -325,11 +329,11 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
   auto client_trips = torch::empty({static_cast<int64_t>(trips.size())}, torch::kFloat64);
   t.recv({client_trips}, 1, kTripsTag)->wait(o.timeout);
   const double* c = client_trips.data_ptr<double>();
-  double ack_up = 0, ack_down = 0;
+  // offsets[1]: the client's clock - the server's.
+  r.clock_offset_s = offsets.size() > 1 ? offsets[1] : 0;
   r.single_up = single_samples({c, c + client_trips.numel()}, o.single_repeats,
-                               o.single_max_bytes, &ack_up);
-  r.single_down = single_samples(trips, o.single_repeats, o.single_max_bytes, &ack_down);
-  r.ack_round_trip_s = (ack_up + ack_down) / 2;
+                               o.single_max_bytes, -r.clock_offset_s);
+  r.single_down = single_samples(trips, o.single_repeats, o.single_max_bytes, r.clock_offset_s);
   const auto* p = report.data_ptr<double>();
   for (int i = 0; i < kPhases; ++i) {
     phases[i]->server = mine[i];
@@ -385,7 +389,7 @@ nlohmann::json link_probe_json(const LinkProbeResult& r) {
   };
   return {{"schema", "splitsim.link_probe/4"},
           {"single_transfers",
-           {{"ack_round_trip_s", r.ack_round_trip_s},
+           {{"clock_offset_s", r.clock_offset_s},
             {"client_to_server", samples_json(r.single_up)},
             {"server_to_client", samples_json(r.single_down)}}},
           {"link",
@@ -419,7 +423,7 @@ LinkProbeResult link_probe_from_json(const nlohmann::json& j) {
       throw std::runtime_error("schema is not splitsim.link_probe/4");
     LinkProbeResult r;
     const auto& single = j.at("single_transfers");
-    r.ack_round_trip_s = single.at("ack_round_trip_s").get<double>();
+    r.clock_offset_s = single.at("clock_offset_s").get<double>();
     for (const auto& [key, into] : {std::pair{"client_to_server", &r.single_up},
                                     std::pair{"server_to_client", &r.single_down}})
       for (const auto& x : single.at(key))

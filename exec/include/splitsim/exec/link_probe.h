@@ -26,9 +26,10 @@
 //
 // Then, with the loops stopped, single messages: for each size of a ladder
 // (from 1 KiB, four per octave, up to `single_max_bytes`), a few times each way, one
-// message after the link has idled `single_gap_s`, the receiver answering
-// with a small acknowledgement. A message's time is its round trip less
-// half an acknowledgement's own round trip, on the sender's clock alone.
+// message after the link has idled `single_gap_s`, timed as exec times a
+// transfer: from its send being posted to its receive's completion, the
+// two clocks joined by exec's handshake (session.h: synchronise). The
+// receiver answers with its completion time before the next message.
 // The medians per size give the link model the simulator uses for one
 // transfer (splitsim/costmodel/link_fit.h: the fixed cost per message, the shaper's
 // bucket and the peak rate it passes at).
@@ -87,10 +88,10 @@ struct LinkProbeResult {
   double server_send_s_per_message = 0, client_recv_s_per_message = 0;
   double cpu_s_per_message_sent = 0, cpu_s_per_message_received = 0;
   // Single messages after idle: the median seconds per size, each way, and
-  // the acknowledgement's round trip they were corrected by; the fit of
-  // both ways together.
+  // the client's clock less the server's (joined by the handshake); the fit
+  // of both ways together.
   std::vector<TransferSample> single_up, single_down;
-  double ack_round_trip_s = 0;
+  double clock_offset_s = 0;
   LinkFit link;
 };
 
@@ -104,7 +105,7 @@ LinkProbeResult run_link_probe(Transport& transport, const LinkProbeOptions& opt
 void derive_link_costs(LinkProbeResult* r);
 
 // {"schema": "splitsim.link_probe/4", "phases": {...}, "cpu_s_per_byte_sent", ...,
-//  "single_transfers": {"ack_round_trip_s", "client_to_server": [[bytes, s], ...],
+//  "single_transfers": {"clock_offset_s", "client_to_server": [[bytes, s], ...],
 //  "server_to_client": [...]}, "link": {"latency_s", "rate_Bps", "peak_Bps",
 //  "burst_bytes", "rms_rel_error"}}
 nlohmann::json link_probe_json(const LinkProbeResult& r);
