@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "splitsim/costmodel/median.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/exec/session.h"
 
@@ -103,13 +104,6 @@ std::array<double, 2> timed_message(Transport& t, bool sending, int64_t bytes, d
   return {posted, ack.item<double>()};
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // 1 KiB up to `max_bytes`, four sizes per octave (a step of a shaper's
 // packet shows between two of them).
 std::vector<int64_t> ladder(int64_t max_bytes) {
@@ -151,7 +145,7 @@ std::vector<TransferSample> single_samples(const std::vector<double>& times, int
     if (at + 2 * n > times.size()) break;
     std::vector<double> one_way;
     for (size_t i = 0; i < n; ++i, at += 2) one_way.push_back(times[at + 1] - offset_s - times[at]);
-    out.push_back({bytes, std::max(median_of(one_way), 1e-9)});
+    out.push_back({bytes, std::max(median(one_way), 1e-9)});
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/median.h"
 
 namespace splitsim {
 
@@ -128,11 +129,6 @@ void to_json(nlohmann::json& j, const DeviceProfile& d) {
 }
 
 double timing_spread_of(const std::vector<std::vector<double>>& seconds_by_unit) {
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   std::vector<double> spreads;
   for (const auto& seconds : seconds_by_unit) {
     if (seconds.size() < 2) continue;

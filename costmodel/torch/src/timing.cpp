@@ -12,6 +12,7 @@
 
 #include "splitsim/costmodel/codec_module.h"
 #include "splitsim/costmodel/heap.h"
+#include "splitsim/costmodel/median.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/optimizer.h"
 
@@ -22,12 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // ProfileOptions::load_cpus: training steps of the model on those CPUs

@@ -16,6 +16,7 @@
 
 #include "parameters.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/median.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
 
@@ -200,13 +201,6 @@ size_t match_row(const std::vector<Plan>& plans, const MeasuredRow& row) {
   throw InputError(row.source, "\"" + row.label + "\" matches " +
                                    std::to_string(exact.empty() ? part.size() : exact.size()) +
                                    " variants, not one; labels: " + labels);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
