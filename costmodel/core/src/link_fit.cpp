@@ -113,65 +113,87 @@ double fitted_transfer_s(const LinkFit& fit, double bytes) {
   return fit.latency_s + knee / p + (bytes - knee) / r;
 }
 
-LinkFit fit_link(const std::vector<TransferSample>& samples) {
-  std::vector<TransferSample> usable;
-  std::set<int64_t> sizes;
-  for (const TransferSample& s : samples)
-    if (s.bytes > 0 && s.seconds > 0 && std::isfinite(s.seconds)) {
-      usable.push_back(s);
-      sizes.insert(s.bytes);
-    }
-  LinkFit best;
-  if (sizes.size() < 3) return best;
+namespace {
 
-  // The straight line: a plain wire.
-  std::array<double, 2> c2{};
-  if (solve(usable, &line, 0, &c2) && c2[1] > 0) {
-    LinkFit f;
-    f.latency_s = std::max(0.0, c2[0]);
-    f.rate_Bps = f.peak_Bps = 1 / c2[1];
-    f.rms_rel_error = rms_rel(usable, f);
-    best = f;
-  }
-  // The two slopes, breaking anywhere from the smallest size to the third
-  // largest (two sizes beyond the break): a grid of 16 per octave, then a
-  // ternary search around the grid's best.
-  const std::vector<int64_t> sorted(sizes.begin(), sizes.end());
-  const double lo = static_cast<double>(sorted.front());
-  const double hi = static_cast<double>(sorted[sorted.size() - 3]);
-  const double step = std::pow(2.0, 1.0 / 16);
+// The straight line: a plain wire.
+LinkFit best_line(const std::vector<TransferSample>& samples) {
+  std::array<double, 2> c{};
+  if (!solve(samples, &line, 0, &c) || !(c[1] > 0)) return {};
+  LinkFit f;
+  f.latency_s = std::max(0.0, c[0]);
+  f.rate_Bps = f.peak_Bps = 1 / c[1];
+  f.rms_rel_error = rms_rel(samples, f);
+  return f;
+}
+
+bool better(const LinkFit& f, const LinkFit& than) {
+  return f.valid() && (!than.valid() || f.rms_rel_error < than.rms_rel_error);
+}
+
+// The two slopes, breaking anywhere from the smallest size to the third
+// largest (two sizes beyond the break): a grid of `step` per octave, then a
+// ternary search around the grid's best.
+LinkFit best_two_slopes(const std::vector<TransferSample>& samples,
+                        const std::vector<int64_t>& sizes, double step) {
+  const double lo = static_cast<double>(sizes.front());
+  const double hi = static_cast<double>(sizes[sizes.size() - 3]);
+  LinkFit best;
   double best_break = 0;
   for (double brk = lo; brk <= hi * (1 + 1e-9); brk *= step) {
-    const LinkFit f = two_slopes(usable, brk);
-    if (f.valid() && (!best.valid() || f.rms_rel_error < best.rms_rel_error)) {
+    const LinkFit f = two_slopes(samples, brk);
+    if (better(f, best)) {
       best = f;
       best_break = brk;
     }
   }
-  if (best_break > 0) {
-    double a = std::max(lo, best_break / step), b = std::min(hi, best_break * step);
-    const auto error_at = [&](double brk) {
-      const LinkFit f = two_slopes(usable, brk);
-      return f.valid() ? f.rms_rel_error : INFINITY;
-    };
-    for (int i = 0; i < 60; ++i) {
-      const double m1 = a + (b - a) / 3, m2 = b - (b - a) / 3;
-      if (error_at(m1) <= error_at(m2))
-        b = m2;
-      else
-        a = m1;
-    }
-    const LinkFit f = two_slopes(usable, (a + b) / 2);
-    if (f.valid() && f.rms_rel_error < best.rms_rel_error) best = f;
+  if (best_break == 0) return best;
+  const auto error_at = [&](double brk) {
+    const LinkFit f = two_slopes(samples, brk);
+    return f.valid() ? f.rms_rel_error : INFINITY;
+  };
+  double a = std::max(lo, best_break / step), b = std::min(hi, best_break * step);
+  for (int i = 0; i < 60; ++i) {
+    const double m1 = a + (b - a) / 3, m2 = b - (b - a) / 3;
+    if (error_at(m1) <= error_at(m2))
+      b = m2;
+    else
+      a = m1;
   }
-  // The step: packets from the smallest size to half the largest, buckets
-  // from none to the largest size.
-  const double largest = static_cast<double>(sorted.back());
+  const LinkFit refined = two_slopes(samples, (a + b) / 2);
+  return better(refined, best) ? refined : best;
+}
+
+// The step: packets from the smallest size to half the largest, buckets
+// from none to the largest size, `step` per octave.
+LinkFit best_step(const std::vector<TransferSample>& samples, const std::vector<int64_t>& sizes,
+                  double step) {
+  const double lo = static_cast<double>(sizes.front());
+  const double largest = static_cast<double>(sizes.back());
+  LinkFit best;
   for (double packet = lo; packet <= largest / 2 * (1 + 1e-9); packet *= step)
     for (double bucket = 0; bucket <= largest; bucket = bucket > 0 ? bucket * step : lo / 4) {
-      const LinkFit f = stepped(usable, std::round(packet), std::round(bucket));
-      if (f.valid() && f.rms_rel_error < best.rms_rel_error) best = f;
+      const LinkFit f = stepped(samples, std::round(packet), std::round(bucket));
+      if (better(f, best)) best = f;
     }
+  return best;
+}
+
+}  // namespace
+
+LinkFit fit_link(const std::vector<TransferSample>& samples) {
+  std::vector<TransferSample> usable;
+  std::set<int64_t> distinct;
+  for (const TransferSample& s : samples)
+    if (s.bytes > 0 && s.seconds > 0 && std::isfinite(s.seconds)) {
+      usable.push_back(s);
+      distinct.insert(s.bytes);
+    }
+  if (distinct.size() < 3) return {};
+  const std::vector<int64_t> sizes(distinct.begin(), distinct.end());
+  const double step = std::pow(2.0, 1.0 / 16);
+  LinkFit best = best_line(usable);
+  for (const LinkFit& f : {best_two_slopes(usable, sizes, step), best_step(usable, sizes, step)})
+    if (better(f, best)) best = f;
   return best;
 }
 
