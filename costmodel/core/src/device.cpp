@@ -137,7 +137,7 @@ double timing_spread_of(const std::vector<std::vector<double>>& seconds_by_unit)
     const auto [lo, hi] = std::minmax_element(seconds.begin(), seconds.end());
     spreads.push_back((*hi - *lo) / (2 * mid));
   }
-  return spreads.empty() ? 0.0 : median(spreads);
+  return spreads.empty() ? 0.0 : std::min(median(spreads), kMaxTimingSpread);
 }
 
 const CodecTiming* DeviceProfile::codec_timing_for(const std::string& codec,

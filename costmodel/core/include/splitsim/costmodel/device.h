@@ -89,8 +89,11 @@ struct DeviceProfile {
 // The relative half-range of measured seconds, (max - min) / (2 x median),
 // of each list (a list: the seconds of one thing timed, round after round),
 // and the median of those; lists with fewer than two values or a zero
-// median left out; 0 when none is left. DeviceProfile::timing_spread is
+// median left out; 0 when none is left; at most kMaxTimingSpread (a round
+// three times the median, on a machine disturbed that much, would put the
+// fast end of a prediction below zero). DeviceProfile::timing_spread is
 // that of one list, the rounds' totals.
+constexpr double kMaxTimingSpread = 0.9;
 double timing_spread_of(const std::vector<std::vector<double>>& seconds_by_unit);
 
 // Seconds of work split by op class: the terms of the formula below. Used
