@@ -197,6 +197,12 @@ LinkFit fit_link(const std::vector<TransferSample>& samples) {
   return best;
 }
 
+nlohmann::json link_fit_json(const LinkFit& fit) {
+  return {{"latency_s", fit.latency_s},       {"rate_Bps", fit.rate_Bps},
+          {"peak_Bps", fit.peak_Bps},         {"burst_bytes", fit.burst_bytes},
+          {"packet_bytes", fit.packet_bytes}, {"rms_rel_error", fit.rms_rel_error}};
+}
+
 void apply_link_fit(const LinkFit& fit, NetworkSpec* network) {
   if (!fit.valid()) return;
   network->per_message_overhead_s = fit.latency_s;

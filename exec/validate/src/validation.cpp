@@ -306,13 +306,7 @@ nlohmann::json validation_json(const ValidationRun& run) {
                                               run.predicted_spread.high_s};
   if (run.predicted_plain_time_per_batch_s > 0)
     j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
-  if (run.link_fit.valid())
-    j["link_fit"] = {{"latency_s", run.link_fit.latency_s},
-                     {"rate_Bps", run.link_fit.rate_Bps},
-                     {"peak_Bps", run.link_fit.peak_Bps},
-                     {"burst_bytes", run.link_fit.burst_bytes},
-                     {"packet_bytes", run.link_fit.packet_bytes},
-                     {"rms_rel_error", run.link_fit.rms_rel_error}};
+  if (run.link_fit.valid()) j["link_fit"] = link_fit_json(run.link_fit);
   if (run.predicted_link_time_per_batch_s > 0)
     j["predicted_with_measured_link"] = {
         {"time_per_batch_s", run.predicted_link_time_per_batch_s},

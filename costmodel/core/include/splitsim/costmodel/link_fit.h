@@ -18,6 +18,7 @@
 //   T(S) = L + max(0, K (ceil(S / K) - 1) - b) / r        (packets of K).
 // The fit tries both and keeps the one closer to the samples.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "splitsim/costmodel/scenario.h"
@@ -48,6 +49,10 @@ struct LinkFit {
 // distinct sizes; otherwise, or when no fit has positive slopes, returns an
 // invalid fit (rate 0).
 LinkFit fit_link(const std::vector<TransferSample>& samples);
+
+// {"latency_s", "rate_Bps", "peak_Bps", "burst_bytes", "packet_bytes",
+//  "rms_rel_error"}: the link probe's report and validate's runs.
+nlohmann::json link_fit_json(const LinkFit& fit);
 
 // The fitted time of one message of `bytes` on an idle link.
 double fitted_transfer_s(const LinkFit& fit, double bytes);
