@@ -1,9 +1,16 @@
 // Any TorchScript file (torch.jit.save output): loaded, cut into units from
 // its forward graph (script_split.h), and checked on one sample: the units
-// run in order must give what forward gives.
+// run in order must give what forward gives. The file is untrusted: its
+// archive is checked first (script_archive.h), and a child process does all
+// of it once before this process does (isolated.h).
+#include <caffe2/serialize/read_adapter_interface.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/script.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,9 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "models/isolated.h"
 #include "models/models_impl.h"
 #include "models/script_split.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/script_archive.h"
 
 namespace splitsim {
 namespace models {
@@ -79,6 +88,7 @@ class ScriptUnit : public UnitModule {
     root_.train(on);
   }
   void set_writes_input(bool on) { writes_input_ = on; }
+  const std::string& name() const { return name_; }
 
  private:
   static std::string sanitize(std::string name) {
@@ -93,18 +103,14 @@ class ScriptUnit : public UnitModule {
   bool writes_input_ = false;
 };
 
-torch::jit::Module load_module(const std::string& path) {
-  // A regular file only: a FIFO would block the open, a device never end.
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(kWhere, "\"" + path +
-                                 "\" is not a regular file; give a file written by "
-                                 "torch.jit.save");
-  }
-  // Read the OS's reason first: torch::jit::load's message buries it.
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+// The whole file, read once: the archive check, the child that tries it and
+// this process all see the same bytes. A regular file only (checked on the
+// opened descriptor): a FIFO would block, a device never end.
+std::string read_model_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     const std::string reason = std::strerror(errno);
+    std::error_code ec;
     const std::string where = std::filesystem::path(path).is_relative()
                                   ? " (relative to the directory splitsim runs in, " +
                                         std::filesystem::current_path(ec).string() + ")"
@@ -112,13 +118,59 @@ torch::jit::Module load_module(const std::string& path) {
     throw InputError(kWhere, "cannot read TorchScript file \"" + path + "\"" + where + ": " +
                                  reason + "; give a file written by torch.jit.save");
   }
-  std::fclose(f);
+  struct stat st {};
+  std::string bytes;
+  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+  if (regular && st.st_size > memory / 2) {
+    ::close(fd);
+    throw InputError(kWhere, "\"" + path + "\" holds " + std::to_string(st.st_size >> 20) +
+                                 " MiB, more than half of this machine's memory (" +
+                                 std::to_string(memory >> 20) + " MiB): it and its weights "
+                                 "would not fit");
+  }
+  if (regular) {
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    bytes.resize(done);
+  }
+  ::close(fd);
+  if (!regular) {
+    throw InputError(kWhere, "\"" + path +
+                                 "\" is not a regular file; give a file written by "
+                                 "torch.jit.save");
+  }
+  return bytes;
+}
+
+// LibTorch's reader over the bytes, never past their end.
+class BytesReader : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BytesReader(const std::string& bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= bytes_.size()) return 0;
+    n = std::min<size_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
+  }
+
+ private:
+  const std::string& bytes_;
+};
+
+torch::jit::Module load_module(const std::string& path, const std::string& bytes) {
   try {
-    return torch::jit::load(path, torch::kCPU);
-  } catch (const c10::Error& e) {
+    return torch::jit::load(std::make_shared<BytesReader>(bytes), torch::kCPU);
+  } catch (const std::exception& e) {  // c10::Error, the script compiler's ErrorReport
     throw InputError(kWhere, "\"" + path + "\" is not a TorchScript file (" +
-                                 e.what_without_backtrace() +
-                                 "); give a file written by torch.jit.save");
+                                 interpreter_reason(e) + "); give a file written by torch.jit.save");
   }
 }
 
@@ -128,10 +180,12 @@ std::vector<int64_t> per_sample(const torch::Tensor& t) {
   return shape;
 }
 
-}  // namespace
 
-void add_torchscript(SplitModel& m) {
-  torch::jit::Module module = load_module(m.spec.path);
+// Loads, cuts and checks the file's bytes (add_torchscript runs it twice:
+// in a child first, then here), saying each step.
+void add_checked_torchscript(SplitModel& m, const std::string& bytes, const ReportStep& step) {
+  step("loading it");
+  torch::jit::Module module = load_module(m.spec.path, bytes);
   m.task = TaskKind::kRegression;
   std::set<std::string> submodules;
   for (const auto& sub : module.named_modules()) submodules.insert(sub.name);
@@ -150,6 +204,7 @@ void add_torchscript(SplitModel& m) {
     }
   }
   std::vector<ScriptUnitGraph> slices;
+  step("cutting it into units");
   try {
     slices = split_script_module(module, m.spec.split_inside);
   } catch (const ScriptSplitError& e) {
@@ -196,16 +251,25 @@ void add_torchscript(SplitModel& m) {
   try {
     torch::Tensor y = m.make_input(1, 0);
     for (auto& unit : units) {
+      step("running unit " + unit->name() + " on one sample");
       const auto version = y._version();
       torch::Tensor out = unit->forward(y);
       if (y._version() != version) unit->set_writes_input(true);
       y = out;
     }
     const torch::Tensor x = m.make_input(1, 0);
-    whole = module.forward({x}).toTensor();
+    step("running its forward on one sample");
+    const torch::jit::IValue out = module.forward({x});
+    if (!out.isTensor())
+      throw std::runtime_error("its forward returns a " + out.tagKind() + ", not one tensor");
+    whole = out.toTensor();
+    step("running its units in order on one sample");
     chain = m.forward(x);
   } catch (const std::exception& e) {  // c10::Error, the interpreter's JITException
-    throw fails(interpreter_reason(e));
+    const std::string reason = interpreter_reason(e);
+    // An allocation refused (in the child: past SPLITSIM_MODEL_CHECK_MIB).
+    if (reason.find("can't allocate memory") != std::string::npos) throw std::bad_alloc();
+    throw fails(reason);
   }
   if (!whole.sizes().equals(chain.sizes()) || !torch::allclose(whole, chain, 1e-4, 1e-5)) {
     throw InputError(kWhere, "\"" + m.spec.path +
@@ -215,6 +279,51 @@ void add_torchscript(SplitModel& m) {
   m.output_shape = per_sample(chain);
   module.train();
   for (auto& unit : m.units) unit->train();
+}
+
+std::string signal_name(int signal) {
+  const char* name = sigabbrev_np(signal);
+  return name != nullptr ? std::string("SIG") + name : "signal " + std::to_string(signal);
+}
+
+}  // namespace
+
+// The file is untrusted: its archive is checked without LibTorch, then a
+// child process loads, cuts and runs it on one sample under the limits
+// (isolated.h); whatever goes wrong there is an InputError naming the file
+// and the step. Only then does this process load it.
+void add_torchscript(SplitModel& m) {
+  const std::string& path = m.spec.path;
+  const std::string bytes = read_model_file(path);
+  try {
+    check_script_archive(bytes);
+  } catch (const ArchiveError& e) {
+    throw InputError(kWhere, "\"" + path + "\" is not a TorchScript file as torch.jit.save "
+                             "writes it: " + e.what());
+  }
+  const IsolationLimits limits = isolation_limits();
+  const IsolatedOutcome out = run_isolated(
+      [&](const ReportStep& step) { add_checked_torchscript(m, bytes, step); }, limits);
+  const std::string step = out.step.empty() ? "reading it" : out.step;
+  switch (out.kind) {
+    case IsolatedOutcome::kOk: break;
+    case IsolatedOutcome::kInputError: throw InputError(out.where, out.message);
+    case IsolatedOutcome::kError:
+      throw InputError(kWhere, "\"" + path + "\" fails " + step + ": " + out.message);
+    case IsolatedOutcome::kOutOfMemory:
+      throw InputError(kWhere, "\"" + path + "\" needs more than " +
+                                   std::to_string(limits.memory_bytes >> 20) + " MiB " + step +
+                                   " (the limit: SPLITSIM_MODEL_CHECK_MIB)");
+    case IsolatedOutcome::kTimeout:
+      throw InputError(kWhere, "\"" + path + "\" did not finish " + step + " within " +
+                                   c10::str(limits.seconds) +
+                                   " s (a loop without end? the limit: SPLITSIM_MODEL_CHECK_S)");
+    case IsolatedOutcome::kSignal:
+      throw InputError(kWhere, "\"" + path + "\" killed the process that checked it (" +
+                                   signal_name(out.signal) + ", " + step +
+                                   "): the file is damaged or made to crash its reader");
+  }
+  add_checked_torchscript(m, bytes, [](const std::string&) {});
 }
 
 }  // namespace models
