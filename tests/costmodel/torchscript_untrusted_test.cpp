@@ -1,6 +1,7 @@
 // TorchScript files as someone else made them: a forward that loops, raises
 // or allocates without end, a tensor longer than its record, and the child
 // process that tries every file first (costmodel/torch/src/models/isolated.h).
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <torch/script.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -129,6 +131,120 @@ TEST(UntrustedTorchScript, AFifoIsRefusedWithoutBlocking) {
 TEST(UntrustedTorchScript, LimitsFromTheEnvironmentAreChecked) {
   ScopedEnv bad("SPLITSIM_MODEL_CHECK_S", "soon");
   expect_error([] { models::isolation_limits(); }, "SPLITSIM_MODEL_CHECK_S", "not a positive");
+}
+
+// A refusal's text: no LibTorch backtrace, one line, no control characters
+// (names from a mutated file reach the terminal).
+void expect_one_clean_line(const std::string& what, int mutation) {
+  for (const char* raw : {"frame #", "Exception raised from", "terminate called"})
+    EXPECT_EQ(what.find(raw), std::string::npos) << "mutation " << mutation << ": " << what;
+  for (char c : what)
+    EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << "mutation " << mutation << ": " << what;
+}
+
+// A fixed-seed fuzz of a saved model's archive: bytes flipped, runs cut out
+// or repeated, the end cut off. Each file loads or is refused with exit 2's
+// InputError at $.model.path on one line without LibTorch's backtrace; a
+// crash in LibTorch's loader would be the child's (isolated.h), never this
+// process's.
+TEST(UntrustedTorchScript, MutatedArchivesLoadOrAreRefusedInOneLine) {
+  std::ostringstream saved;
+  net_with_decoder("  return torch.matmul(x, self.weight)\n").save(saved);
+  const std::string original = saved.str();
+  std::mt19937 rng(39);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  ModelFile f("fuzz");
+  int loaded = 0, refused = 0;
+  for (int i = 0; i < 120; ++i) {
+    std::string bytes = original;
+    switch (i % 4) {
+      case 0:
+        for (int k = 0; k < 4; ++k) bytes[pick(bytes.size())] ^= static_cast<char>(1 + pick(255));
+        break;
+      case 1: bytes.erase(pick(bytes.size()), 1 + pick(64)); break;
+      case 2: {
+        const size_t at = pick(bytes.size());
+        bytes.insert(at, bytes.substr(at, 1 + pick(64)));
+        break;
+      }
+      default: bytes.resize(pick(bytes.size()));
+    }
+    std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      build_model(f.spec());
+      ++loaded;
+    } catch (const InputError& e) {
+      ++refused;
+      const std::string what = e.what();
+      EXPECT_EQ(e.where(), "$.model.path") << what;
+      expect_one_clean_line(what, i);
+    }
+  }
+  EXPECT_GT(refused, 60);  // most mutations break the zip or a pickle
+  RecordProperty("loaded", loaded);
+}
+
+// The archive again with data.pkl replaced, CRCs right (LibTorch's writer).
+std::string with_data_pkl(const std::string& archive, const std::string& pickle) {
+  std::istringstream in(archive);
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
+    out.append(static_cast<const char*>(p), n);
+    return n;
+  });
+  for (const std::string& name : reader.getAllRecords()) {
+    if (name == "version" || name == ".data/version") continue;  // the writer adds it
+    if (name == "data.pkl") {
+      writer.writeRecord(name, pickle.data(), pickle.size());
+      continue;
+    }
+    auto [data, size] = reader.getRecord(name);
+    writer.writeRecord(name, data.get(), size);
+  }
+  writer.writeEndOfFile();
+  return out;
+}
+
+// The same for the pickle inside, whose CRC stays right: opcodes and their
+// arguments flipped, sizes and counts replaced. What the archive check
+// passes, the child loads.
+TEST(UntrustedTorchScript, MutatedPicklesLoadOrAreRefusedInOneLine) {
+  std::ostringstream saved;
+  net_with_decoder("  return torch.matmul(x, self.weight)\n").save(saved);
+  const std::string original = saved.str();
+  std::istringstream in(original);
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  auto [data, size] = reader.getRecord("data.pkl");
+  const std::string pickle(static_cast<const char*>(data.get()), size);
+  std::mt19937 rng(3939);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  ModelFile f("pickle_fuzz");
+  std::ofstream(f.path(), std::ios::binary) << with_data_pkl(original, pickle);
+  EXPECT_NO_THROW(build_model(f.spec()));  // repacked as is, it loads
+  int loaded = 0, refused = 0;
+  for (int i = 0; i < 80; ++i) {
+    std::string p = pickle;
+    if (i % 2 == 0) {
+      p[2 + pick(p.size() - 3)] ^= static_cast<char>(1 + pick(255));
+    } else {  // a BININT1 (a size, stride, offset or count) given another value
+      size_t at = 2 + pick(p.size() - 4);
+      while (at < p.size() - 2 && p[at] != 'K') ++at;
+      p[at + 1] = static_cast<char>(pick(256));
+    }
+    std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << with_data_pkl(original, p);
+    try {
+      build_model(f.spec());
+      ++loaded;
+    } catch (const InputError& e) {
+      ++refused;
+      const std::string what = e.what();
+      EXPECT_EQ(e.where(), "$.model.path") << what;
+      expect_one_clean_line(what, i);
+    }
+  }
+  EXPECT_GT(refused, 20);
+  RecordProperty("loaded", loaded);
 }
 
 // run_isolated itself: what the child's end becomes.

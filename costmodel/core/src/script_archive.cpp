@@ -30,6 +30,23 @@ uint64_t read_le(std::string_view b, uint64_t at, int n, const char* what) {
   return little_endian(b, at, n);
 }
 
+// Text from the file as a message may show it: bytes outside printable
+// ASCII as \xNN, at most 80 of them.
+std::string printable(std::string_view text, size_t most = 80) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < most; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return text.size() > most ? out + "..." : out;
+}
+
 // ---- the zip's directory -------------------------------------------------------------
 
 constexpr uint32_t kEndSignature = 0x06054b50;
@@ -332,7 +349,7 @@ class PickleMachine {
 
   void global(const std::string& module, const std::string& name) {
     if (!allowed_global(module, name))
-      fail("names the Python global " + module + "." + name +
+      fail("names the Python global " + printable(module + "." + name) +
            ", which no TorchScript archive holds");
     Ref g = make(Value::kGlobal);
     g->text = module + " " + name;
@@ -352,7 +369,7 @@ class PickleMachine {
     s->storage.key = f[2]->text;
     s->storage.numel = f[4]->number;
     if (storage_item_bytes(s->storage.storage_type) == 0)
-      fail("names storage type " + f[1]->text + ", which is not a storage");
+      fail("names storage type " + printable(f[1]->text) + ", which is not a storage");
     if (s->storage.numel < 0) fail("has a storage of " + std::to_string(s->storage.numel) +
                                    " elements");
     out_.storages.push_back(s->storage);
@@ -404,7 +421,7 @@ class PickleMachine {
     if (overflow) fail("rebuilds a tensor with a negative or overflowing size, stride or offset");
     if (!empty && last >= t.storage.numel)
       fail("rebuilds a tensor reaching element " + std::to_string(last) + " of storage \"" +
-           t.storage.key + "\", which holds " + std::to_string(t.storage.numel));
+           printable(t.storage.key) + "\", which holds " + std::to_string(t.storage.numel));
     out_.tensors.push_back(std::move(t));
   }
 
@@ -486,7 +503,9 @@ int storage_item_bytes(const std::string& t) {
 
 PickleContents scan_pickle(std::string_view pickle) { return PickleMachine(pickle).run(); }
 
-void check_script_archive(std::string_view bytes) {
+namespace {
+
+void check_archive(std::string_view bytes) {
   const std::vector<ZipEntry> entries = read_zip_directory(bytes);
   if (entries.empty()) throw ArchiveError("the zip is empty");
   const std::string& first = entries.front().name;
@@ -531,6 +550,16 @@ void check_script_archive(std::string_view bytes) {
                            " bytes, but the record holds " +
                            std::to_string(it->second->uncompressed) + " bytes");
     }
+  }
+}
+
+}  // namespace
+
+void check_script_archive(std::string_view bytes) {
+  try {
+    check_archive(bytes);
+  } catch (const ArchiveError& e) {  // names from the file, shown safely
+    throw ArchiveError(printable(e.what(), 400));
   }
 }
 

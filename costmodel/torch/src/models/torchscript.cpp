@@ -165,12 +165,22 @@ class BytesReader : public caffe2::serialize::ReadAdapterInterface {
   const std::string& bytes_;
 };
 
+// LibTorch's text about a file, which may quote the file: one line, control
+// characters as spaces.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return text;
+}
+
 torch::jit::Module load_module(const std::string& path, const std::string& bytes) {
   try {
     return torch::jit::load(std::make_shared<BytesReader>(bytes), torch::kCPU);
   } catch (const std::exception& e) {  // c10::Error, the script compiler's ErrorReport
     throw InputError(kWhere, "\"" + path + "\" is not a TorchScript file (" +
-                                 interpreter_reason(e) + "); give a file written by torch.jit.save");
+                                 one_line(interpreter_reason(e)) +
+                                 "); give a file written by torch.jit.save");
   }
 }
 
@@ -309,7 +319,7 @@ void add_torchscript(SplitModel& m) {
     case IsolatedOutcome::kOk: break;
     case IsolatedOutcome::kInputError: throw InputError(out.where, out.message);
     case IsolatedOutcome::kError:
-      throw InputError(kWhere, "\"" + path + "\" fails " + step + ": " + out.message);
+      throw InputError(kWhere, "\"" + path + "\" fails " + step + ": " + one_line(out.message));
     case IsolatedOutcome::kOutOfMemory:
       throw InputError(kWhere, "\"" + path + "\" needs more than " +
                                    std::to_string(limits.memory_bytes >> 20) + " MiB " + step +
