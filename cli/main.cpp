@@ -1,4 +1,5 @@
 // splitsim: predict, and measure for real, split-learning training speed.
+#include <cstdio>
 #include <iostream>
 #include <new>
 #include <string>
@@ -24,6 +25,24 @@ std::string one_line(const std::string& what) {
   }
   if (s.size() > 500) s = s.substr(0, 497) + "...";
   return s;
+}
+
+// A message as the terminal may show it: control characters, which a file
+// or flag can carry into the message (an ESC starts a terminal command), as
+// \xNN.
+std::string visible(const std::string& message) {
+  std::string out;
+  for (char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -66,13 +85,13 @@ int main(int argc, char** argv) {
     for (const auto& command : commands)
       if (command.app->parsed()) return command.run();
   } catch (const splitsim::InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << visible(e.what()) << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << one_line(e.what()) << "\n";
+    std::cerr << "error: " << visible(one_line(e.what())) << "\n";
     return 1;
   }
   return 1;

@@ -1,0 +1,192 @@
+// The input files splitsim reads besides scenarios, fuzzed through the CLI
+// as a user meets them: a corpus (tests/fuzz/corpus/) mutated with a fixed
+// seed per surface, each mutation one run under a time and an address-space
+// limit. Every run must end in exit 0 or exit 2; never a signal, a hang, exit
+// 1 (a file is the user's input), a library's raw text or a control
+// character; and an exit 2 names the file it refuses. (Scenarios are fuzzed
+// in tests/costmodel/scenario_fuzz_test.cpp and cli/hardening_cli_test.cpp,
+// TorchScript archives in tests/costmodel/torchscript_untrusted_test.cpp.)
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace splitsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMutations = 10;  // per surface: each is one CLI run (~1-3 s)
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Values that broke readers before (issue #39) and plain wrong ones.
+const std::vector<std::string> kEdgeValues = {
+    "0",     "-1",    "1e-300", "5e-324", "1e308",      "-1e308", "NaN",  "inf",
+    "0x10",  "1e20",  "\"x\"",  "null",   "[]",         "{}",     "true", "4096",
+    "2.5",   "\"\"",  "1e-9",   "99999999999999999999", "-0"};
+
+// One mutation of a text file, chosen by `rng`: a number replaced by an
+// edge value, a line repeated (a duplicate key or row), a line dropped, the
+// end cut off, a byte changed, an ESC or half a UTF-8 character inserted.
+std::string mutate(const std::string& text, std::mt19937& rng) {
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  std::string s = text;
+  switch (pick(7)) {
+    case 0:
+    case 1: {  // a number
+      static const std::regex number(R"(-?\d+(\.\d+)?([eE][-+]?\d+)?)");
+      std::vector<std::pair<size_t, size_t>> at;
+      for (auto it = std::sregex_iterator(s.begin(), s.end(), number);
+           it != std::sregex_iterator(); ++it)
+        at.emplace_back(static_cast<size_t>(it->position()), static_cast<size_t>(it->length()));
+      if (at.empty()) break;
+      const auto [pos, len] = at[pick(at.size())];
+      s.replace(pos, len, kEdgeValues[pick(kEdgeValues.size())]);
+      break;
+    }
+    case 2: {  // a line twice, or dropped
+      std::vector<std::string> lines;
+      std::istringstream in(s);
+      for (std::string l; std::getline(in, l);) lines.push_back(l);
+      if (lines.size() < 2) break;
+      const size_t i = 1 + pick(lines.size() - 1);
+      if (pick(2) == 0) {
+        lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(i), lines[i]);
+      } else {
+        lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      s.clear();
+      for (const auto& l : lines) s += l + "\n";
+      break;
+    }
+    case 3: s.resize(pick(s.size())); break;
+    case 4: s[pick(s.size())] = static_cast<char>(pick(256)); break;
+    case 5: {  // into a string: ESC, or the first byte of a two-byte character
+      const size_t q = s.find('"', pick(s.size()));
+      if (q == std::string::npos) break;
+      s.insert(q + 1, pick(2) == 0 ? std::string("\x1b[31m") : std::string("\xc3"));
+      break;
+    }
+    default: s.insert(pick(s.size()), 1, static_cast<char>(pick(256)));
+  }
+  return s;
+}
+
+struct Run {
+  int status = 0;
+  std::string out, err;
+};
+
+// `args` after the binary, in `dir`, bounded: 120 s, 6 GB of address space.
+Run run_in(const fs::path& dir, const std::string& args) {
+  const fs::path out = dir / "stdout", err = dir / "stderr";
+  const std::string cmd = "cd '" + dir.string() + "' && ulimit -v 6000000 && timeout -s KILL 120 " +
+                          std::string(SPLITSIM_BIN) + " " + args + " >'" + out.string() +
+                          "' 2>'" + err.string() + "'";
+  Run r;
+  r.status = std::system(cmd.c_str());
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// A fresh copy of the corpus for one surface, removed at the end.
+class Corpus {
+ public:
+  explicit Corpus(const std::string& surface)
+      : dir_(fs::temp_directory_path() /
+             ("splitsim_fuzz_" + surface + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (const auto& e : fs::directory_iterator(std::string(SPLITSIM_SOURCE_DIR) + "/tests/fuzz/corpus"))
+      fs::copy_file(e.path(), dir_ / e.path().filename());
+  }
+  ~Corpus() { fs::remove_all(dir_); }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+};
+
+// Mutates corpus file `file` kMutations times (seed `seed`) and runs `args`
+// on each; with `plan`, `plan scenario.json --json` writes plan.json first.
+void fuzz(const std::string& surface, const std::string& file, const std::string& args,
+          unsigned seed, bool plan = false) {
+  Corpus corpus(surface);
+  if (plan) {
+    const Run p = run_in(corpus.dir(), "plan scenario.json --json");
+    ASSERT_EQ(p.status, 0) << p.err;
+    std::ofstream(corpus.dir() / "plan.json") << p.out;
+  }
+  const Run clean = run_in(corpus.dir(), args);
+  ASSERT_EQ(clean.status, 0) << "the unmutated corpus fails: " << args << "\n" << clean.err;
+  const std::string original = slurp(corpus.dir() / file);
+  std::mt19937 rng(seed);
+  int refused = 0;
+  for (int i = 0; i < kMutations; ++i) {
+    const std::string mutated = mutate(original, rng);
+    std::ofstream(corpus.dir() / file, std::ios::binary | std::ios::trunc) << mutated;
+    const Run r = run_in(corpus.dir(), args);
+    const std::string what = surface + " mutation " + std::to_string(i) + " (" + args + "):\n" +
+                             r.err.substr(0, 2000);
+    ASSERT_TRUE(WIFEXITED(r.status)) << "killed or timed out: " << what;
+    const int code = WEXITSTATUS(r.status);
+    EXPECT_TRUE(code == 0 || code == 2) << "exit " << code << ": " << what;
+    for (const char* raw : {"json.exception", "terminate called", "frame #", "Exception raised from",
+                            "stoull", "stod", "basic_string", "what():"})
+      EXPECT_EQ(r.err.find(raw), std::string::npos) << "raw library text: " << what;
+    for (const std::string* stream : {&r.out, &r.err})
+      for (char c : *stream)
+        EXPECT_FALSE(c == '\x1b' || (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t'))
+            << "a control character reaches the terminal: " << what;
+    if (code == 2) {
+      ++refused;
+      EXPECT_NE(r.err.find(file), std::string::npos) << "the refusal does not name " << file
+                                                     << ": " << what;
+    }
+  }
+  ::testing::Test::RecordProperty("refused", refused);
+}
+
+TEST(InputFuzz, MeasuredCsvForCalibrate) {
+  fuzz("calibrate_csv", "measured.csv",
+       "calibrate plan.json --measured measured.csv -o out.json --no-leave-one-out", 3901,
+       /*plan=*/true);
+}
+
+TEST(InputFuzz, CalibrationFileForSimulate) {
+  fuzz("calibration", "calibration.json", "simulate plan.json --calibration calibration.json",
+       3902, /*plan=*/true);
+}
+
+TEST(InputFuzz, DeviceProfile) { fuzz("device", "device.json", "plan scenario.json", 3903); }
+
+TEST(InputFuzz, BandwidthTrace) { fuzz("trace", "trace.txt", "simulate scenario.json", 3904); }
+
+TEST(InputFuzz, ExploreSpaceFile) {
+  fuzz("space", "space.json", "explore scenario.json --space space.json", 3905);
+}
+
+TEST(InputFuzz, AccuracyReportForExplore) {
+  fuzz("accuracy", "accuracy.json",
+       "explore scenario.json --kinds ushape --chunks 1 --accuracy accuracy.json "
+       "--target-accuracy 70",
+       3906);
+}
+
+}  // namespace
+}  // namespace splitsim
