@@ -14,7 +14,7 @@
 #include "flag_checks.h"
 #include "plan_source.h"
 #include "splitsim/calibrate/calibrate.h"
-#include "splitsim/validate/safe_files.h"
+#include "splitsim/costmodel/output_file.h"
 
 namespace splitsim {
 namespace {
@@ -62,6 +62,7 @@ void print_fit(std::ostream& out, const CalibrationFit& fit) {
 }
 
 int run_calibrate(const CalibrateArgs& args) {
+  check_output_path(args.output, "-o");  // before the fit
   std::vector<MeasuredRow> rows;
   for (const std::string& f : args.measured) {
     const std::vector<MeasuredRow> more = read_measured(f);
@@ -74,7 +75,7 @@ int run_calibrate(const CalibrateArgs& args) {
   o.leave_one_out = !args.no_loo;
   o.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
   const CalibrationFit fit = calibrate(plans, rows, o);
-  write_file_atomically(args.output, calibration_file_json(fit).dump(2) + "\n", "-o");
+  write_output_file(args.output, calibration_file_json(fit).dump(2) + "\n", "-o");
   print_fit(std::cout, fit);
   std::cout << "calibration written to " << args.output << "\n";
   return 0;

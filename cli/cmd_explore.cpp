@@ -10,12 +10,12 @@
 #include "commands.h"
 #include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/output_file.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/explore/accuracy.h"
 #include "splitsim/explore/exploration.h"
 #include "splitsim/explore/report.h"
 #include "splitsim/explore/space_flags.h"
-#include "splitsim/validate/safe_files.h"
 #include "splitsim/validate/validate_top.h"
 
 namespace splitsim {
@@ -41,6 +41,7 @@ int run_explore(ExploreArgs a) {
     throw InputError("--accuracy",
                      "--target-accuracy and --max-accuracy-drop need the report "
                      "of splitsim train (--accuracy FILE)");
+  if (!a.emit_best.empty()) check_output_path(a.emit_best, "--emit-best");  // before the search
   std::vector<MeasuredAccuracy> measured;
   if (!a.accuracy.empty()) measured = read_accuracy_report(a.accuracy);
   auto log = [](const std::string& line) { std::cerr << line << "\n"; };
@@ -75,8 +76,8 @@ int run_explore(ExploreArgs a) {
                 << objective_name(e.objective) << " stands\n";
   }
   if (!a.emit_best.empty()) {
-    write_file_atomically(a.emit_best, candidate_scenario_json(v.json, *best).dump(2) + "\n",
-                          "--emit-best");
+    write_output_file(a.emit_best, candidate_scenario_json(v.json, *best).dump(2) + "\n",
+                      "--emit-best");
     std::cerr << "best plan written to " << a.emit_best << "\n";
   }
   nlohmann::json validation;

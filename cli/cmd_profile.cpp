@@ -2,8 +2,6 @@
 // profile (measure_this_machine,
 // costmodel/torch/include/splitsim/costmodel/timing.h).
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +10,7 @@
 #include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/limits.h"
+#include "splitsim/costmodel/output_file.h"
 #include "splitsim/costmodel/timing.h"
 
 namespace splitsim {
@@ -26,17 +25,8 @@ struct ProfileArgs {
   ProfileOptions opts;
 };
 
-// Writes `text` to `path` through a temporary file, so a failure leaves no half file.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!(out << text)) throw InputError("-o", "cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 int run_profile(ProfileArgs& args) {
+  check_output_path(args.output, "-o");  // before the measurement
   ModelSpec spec;
   if (!args.scenario.empty()) {
     const auto variants = load_scenario_file(args.scenario);
@@ -61,7 +51,7 @@ int run_profile(ProfileArgs& args) {
   const MeasuredDevice m = measure_this_machine(
       spec, args.opts, args.name,
       [](const std::string& line) { std::cerr << "profile: " << line << "\n"; });
-  write_atomically(args.output, measured_device_json(m).dump(2) + "\n");
+  write_output_file(args.output, measured_device_json(m).dump(2) + "\n", "-o");
   print_measured_device(std::cout, m);
   std::cout << "wrote " << args.output << "\n";
   return 0;

@@ -3,7 +3,6 @@
 // table (print_metrics_table), the metrics JSON, CSV, and a Chrome trace of
 // one variant.
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "plan_source.h"
 #include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/output_file.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/metrics_table.h"
 #include "splitsim/sim/simulator.h"
@@ -37,6 +37,7 @@ struct SimulateArgs {
 
 int run_simulate(const SimulateArgs& args) {
   const ServerOrder order = parse_server_order(args.server_order, "--server-order");
+  if (!args.trace.empty()) check_output_path(args.trace, "--trace");  // before the simulation
   std::vector<Plan> plans = load_plans(args.file, args.variant);
   if (!args.calibration.empty()) {
     const Calibration c = load_calibration_file(args.calibration);
@@ -61,10 +62,8 @@ int run_simulate(const SimulateArgs& args) {
   } else {  // one plan, whose timeline is written too
     const Timeline timeline = simulate(plans.front(), options);
     metrics.push_back(compute_metrics(timeline, plans.front(), plans.front().warmup));
-    std::ofstream out(args.trace);
-    if (!out) throw InputError("--trace", "cannot write \"" + args.trace + "\"");
-    write_chrome_trace(timeline, out);
-    if (!out) throw InputError("--trace", "error while writing \"" + args.trace + "\"");
+    write_output_stream(args.trace, "--trace",
+                        [&timeline](std::ostream& out) { write_chrome_trace(timeline, out); });
     std::cerr << "trace of \"" << plans.front().variant << "\" written to " << args.trace << "\n";
   }
   std::ostringstream out;

@@ -7,11 +7,8 @@
 // report with --json (splitsim.train/1, or splitsim.train_sweep/1 for
 // several variants), else a table; progress on stderr. Exit codes: 0 ok, 1
 // the run failed (the report so far still written), 2 bad input.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -19,10 +16,10 @@
 #include "commands.h"
 #include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/output_file.h"
 #include "splitsim/exec/train.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
-#include "splitsim/validate/safe_files.h"
 
 namespace splitsim {
 namespace {
@@ -119,14 +116,8 @@ std::string sweep_table(const nlohmann::json& runs) {
 }
 
 int run_train_command(const TrainArgs& args) {
-  if (!args.report.empty()) {
-    // Refused now rather than after the training.
-    if (std::filesystem::is_directory(args.report))
-      throw InputError("--report", "\"" + args.report + "\" is a directory");
-    const std::filesystem::path dir = std::filesystem::path(args.report).parent_path();
-    if (::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
-      throw InputError("--report", "cannot write into the directory of \"" + args.report + "\"");
-  }
+  // Refused now rather than after the training.
+  if (!args.report.empty()) check_output_path(args.report, "--report");
   const std::vector<TrainOutcome> outs =
       run_train(args.options, [](const std::string& line) { std::cerr << line << "\n"; });
   nlohmann::json runs = nlohmann::json::array();
@@ -146,7 +137,7 @@ int run_train_command(const TrainArgs& args) {
                                                        {"scenario", args.options.scenario},
                                                        {"runs", runs}}
                                       : runs.front();
-  if (!args.report.empty()) write_file_atomically(args.report, report.dump(2) + "\n", "--report");
+  if (!args.report.empty()) write_output_file(args.report, report.dump(2) + "\n", "--report");
   if (args.json)
     std::cout << report.dump(2) << "\n";
   else if (sweep)

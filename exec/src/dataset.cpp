@@ -1,30 +1,25 @@
 #include "splitsim/exec/dataset.h"
 
-#include <zlib.h>
-
 #include <filesystem>
 
+#include "data_file.h"
 #include "splitsim/costmodel/errors.h"
 
 namespace splitsim {
 namespace {
 
-// Whole file, inflated when gzip (zlib reads plain files as they are).
-std::vector<uint8_t> read_all(const std::string& file) {
-  gzFile f = gzopen(file.c_str(), "rb");
-  if (!f) throw InputError(file, "cannot open the file");
-  std::vector<uint8_t> out;
-  uint8_t buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-  gzclose(f);
-  if (n < 0) throw InputError(file, "read error (corrupt gzip?)");
-  return out;
+uint32_t be32(const uint8_t* b) {
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
 }
 
-uint32_t be32(const std::vector<uint8_t>& b, size_t at) {
-  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
-         b[at + 3];
+// Refuses the first label of `labels[0, n)` that is not a class (0 to classes - 1).
+void check_labels(const uint8_t* labels, int64_t n, int64_t stride, int64_t classes,
+                  const std::string& file, const char* item) {
+  for (int64_t i = 0; i < n; ++i)
+    if (labels[i * stride] >= classes)
+      throw InputError(file, std::string(item) + " " + std::to_string(i) + " has label " +
+                                 std::to_string(labels[i * stride]) +
+                                 "; the dataset's classes are 0 to " + std::to_string(classes - 1));
 }
 
 class ImageSource : public BatchSource {
@@ -94,26 +89,44 @@ class SyntheticSource : public BatchSource {
 
 }  // namespace
 
-LabeledImages read_idx(const std::string& images_file, const std::string& labels_file) {
-  const auto img = read_all(images_file);
-  const auto lab = read_all(labels_file);
-  if (img.size() < 16 || be32(img, 0) != 2051)
-    throw InputError(images_file, "not an IDX image file (magic 2051 expected)");
-  if (lab.size() < 8 || be32(lab, 0) != 2049)
-    throw InputError(labels_file, "not an IDX label file (magic 2049 expected)");
-  const int64_t n = be32(img, 4), rows = be32(img, 8), cols = be32(img, 12);
-  if (static_cast<int64_t>(img.size()) != 16 + n * rows * cols)
-    throw InputError(images_file, "truncated: header says " + std::to_string(n) + " images of " +
-                                      std::to_string(rows) + "x" + std::to_string(cols));
-  if (be32(lab, 4) != n || static_cast<int64_t>(lab.size()) != 8 + n)
-    throw InputError(labels_file, "label count differs from " + images_file);
+LabeledImages read_idx(const std::string& images_file, const std::string& labels_file,
+                       int64_t classes) {
+  uint64_t n = 0, rows = 0, cols = 0;
+  const auto img = read_data_file(images_file, 16, [&](const uint8_t* h) -> uint64_t {
+    if (be32(h) != 2051)
+      throw InputError(images_file, "not an IDX image file (magic 2051 expected)");
+    n = be32(h + 4), rows = be32(h + 8), cols = be32(h + 12);
+    const std::string shape = std::to_string(n) + " images of " + std::to_string(rows) + "x" +
+                              std::to_string(cols) + " pixels";
+    if (n == 0 || rows == 0 || cols == 0)
+      throw InputError(images_file, "its header declares " + shape + "; none may be 0");
+    uint64_t pixels = 0;
+    if (__builtin_mul_overflow(n, rows, &pixels) || __builtin_mul_overflow(pixels, cols, &pixels) ||
+        pixels > kMaxDataFileBytes - 16)
+      throw InputError(images_file, "its header declares " + shape + ": more than the limit of " +
+                                        std::to_string(kMaxDataFileBytes) +
+                                        " bytes for a dataset file");
+    return 16 + pixels;
+  });
+  const auto lab = read_data_file(labels_file, 8, [&](const uint8_t* h) -> uint64_t {
+    if (be32(h) != 2049)
+      throw InputError(labels_file, "not an IDX label file (magic 2049 expected)");
+    if (be32(h + 4) != n)
+      throw InputError(labels_file, "its header declares " + std::to_string(be32(h + 4)) +
+                                        " labels; " + images_file + " holds " + std::to_string(n) +
+                                        " images");
+    return 8 + n;
+  });
+  const auto count = static_cast<int64_t>(n);
+  check_labels(lab.data() + 8, count, 1, classes, labels_file, "sample");
   LabeledImages out;
-  out.images =
-      torch::from_blob(const_cast<uint8_t*>(img.data()) + 16, {n, 1, rows, cols}, torch::kUInt8)
-          .to(torch::kFloat)
-          .div_(255.0);
-  out.labels =
-      torch::from_blob(const_cast<uint8_t*>(lab.data()) + 8, {n}, torch::kUInt8).to(torch::kLong);
+  out.images = torch::from_blob(const_cast<uint8_t*>(img.data()) + 16,
+                                {count, 1, static_cast<int64_t>(rows), static_cast<int64_t>(cols)},
+                                torch::kUInt8)
+                   .to(torch::kFloat)
+                   .div_(255.0);
+  out.labels = torch::from_blob(const_cast<uint8_t*>(lab.data()) + 8, {count}, torch::kUInt8)
+                   .to(torch::kLong);
   return out;
 }
 
@@ -121,11 +134,12 @@ LabeledImages read_cifar10(const std::vector<std::string>& files) {
   constexpr int64_t kRecord = 3073;
   std::vector<torch::Tensor> images, labels;
   for (const auto& f : files) {
-    const auto b = read_all(f);
+    const auto b = read_data_file(f, 0, nullptr);
     if (b.empty() || b.size() % kRecord != 0)
       throw InputError(f, "not a CIFAR-10 binary batch (size " + std::to_string(b.size()) +
                               " is not a multiple of 3073-byte records)");
     const int64_t n = static_cast<int64_t>(b.size()) / kRecord;
+    check_labels(b.data(), n, kRecord, kCifar10Classes, f, "record");
     torch::Tensor raw =
         torch::from_blob(const_cast<uint8_t*>(b.data()), {n, kRecord}, torch::kUInt8).clone();
     labels.push_back(raw.select(1, 0).to(torch::kLong));
@@ -174,7 +188,8 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
       return fs::exists(dir + "/" + base) ? dir + "/" + base : dir + "/" + base + ".gz";
     };
     const std::string prefix = test ? "t10k" : "train";
-    return read_idx(pick(prefix + "-images-idx3-ubyte"), pick(prefix + "-labels-idx1-ubyte"));
+    return read_idx(pick(prefix + "-images-idx3-ubyte"), pick(prefix + "-labels-idx1-ubyte"),
+                    kFashionMnistClasses);
   }
   if (dataset == "cifar10") {
     if (data_dir.empty())
@@ -198,6 +213,15 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
                    "\"" + dataset + "\" has no labeled images (fashion_mnist or cifar10)");
 }
 
+void check_model_classes(const std::string& dataset, const ModelSpec& spec) {
+  const int64_t classes = dataset == "cifar10" ? kCifar10Classes : kFashionMnistClasses;
+  if (spec.num_classes > 0 && spec.num_classes < classes)
+    throw InputError("$.model.num_classes", std::to_string(spec.num_classes) + " classes, but " +
+                                                dataset + " has " + std::to_string(classes) +
+                                                " (labels 0 to " + std::to_string(classes - 1) +
+                                                "); give at least " + std::to_string(classes));
+}
+
 std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
                                                const std::string& data_dir, uint64_t seed,
                                                int64_t distinct_batches) {
@@ -209,6 +233,7 @@ std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const
   if (model.task != TaskKind::kImageClassification)
     throw InputError("$.dataset", "\"" + dataset + "\" needs an image classification model, not " +
                                       model.spec.name);
+  check_model_classes(dataset, model.spec);
   return make_image_source(load_labeled_images(dataset, data_dir, "train"),
                            model_input_shape(model.spec), seed);
 }

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -15,6 +14,7 @@
 #include "error_reason.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/heap.h"
+#include "splitsim/costmodel/output_file.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/exec/gloo_transport.h"
 #include "splitsim/exec/link_probe.h"
@@ -41,11 +41,6 @@ void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult&
                    const std::function<void(const std::string&)>& progress) {
   nlohmann::json j = exec_metrics_json(plan, r);
   if (!congestion_control.empty()) j["tcp_congestion_control"] = congestion_control;
-  if (!o.trace.empty()) {
-    std::ofstream trace(o.trace);
-    write_chrome_trace(r.timeline, trace);
-    if (!trace) progress("error: --trace: cannot write \"" + o.trace + "\"");
-  }
   if (o.json) {
     out << j.dump(2) << "\n";
   } else {
@@ -67,6 +62,14 @@ void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult&
     out << os.str() << "\n";
   }
   out.flush();
+  if (o.trace.empty()) return;
+  try {
+    write_output_stream(o.trace, "--trace",
+                        [&r](std::ostream& trace) { write_chrome_trace(r.timeline, trace); });
+  } catch (const InputError& e) {
+    if (r.complete) throw;  // exit 2; an incomplete run's own failure comes first
+    progress(std::string("error: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -75,6 +78,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
                             const std::function<void(const std::string&)>& progress) {
   hold_freed_heap_memory();  // as the profile measured (heap.h)
   torch::set_num_threads(args.threads);
+  if (!args.trace.empty()) check_output_path(args.trace, "--trace");  // before the run
   Workspace ws(args.scenario, progress);
   const ScenarioVariant& v = ws.select_one(args.variant, "exec runs");
   Scenario sc = v.scenario;

@@ -74,10 +74,12 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   if (s.scenario.clients != 1)
     throw InputError("$.clients",
                      "train runs one client, not " + std::to_string(s.scenario.clients));
-  s.input_shape = model_input_shape(resolve_model_defaults(s.scenario.model, "$.model"));
+  const ModelSpec spec = resolve_model_defaults(s.scenario.model, "$.model");
+  s.input_shape = model_input_shape(spec);
   if (s.input_shape.size() != 3)
     throw InputError("$.model", "train reads images: an image classification model, not " +
                                     s.scenario.model.name);
+  check_model_classes(s.dataset, spec);
   auto it = cache->find(s.dataset);
   if (it == cache->end())
     it =

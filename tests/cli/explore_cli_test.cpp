@@ -228,7 +228,7 @@ TEST(ExploreCliTest, EmitBestFailsWithoutTouchingFileOrLeavingATemporaryOne) {
   const std::string args =
       "explore " + scenario + " --kinds single --chunks 4 --max-simulations 3 --emit-best ";
 
-  // FILE is a directory: the temporary file is written, the rename fails.
+  // FILE is a directory: refused before the search.
   CliResult r = run_cli(args + (dir / "folder").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--emit-best"), std::string::npos) << r.err;

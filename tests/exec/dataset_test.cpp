@@ -40,7 +40,7 @@ TEST(DatasetTest, ReadsIdxImagesAndLabels) {
     put_be32(lab, 3);
     for (int i = 0; i < 3; ++i) lab.put(static_cast<char>(i + 4));
   }
-  const LabeledImages d = read_idx(dir + "/img", dir + "/lab");
+  const LabeledImages d = read_idx(dir + "/img", dir + "/lab", kFashionMnistClasses);
   ASSERT_EQ(d.images.sizes(), (std::vector<int64_t>{3, 1, 2, 2}));
   EXPECT_FLOAT_EQ(d.images[1][0][1][1].item<float>(), 7 * 20 / 255.0f);
   EXPECT_EQ(d.labels[2].item<int64_t>(), 6);
@@ -50,7 +50,7 @@ TEST(DatasetTest, ReadsIdxImagesAndLabels) {
   EXPECT_EQ(x.sizes(), (std::vector<int64_t>{5, 3, 8, 8}));
   EXPECT_EQ(y.size(0), 5);
   EXPECT_TRUE(torch::equal(source->batch(0, 0, 5).first, x));  // deterministic
-  EXPECT_THROW(read_idx(dir + "/lab", dir + "/img"), InputError);
+  EXPECT_THROW(read_idx(dir + "/lab", dir + "/img", kFashionMnistClasses), InputError);
   std::filesystem::remove_all(dir);
 }
 
@@ -77,8 +77,8 @@ TEST(DatasetTest, ReadsTheInstalledFashionMnist) {
   if (dir.empty())
     GTEST_SKIP()
         << "dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist)";
-  const LabeledImages d =
-      read_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
+  const LabeledImages d = read_idx(dir + "/t10k-images-idx3-ubyte.gz",
+                                   dir + "/t10k-labels-idx1-ubyte.gz", kFashionMnistClasses);
   EXPECT_EQ(d.images.sizes(), (std::vector<int64_t>{10000, 1, 28, 28}));
   EXPECT_EQ(d.labels.max().item<int64_t>(), 9);
 }

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -387,6 +388,43 @@ TEST_F(ExecCliTest, TrainRefusesWhatItCannotTrainOn) {
   Child few(dir, "few", {"train", synthetic, "--dataset", "fashion_mnist", "--test-samples", "5"});
   EXPECT_EQ(few.wait(60), 2);
   EXPECT_NE(few.err().find("--test-samples"), std::string::npos) << few.err();
+}
+
+// Issue #39: a bad dataset file is exit code 2 naming it, at once: a FIFO
+// (no writer: the reader must not wait), a label out of range, and a model
+// with fewer classes than the dataset.
+TEST_F(ExecCliTest, TrainRefusesBadDataFilesNamingThem) {
+  const std::string data = dir + "/data";
+  std::filesystem::create_directories(data);
+  const std::string images = data + "/train-images-idx3-ubyte";
+  const std::string labels = data + "/train-labels-idx1-ubyte";
+  // Two images of 1x1 pixel; the test split's labels 0 and 1, the training split's 255 and 1.
+  const std::string two_images("\0\0\x08\x03\0\0\0\x02\0\0\0\x01\0\0\0\x01\x10\x20", 18);
+  std::ofstream(data + "/t10k-images-idx3-ubyte", std::ios::binary) << two_images;
+  std::ofstream(data + "/t10k-labels-idx1-ubyte", std::ios::binary)
+      << std::string("\0\0\x08\x01\0\0\0\x02\0\x01", 10);
+  ASSERT_EQ(::mkfifo(images.c_str(), 0600), 0);
+  std::ofstream(labels, std::ios::binary) << std::string("\0\0\x08\x01\0\0\0\x02\xff\x01", 10);
+  const std::string file = write_train_scenario(dir, "fashion_mnist");
+  const auto t0 = Clock::now();
+  Child fifo(dir, "fifo", {"train", file, "--data", data});
+  EXPECT_EQ(fifo.wait(60), 2);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 30);
+  EXPECT_NE(fifo.err().find(images + ": is a FIFO"), std::string::npos) << fifo.err();
+  std::filesystem::remove(images);
+  std::ofstream(images, std::ios::binary) << two_images;
+  Child label(dir, "label", {"train", file, "--data", data});
+  EXPECT_EQ(label.wait(60), 2);
+  EXPECT_NE(label.err().find(labels + ": sample 0 has label 255"), std::string::npos)
+      << label.err();
+  nlohmann::json few = nlohmann::json::parse(slurp(file));
+  few["model"]["num_classes"] = 5;
+  const std::string five = dir + "/five.json";
+  std::ofstream(five) << few.dump();
+  Child classes(dir, "classes", {"train", five, "--data", data});
+  EXPECT_EQ(classes.wait(60), 2);
+  EXPECT_NE(classes.err().find("$.model.num_classes: 5 classes"), std::string::npos)
+      << classes.err();
 }
 
 }  // namespace

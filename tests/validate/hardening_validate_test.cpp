@@ -142,27 +142,5 @@ TEST(HardeningValidateTest, ProfileCacheIsPerUserAndPrivate) {
   fs::remove_all(dir);
 }
 
-// The temporary file is created exclusively and never through a link: a
-// link planted at a predictable temporary name is not followed.
-TEST(HardeningValidateTest, AtomicWriteDoesNotFollowPlantedLinks) {
-  const fs::path dir = fresh_dir("atomic");
-  fs::create_directories(dir);
-  const fs::path target = dir / "victim";
-  std::ofstream(target) << "keep";
-  const fs::path report = dir / "r.json";
-  fs::create_symlink(target, report.string() + ".tmp." + std::to_string(getpid()) + ".0");
-  write_file_atomically(report.string(), "{}\n", "--report");
-  std::ifstream victim(target), written(report);
-  std::string v, w;
-  std::getline(victim, v);
-  std::getline(written, w);
-  EXPECT_EQ(v, "keep");
-  EXPECT_EQ(w, "{}");
-  struct stat st {};
-  ASSERT_EQ(lstat(report.c_str(), &st), 0);
-  EXPECT_TRUE(S_ISREG(st.st_mode));
-  fs::remove_all(dir);
-}
-
 }  // namespace
 }  // namespace splitsim

@@ -411,23 +411,6 @@ TEST(Profiles, TheMedianUnitByUnitShrugsOffOneSlowMeasurement) {
   EXPECT_NEAR(median_profile({profile(2e-3, 8e-3)}).timings[0].fwd_s, 2e-3, 1e-15);
 }
 
-TEST(Report, WrittenAtomicallyOrNotAtAll) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("splitsim_validate_report_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string file = (dir / "r.json").string();
-  write_file_atomically(file, "{}\n", "--report");
-  std::ifstream in(file);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "{}\n");
-  EXPECT_THROW(write_file_atomically((dir / "missing" / "r.json").string(), "{}", "--report"),
-               InputError);
-  size_t files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
-  EXPECT_EQ(files, 1u);  // no temporary left behind
-  std::filesystem::remove_all(dir);
-}
-
 TEST(NetnsLinkBurst, OneMillisecondOfTrafficButAtLeast4KiB) {
   EXPECT_EQ(NetnsLink::burst_bytes(2e8), 25000);
   EXPECT_EQ(NetnsLink::burst_bytes(1e9), 125000);

@@ -15,15 +15,6 @@
 namespace splitsim {
 namespace {
 
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}
@@ -40,6 +31,17 @@ class Fd {
 
 }  // namespace
 
+std::string file_kind_name(unsigned int mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
 std::string read_input_file(const std::string& path, const std::string& what, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
@@ -51,8 +53,8 @@ std::string read_input_file(const std::string& path, const std::string& what, si
     throw InputError(path, "cannot read " + what + ": " + std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) {
-    throw InputError(path,
-                     "is " + kind_of(st.st_mode) + "; give the " + what + " as a regular file");
+    throw InputError(
+        path, "is " + file_kind_name(st.st_mode) + "; give the " + what + " as a regular file");
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     throw InputError(path, what + " is " + std::to_string(st.st_size) + " bytes; the limit is " +

@@ -1,6 +1,5 @@
 #include "splitsim/validate/safe_files.h"
 
-#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
-
-#include "splitsim/costmodel/errors.h"
 
 namespace splitsim {
 
@@ -44,42 +41,6 @@ void prepare_cache_dir(const std::string& dir) {
   if (st.st_uid != geteuid()) throw std::runtime_error(dir + " belongs to another user");
   if ((st.st_mode & 0077) != 0 && ::chmod(dir.c_str(), 0700) != 0)
     throw std::runtime_error("cannot make " + dir + " private: " + std::strerror(errno));
-}
-
-void write_file_atomically(const std::string& path, const std::string& text,
-                           const std::string& flag) {
-  // A fresh temporary name, created exclusively and never through a
-  // symbolic link (O_EXCL | O_NOFOLLOW): in a shared directory another user
-  // cannot make us write where a planted link points.
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(attempt);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    throw InputError(flag, "cannot write \"" + tmp + "\": " + std::strerror(errno));
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  const bool ok = done == text.size() && ::close(fd) == 0;
-  std::error_code ec;
-  if (!ok) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(flag, "error while writing \"" + tmp + "\"");
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw InputError(flag, "cannot rename \"" + tmp + "\" to \"" + path + "\": " + why);
-  }
 }
 
 }  // namespace splitsim

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/output_file.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/validate/profile_cache.h"
 #include "splitsim/validate/safe_files.h"
@@ -73,20 +74,6 @@ void print_single(std::ostream& os, const ValidationRun& r) {
        << format_error_percent(m.error()) << ")\n";
 }
 
-// Refuses a --report path that cannot take the report, before the run: a
-// directory, or a file in a directory that does not exist.
-void check_report_path(const std::string& report) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(report, ec)) {
-    throw InputError("--report", "\"" + report + "\" is a directory; give a file name");
-  }
-  const fs::path parent = fs::path(report).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec)) {
-    throw InputError("--report", "directory \"" + parent.string() + "\" does not exist");
-  }
-}
-
 }  // namespace
 
 bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Log& log) {
@@ -94,7 +81,7 @@ bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Lo
   o.link_rate_bit_per_s = 0;
   if (!args.link_rate.empty())
     o.link_rate_bit_per_s = parse_link_rate(args.link_rate, "--link-rate");
-  if (!args.report.empty()) check_report_path(args.report);
+  if (!args.report.empty()) check_output_path(args.report, "--report");  // before the runs
   o.exec_bin = exec_binary(o.exec_bin);
   if (o.profile_cache.empty()) o.profile_cache = default_profile_cache_dir();
   o.platform_model = !args.no_platform_model;
@@ -163,7 +150,7 @@ bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Lo
     else
       print_single(out, runs.front());
   }
-  if (!args.report.empty()) write_file_atomically(args.report, report, "--report");
+  if (!args.report.empty()) write_output_file(args.report, report, "--report");
   os << out.str();
   return std::none_of(runs.begin(), runs.end(),
                       [](const ValidationRun& r) { return !r.failure.empty(); });

@@ -31,12 +31,21 @@ struct LabeledImages {
   torch::Tensor labels;  // [N] int64
 };
 
+// Classes of the datasets read here (labels 0 to 9).
+constexpr int64_t kFashionMnistClasses = 10;
+constexpr int64_t kCifar10Classes = 10;
+
 // Reads an IDX image file (magic 2051, [N, rows, cols] u8) and its label
-// file (magic 2049, [N] u8); ".gz" files are inflated. Throws InputError
-// naming the file for a missing file, a bad magic number or a size mismatch.
-LabeledImages read_idx(const std::string& images_file, const std::string& labels_file);
-// Reads CIFAR-10 binary batches: records of 1 label byte + 3072 pixel bytes
-// (3x32x32, channel-major). Throws InputError naming the file.
+// file (magic 2049, [N] u8, each below `classes`); gzip files are inflated.
+// Throws InputError naming the file for anything but a regular file, a bad
+// magic number, a header that declares no pixels, more than 256 MiB or
+// another size than the file holds (a gzip stream stops inflating there),
+// or a label out of range (exec/README.md "Data").
+LabeledImages read_idx(const std::string& images_file, const std::string& labels_file,
+                       int64_t classes);
+// Reads CIFAR-10 binary batches: records of 1 label byte (below 10) + 3072
+// pixel bytes (3x32x32, channel-major), gzip or not, at most 256 MiB a
+// file. Throws InputError naming the file.
 LabeledImages read_cifar10(const std::vector<std::string>& files);
 
 // Where the Debian package dataset-fashion-mnist puts the files, or "" when
@@ -66,6 +75,12 @@ std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint
 // Throws InputError naming --data or $.dataset.
 LabeledImages load_labeled_images(const std::string& dataset, const std::string& data_dir,
                                   const std::string& split);
+
+// Refuses (InputError at $.model.num_classes) a model whose classifier has
+// fewer outputs than `dataset` ("fashion_mnist" | "cifar10") has classes:
+// its labels would reach the loss out of range. `spec` resolved
+// (resolve_model_defaults); a model without num_classes (TorchScript) passes.
+void check_model_classes(const std::string& dataset, const ModelSpec& spec);
 
 // The source for `dataset` ("synthetic" | "fashion_mnist" | "cifar10").
 // `data_dir` (--data) overrides the default location; cifar10 requires it.

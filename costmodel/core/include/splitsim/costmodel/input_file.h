@@ -17,6 +17,10 @@ constexpr int kMaxJsonDepth = 64;
 // Longest JSON string (key or value), in bytes.
 constexpr size_t kMaxJsonStringBytes = size_t{64} << 10;
 
+// "a directory", "a FIFO", "a character device", ... for a stat mode
+// (st_mode): what a message says a path is.
+std::string file_kind_name(unsigned int mode);
+
 // Reads the whole of `path`. Refuses anything but a regular file
 // (directories, FIFOs, devices such as /dev/zero) without blocking, and files
 // over `max_bytes`. `what` names the file's role in messages ("scenario

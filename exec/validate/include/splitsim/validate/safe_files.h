@@ -1,7 +1,9 @@
 #pragma once
-// How validate writes its files (reports, cached profiles): in a directory
-// of this user's, never a fixed name in a world-writable one, and never
-// through a link another user could plant (validate runs as root).
+// Where validate keeps its cached profiles: in a directory of this user's,
+// never a fixed name in a world-writable one, and never through a link
+// another user could plant (validate runs as root). Its files are written
+// with write_output_file
+// (costmodel/core/include/splitsim/costmodel/output_file.h).
 #include <string>
 
 namespace splitsim {
@@ -15,12 +17,5 @@ std::string default_profile_cache_dir();
 // real directory, not a symbolic link, owned by this user; makes it 0700.
 // Throws std::runtime_error otherwise.
 void prepare_cache_dir(const std::string& dir);
-
-// Writes `text` to `path` via a fresh temporary file beside it, created
-// with O_EXCL | O_NOFOLLOW, then rename: a failure leaves no half-written
-// file, and a link planted at the temporary name is not followed. Throws
-// InputError naming `flag` (the temporary file removed, `path` untouched).
-void write_file_atomically(const std::string& path, const std::string& text,
-                           const std::string& flag);
 
 }  // namespace splitsim
