@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
 #endif
   CLI::App app{
       "splitsim: how fast does a network train when its layers are split between a client and "
-      "a server joined by a network link?\nExit codes: 0 ok, 1 internal or runtime failure, 2 "
-      "bad input (scenario, flags, files)."};
+      "a server joined by a network link?\nExit codes: 0 ok; 2 something given is wrong (a "
+      "flag, a file, an address, a model); 1 a failure of this machine or a peer while running."};
   app.require_subcommand(1);
   app.set_version_flag("--version", SPLITSIM_VERSION);
   // Without LibTorch (SPLITSIM_WITH_TORCH undefined) only `simulate`, of
