@@ -240,8 +240,7 @@ TEST_F(ExecCliTest, WrongTokenIsRefused) {
   }
 }
 
-// Issue #12: LibTorch 1.13's store binds *:PORT whatever --listen says; the
-// socket filter leaves it reachable on the --listen address only
+// Issue #12: the rendezvous store is reachable on the --listen address only
 // (127.0.0.2 is another address of loopback).
 TEST_F(ExecCliTest, StoreIsReachableOnTheListenAddressOnly) {
   const int port = free_port();
