@@ -237,7 +237,7 @@ void BoundedTcpStore::set(const std::string& key, const std::vector<uint8_t>& va
   std::string reason;
   if (!server_) {
     call(store::Op::kSet, {key, as_text(value)}, timeout_);
-  } else if (server_->set(key, as_text(value), &reason) != store::Status::kOk) {
+  } else if (server_->map().set(key, as_text(value), &reason) != store::Status::kOk) {
     throw std::runtime_error("the rendezvous store refused key \"" + key + "\": " + reason);
   }
 }
@@ -249,7 +249,7 @@ std::vector<uint8_t> BoundedTcpStore::compareSet(const std::string& key,
     return as_bytes(
         call(store::Op::kCompareSet, {key, as_text(expected), as_text(desired)}, timeout_));
   std::string now, reason;
-  if (server_->compare_set(key, as_text(expected), as_text(desired), &now, &reason) !=
+  if (server_->map().compare_set(key, as_text(expected), as_text(desired), &now, &reason) !=
       store::Status::kOk)
     throw std::runtime_error("the rendezvous store refused key \"" + key + "\": " + reason);
   return as_bytes(now);
@@ -259,7 +259,7 @@ std::vector<uint8_t> BoundedTcpStore::get(const std::string& key) {
   wait({key}, timeout_);
   if (!server_) return as_bytes(call(store::Op::kGet, {key}, timeout_));
   std::string value;
-  server_->get(key, &value);
+  server_->map().get(key, &value);
   return as_bytes(value);
 }
 
@@ -268,24 +268,24 @@ int64_t BoundedTcpStore::add(const std::string& key, int64_t value) {
     return integer_store_reply(call(store::Op::kAdd, {key, store::i64_bytes(value)}, timeout_));
   int64_t sum = 0;
   std::string reason;
-  if (server_->add(key, value, &sum, &reason) != store::Status::kOk)
+  if (server_->map().add(key, value, &sum, &reason) != store::Status::kOk)
     throw std::runtime_error("the rendezvous store refused key \"" + key + "\": " + reason);
   return sum;
 }
 
 bool BoundedTcpStore::deleteKey(const std::string& key) {
   if (!server_) return call(store::Op::kDelete, {key}, timeout_) == "1";
-  return server_->erase(key);
+  return server_->map().erase(key);
 }
 
 bool BoundedTcpStore::check(const std::vector<std::string>& keys) {
   if (!server_) return call(store::Op::kCheck, keys, timeout_) == "1";
-  return server_->check(keys);
+  return server_->map().check(keys);
 }
 
 int64_t BoundedTcpStore::getNumKeys() {
   if (!server_) return integer_store_reply(call(store::Op::kNumKeys, {}, timeout_));
-  return server_->num_keys();
+  return server_->map().num_keys();
 }
 
 void BoundedTcpStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
@@ -295,7 +295,7 @@ void BoundedTcpStore::wait(const std::vector<std::string>& keys,
   const auto wait_for = bounded(timeout);
   bool done = false;
   if (server_) {
-    done = server_->wait(keys, StoreClock::now() + wait_for);
+    done = server_->map().wait(keys, StoreClock::now() + wait_for);
   } else {
     std::vector<std::string> args{store::i64_bytes(wait_for.count())};
     args.insert(args.end(), keys.begin(), keys.end());

@@ -111,7 +111,7 @@ void queue_reply(StoreServer::Connection* c, Status s, const std::string& body) 
 }  // namespace
 
 StoreServer::StoreServer(const std::string& host, int port, std::string token, StoreLimits limits)
-    : token_(std::move(token)), limits_(limits) {
+    : token_(std::move(token)), limits_(limits), map_(limits, [this] { wake(); }) {
   listen_fd_ = listen_on_address(host, port);
   port_ = bound_port_of(listen_fd_);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -127,7 +127,7 @@ StoreServer::~StoreServer() {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
   }
-  changed();
+  wake();
   thread_.join();
   ::close(wake_fd_);
   ::close(listen_fd_);
@@ -135,128 +135,14 @@ StoreServer::~StoreServer() {
 
 StoreStats StoreServer::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return stats_;
+  StoreStats s = stats_;
+  s.stored_bytes = map_.stored_bytes();
+  return s;
 }
 
-void StoreServer::changed() {
-  cv_.notify_all();
+void StoreServer::wake() {
   const uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof one);
-}
-
-bool StoreServer::check_locked(const std::vector<std::string>& keys) const {
-  for (const auto& k : keys)
-    if (map_.count(k) == 0) return false;
-  return true;
-}
-
-Status StoreServer::set_locked(const std::string& key, const std::string& value,
-                               std::string* reason) {
-  if (key.size() > limits_.key_bytes || value.size() > limits_.value_bytes) {
-    *reason = "a key of " + std::to_string(key.size()) + " bytes or a value of " +
-              std::to_string(value.size()) + " bytes (limits " + std::to_string(limits_.key_bytes) +
-              " and " + std::to_string(limits_.value_bytes) + ")";
-    return Status::kRefused;
-  }
-  auto it = map_.find(key);
-  const size_t before = it == map_.end() ? 0 : key.size() + it->second.size();
-  const size_t after = stats_.stored_bytes - before + key.size() + value.size();
-  if (it == map_.end() && map_.size() >= limits_.keys) {
-    *reason = "the store holds its limit of " + std::to_string(limits_.keys) + " keys";
-    return Status::kRefused;
-  }
-  if (after > limits_.stored_bytes) {
-    *reason = "the store holds its limit of " + std::to_string(limits_.stored_bytes) + " bytes";
-    return Status::kRefused;
-  }
-  map_[key] = value;
-  stats_.stored_bytes = after;
-  return Status::kOk;
-}
-
-Status StoreServer::set(const std::string& key, const std::string& value, std::string* reason) {
-  Status s;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    s = set_locked(key, value, reason);
-  }
-  if (s == Status::kOk) changed();
-  return s;
-}
-
-bool StoreServer::wait(const std::vector<std::string>& keys, Clock::time_point deadline) {
-  std::unique_lock<std::mutex> lk(mu_);
-  return cv_.wait_until(lk, deadline, [&] { return check_locked(keys); });
-}
-
-bool StoreServer::get(const std::string& key, std::string* value) const {
-  std::lock_guard<std::mutex> lk(mu_);
-  auto it = map_.find(key);
-  if (it == map_.end()) return false;
-  *value = it->second;
-  return true;
-}
-
-Status StoreServer::add(const std::string& key, int64_t delta, int64_t* sum, std::string* reason) {
-  Status s = Status::kOk;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    int64_t old = 0;
-    auto it = map_.find(key);
-    if (it != map_.end()) {
-      char* end = nullptr;
-      errno = 0;
-      old = std::strtoll(it->second.c_str(), &end, 10);
-      if (it->second.empty() || errno != 0 || end != it->second.c_str() + it->second.size()) {
-        *reason = "key \"" + key + "\" holds a value that is not a number";
-        return Status::kRefused;
-      }
-    }
-    *sum = static_cast<int64_t>(static_cast<uint64_t>(old) + static_cast<uint64_t>(delta));
-    s = set_locked(key, std::to_string(*sum), reason);
-  }
-  if (s == Status::kOk) changed();
-  return s;
-}
-
-Status StoreServer::compare_set(const std::string& key, const std::string& expected,
-                                const std::string& desired, std::string* now, std::string* reason) {
-  // c10d::TCPStore's rule: an absent key is set only when `expected` is empty.
-  Status s = Status::kOk;
-  bool stored = false;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = map_.find(key);
-    const bool swap = it == map_.end() ? expected.empty() : it->second == expected;
-    if (swap) {
-      s = set_locked(key, desired, reason);
-      stored = s == Status::kOk;
-      *now = desired;
-    } else {
-      *now = it == map_.end() ? expected : it->second;
-    }
-  }
-  if (stored) changed();
-  return s;
-}
-
-bool StoreServer::check(const std::vector<std::string>& keys) const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return check_locked(keys);
-}
-
-bool StoreServer::erase(const std::string& key) {
-  std::lock_guard<std::mutex> lk(mu_);
-  auto it = map_.find(key);
-  if (it == map_.end()) return false;
-  stats_.stored_bytes -= key.size() + it->second.size();
-  map_.erase(it);
-  return true;
-}
-
-int64_t StoreServer::num_keys() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return static_cast<int64_t>(map_.size());
 }
 
 void StoreServer::count(int64_t StoreStats::*field) {
@@ -344,7 +230,7 @@ void StoreServer::handle(Connection* c, const Request& r) {
     case Op::kAuth:
       break;
     case Op::kSet:
-      s = set(a[0], a[1], &reason);
+      s = map_.set(a[0], a[1], &reason);
       break;
     case Op::kGet:
     case Op::kWait: {
@@ -366,22 +252,22 @@ void StoreServer::handle(Connection* c, const Request& r) {
         s = Status::kRefused;
         reason = "an increment of " + std::to_string(a[1].size()) + " bytes (8 expected)";
       } else {
-        s = add(a[0], i64_of(a[1]), &sum, &reason);
+        s = map_.add(a[0], i64_of(a[1]), &sum, &reason);
       }
       value = i64_bytes(sum);
       break;
     }
     case Op::kCheck:
-      value = check(a) ? "1" : "0";
+      value = map_.check(a) ? "1" : "0";
       break;
     case Op::kCompareSet:
-      s = compare_set(a[0], a[1], a[2], &value, &reason);
+      s = map_.compare_set(a[0], a[1], a[2], &value, &reason);
       break;
     case Op::kDelete:
-      value = erase(a[0]) ? "1" : "0";
+      value = map_.erase(a[0]) ? "1" : "0";
       break;
     case Op::kNumKeys:
-      value = i64_bytes(num_keys());
+      value = i64_bytes(map_.num_keys());
       break;
   }
   if (s == Status::kRefused) {
@@ -395,7 +281,7 @@ void StoreServer::handle(Connection* c, const Request& r) {
 void StoreServer::finish_waits(Connection* c, Clock::time_point now) {
   if (!c->waiting) return;
   std::string value;
-  if (c->wait_is_get ? get(c->wait_keys[0], &value) : check(c->wait_keys)) {
+  if (c->wait_is_get ? map_.get(c->wait_keys[0], &value) : map_.check(c->wait_keys)) {
     c->waiting = false;
     queue_reply(c, Status::kOk, value);
   } else if (now >= c->wait_deadline) {

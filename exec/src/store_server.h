@@ -1,11 +1,9 @@
 #pragma once
-// The server half of BoundedTcpStore: the key-value map of a run's
-// rendezvous, served to peers by one thread that polls non-blocking sockets
-// (it never blocks on a peer), and used in-process by rank 0. Every limit of
-// StoreLimits is enforced here. No LibTorch.
+// The server half of BoundedTcpStore: a run's StoreMap served to peers by
+// one thread that polls non-blocking sockets (it never blocks on a peer).
+// It enforces StoreLimits on connections, requests and time; the map on
+// what is stored. No LibTorch.
 #include <chrono>
-#include <condition_variable>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "splitsim/exec/store_protocol.h"
+#include "store_map.h"
 
 namespace splitsim::store {
 
@@ -31,19 +30,8 @@ class StoreServer {
   int port() const { return port_; }
   StoreStats stats() const;
 
-  // The operations for rank 0 itself, as a peer's requests do them.
-  // kRefused (with `reason`) when a limit would be exceeded.
-  Status set(const std::string& key, const std::string& value, std::string* reason);
-  // Waits until every key is set or `deadline`; false at the deadline.
-  bool wait(const std::vector<std::string>& keys, Clock::time_point deadline);
-  // false when the key is not set.
-  bool get(const std::string& key, std::string* value) const;
-  Status add(const std::string& key, int64_t delta, int64_t* sum, std::string* reason);
-  Status compare_set(const std::string& key, const std::string& expected,
-                     const std::string& desired, std::string* now, std::string* reason);
-  bool check(const std::vector<std::string>& keys) const;
-  bool erase(const std::string& key);
-  int64_t num_keys() const;
+  // The map, for rank 0 itself; peers' requests go to the same.
+  StoreMap& map() { return map_; }
 
   struct Connection;  // one peer (store_server.cpp)
 
@@ -57,20 +45,17 @@ class StoreServer {
   void count(int64_t StoreStats::*field);
   void handle(Connection* c, const Request& r);
   void finish_waits(Connection* c, Clock::time_point now);
-  void changed();  // wakes local waiters and the server thread
-  bool check_locked(const std::vector<std::string>& keys) const;
-  Status set_locked(const std::string& key, const std::string& value, std::string* reason);
+  void wake();  // the server thread: a key changed, or stop
 
   const std::string token_;
   const StoreLimits limits_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd
   int port_ = 0;
-  bool stop_ = false;  // under mu_
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> map_;
+  bool stop_ = false;      // under mu_
+  mutable std::mutex mu_;  // stop_, stats_
   StoreStats stats_;
+  StoreMap map_;
   std::thread thread_;
 };
 
