@@ -284,7 +284,11 @@ TEST_F(ExecCliTest, SilentPeerOnTheServerPortEndsItWithinTheTimeout) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 8 + 4);
   const std::string err = server.err();
   EXPECT_NE(err.find("did not complete within 8 s"), std::string::npos) << err;
-  EXPECT_NE(err.find("1 connected and sent no complete token yet"), std::string::npos) << err;
+  // Still open when the rendezvous gave up, or closed a moment before (both
+  // deadlines are --timeout-s).
+  EXPECT_TRUE(err.find("1 connected and sent no complete token yet") != std::string::npos ||
+              err.find("1 stayed silent or left a request unfinished") != std::string::npos)
+      << err;
   ::close(fd);
 }
 
