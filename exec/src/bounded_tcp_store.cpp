@@ -192,9 +192,8 @@ c10::intrusive_ptr<BoundedTcpStore> BoundedTcpStore::connect(const std::string& 
           return s;
         }
         ::close(fd);
-        throw std::runtime_error("the rendezvous store at " + s->where_ +
-                                 " refused this process (" + body +
-                                 "); give both sides the same --token or SPLITSIM_TOKEN");
+        throw StoreRefused("the rendezvous store at " + s->where_ + " refused this process (" +
+                           body + "); give both sides the same --token or SPLITSIM_TOKEN");
       }
       ::close(fd);  // closed before the answer (e.g. evicted): try again
     }

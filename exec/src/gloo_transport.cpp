@@ -163,6 +163,8 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
     impl->store = o.rank == 0
                       ? BoundedTcpStore::serve(o.host, o.port, o.token, limits, o.timeout)
                       : BoundedTcpStore::connect(o.host, o.port, o.token, limits, o.timeout);
+  } catch (const StoreRefused& e) {
+    throw TransportError(e.what());
   } catch (const std::exception& e) {
     throw TransportError(
         (o.rank == 0

@@ -229,7 +229,7 @@ TEST(BoundedStoreTest, WrongTokenIsClosedBeforeAnythingIsStored) {
   try {
     client(s->port(), milliseconds(10000), "beta");
     ADD_FAILURE() << "connected with a wrong token";
-  } catch (const std::runtime_error& e) {
+  } catch (const StoreRefused& e) {
     EXPECT_NE(std::string(e.what()).find("wrong or missing token"), std::string::npos) << e.what();
   }
   EXPECT_LT(seconds_since(t0), 3.0);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
@@ -20,6 +21,13 @@ namespace store {
 class StoreServer;
 }
 
+// The server answered and refused this process (a wrong or missing token):
+// retrying cannot help.
+class StoreRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class BoundedTcpStore : public c10d::Store {
  public:
   // The server (rank 0): listens on host:port (that address only; port 0
@@ -30,7 +38,7 @@ class BoundedTcpStore : public c10d::Store {
                                                    std::chrono::milliseconds timeout);
   // A client: connects to host:port, retrying until `timeout`, and
   // presents `token`. Throws std::runtime_error when no connection is
-  // accepted in time, or at once when the server refuses the token.
+  // accepted in time, StoreRefused at once when the server refuses the token.
   static c10::intrusive_ptr<BoundedTcpStore> connect(const std::string& host, int port,
                                                      const std::string& token,
                                                      const store::StoreLimits& limits,
