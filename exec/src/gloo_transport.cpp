@@ -13,10 +13,10 @@
 #define USE_C10D_GLOO
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "error_reason.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/exec/bounded_tcp_store.h"
 #include "splitsim/exec/loopback_transport.h"
 
 namespace splitsim {
@@ -49,6 +49,22 @@ std::string local_address_towards(const std::string& host, int port) {
   }
   ::close(fd);
   return out;
+}
+
+// What rank 0's store refused or closed, and who holds a connection
+// without the token, for a rendezvous that did not complete ("" when none).
+std::string closed_peers(const store::StoreStats& st) {
+  std::string out;
+  const auto add = [&out](int64_t n, const std::string& what) {
+    if (n > 0) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(st.refused_tokens, "presented a wrong or missing token (give both sides the same --token "
+                         "or SPLITSIM_TOKEN)");
+  add(st.malformed, "sent a malformed or oversized request");
+  add(st.timed_out, "stayed silent or left a request unfinished");
+  add(st.evicted, "came past the connection limit");
+  add(st.open_unauthenticated, "connected and sent no complete token yet");
+  return out.empty() ? "" : "; the store's peers: " + out;
 }
 
 class GlooTransfer : public Transfer {
@@ -127,7 +143,7 @@ GlooOptions party_gloo_options(const ExecTopology& topo, const std::string& role
 
 struct GlooTransport::Impl {
   GlooOptions options;
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<BoundedTcpStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::shared_ptr<LoopbackHub> self_hub;
   std::unique_ptr<LoopbackTransport> self;
@@ -142,20 +158,13 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
   impl->options = o;
   const std::string where = o.host + ":" + std::to_string(o.port);
   const std::string secs = seconds_text(o.timeout);
+  const store::StoreLimits limits = store::StoreLimits::for_world(o.world_size, o.timeout);
   try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<uint16_t>(o.port);
-    so.isServer = o.rank == 0;
-    if (so.isServer) so.numWorkers = static_cast<size_t>(o.world_size);
-    so.waitWorkers = false;
-    so.timeout = o.timeout;
-    impl->store = c10::make_intrusive<c10d::TCPStore>(o.host, so);
-    if (so.isServer && restrict_listeners_to(o.host, o.port) < 0) {
-      std::fprintf(stderr,
-                   "exec: warning: the rendezvous store listens on port %d of every address; "
-                   "give --listen a numeric IPv4 address to accept connections to it only\n",
-                   o.port);
-    }
+    impl->store = o.rank == 0
+                      ? BoundedTcpStore::serve(o.host, o.port, o.token, limits, o.timeout)
+                      : BoundedTcpStore::connect(o.host, o.port, o.token, limits, o.timeout);
+  } catch (const StoreRefused& e) {
+    throw TransportError(e.what());
   } catch (const std::exception& e) {
     throw TransportError(
         (o.rank == 0
@@ -174,7 +183,8 @@ std::unique_ptr<GlooTransport> GlooTransport::connect(const GlooOptions& o) {
   } catch (const std::exception& e) {
     throw TransportError("rendezvous of " + std::to_string(o.world_size) + " processes at " +
                          where + " did not complete within " + secs +
-                         " (--timeout-s; did every party start?): " + error_reason(e));
+                         " (--timeout-s; did every party start?): " + error_reason(e) +
+                         closed_peers(impl->store->server_stats()));
   }
   impl->congestion_control = default_congestion_control();
   if (!o.congestion_control.empty()) {

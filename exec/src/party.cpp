@@ -98,6 +98,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   GlooOptions go = party_gloo_options(topo, args.role, args.client_index, args.listen,
                                       args.connect, args.timeout_s, "exec");
   go.congestion_control = args.congestion_control;
+  go.token = token;
   const int rank = go.rank;
   RunOptions ro;
   ro.timeout = go.timeout;

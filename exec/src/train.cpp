@@ -311,10 +311,10 @@ void gather_evals(Transport& t, int holder, RunResult* r, int64_t count,
 TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
                                const std::function<void(const std::string&)>& progress) {
   const ExecTopology topo = make_topology(s.plan);
-  const GlooOptions go =
-      party_gloo_options(topo, o.role, 0, o.listen, o.connect, o.timeout_s, "train");
-  const int rank = go.rank;
   const std::string token = shared_token(o.token);
+  GlooOptions go = party_gloo_options(topo, o.role, 0, o.listen, o.connect, o.timeout_s, "train");
+  go.token = token;
+  const int rank = go.rank;
   progress("train: rank " + std::to_string(rank) + " of " + std::to_string(go.world_size) + " (" +
            o.role + "), " + (rank == 0 ? "listening on " : "connecting to ") + go.host + ":" +
            std::to_string(go.port));

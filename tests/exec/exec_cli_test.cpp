@@ -230,7 +230,8 @@ TEST_F(ExecCliTest, TcpCongestionControlIsSetOnEveryConnectionAndReported) {
 // learns nothing of the server's run.
 TEST_F(ExecCliTest, WrongTokenIsRefused) {
   const int port = free_port();
-  Child server(dir, "server", server_args(port, {"--token", "alpha"}));
+  // The server keeps waiting for a peer with its token until --timeout-s.
+  Child server(dir, "server", server_args(port, {"--token", "alpha", "--timeout-s", "10"}));
   Child client(dir, "client", client_args(port, {"--token", "beta"}));
   EXPECT_EQ(server.wait(110), 1);
   EXPECT_EQ(client.wait(20), 1);
@@ -240,8 +241,7 @@ TEST_F(ExecCliTest, WrongTokenIsRefused) {
   }
 }
 
-// Issue #12: LibTorch 1.13's store binds *:PORT whatever --listen says; the
-// socket filter leaves it reachable on the --listen address only
+// Issue #12: the rendezvous store is reachable on the --listen address only
 // (127.0.0.2 is another address of loopback).
 TEST_F(ExecCliTest, StoreIsReachableOnTheListenAddressOnly) {
   const int port = free_port();
@@ -254,6 +254,43 @@ TEST_F(ExecCliTest, StoreIsReachableOnTheListenAddressOnly) {
   }
   ASSERT_TRUE(up) << server.err();
   EXPECT_FALSE(connects("127.0.0.2", port)) << "the store answers on another address";
+}
+
+// Issue #39: a peer that sends one byte to the server's port and stays
+// silent no longer holds the server: it fails within --timeout-s, naming
+// the peer its store holds.
+TEST_F(ExecCliTest, SilentPeerOnTheServerPortEndsItWithinTheTimeout) {
+  const int port = free_port();
+  Child server(dir, "server", server_args(port, {"--timeout-s", "8"}));
+  int fd = -1;
+  const auto t_start = Clock::now();
+  while (fd < 0 && std::chrono::duration<double>(Clock::now() - t_start).count() < 60) {
+    if (connects("127.0.0.1", port)) {
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        fd = -1;
+      }
+    }
+    if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(fd, 0) << server.err();
+  ASSERT_EQ(::send(fd, "\x01", 1, MSG_NOSIGNAL), 1);
+  const auto t0 = Clock::now();
+  EXPECT_EQ(server.wait(30), 1) << server.err();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 8 + 4);
+  const std::string err = server.err();
+  EXPECT_NE(err.find("did not complete within 8 s"), std::string::npos) << err;
+  // Still open when the rendezvous gave up, or closed a moment before (both
+  // deadlines are --timeout-s).
+  EXPECT_TRUE(err.find("1 connected and sent no complete token yet") != std::string::npos ||
+              err.find("1 stayed silent or left a request unfinished") != std::string::npos)
+      << err;
+  ::close(fd);
 }
 
 TEST_F(ExecCliTest, UnreachableServerFailsAfterTheConnectTimeout) {

@@ -1,6 +1,6 @@
 // Regression tests of issue #12 for exec's network surface: the shared
-// secret, the bounded handshake text, the bounded final gather, and the
-// store reachable on the --listen address only.
+// secret, the bounded handshake text and the bounded final gather (the
+// rendezvous store: bounded_store_test.cpp).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -19,8 +19,6 @@
 
 namespace splitsim {
 namespace {
-
-using splitsim::testing::connects;
 
 using std::chrono::milliseconds;
 constexpr milliseconds kTimeout{5000};
@@ -131,27 +129,6 @@ TEST(HardeningExecTest, GatherRefusesEventsOutsideTheRun) {
   EXPECT_THROW(gather(t0, {0.0, 0.0}, &r, kTimeout, 1000), std::runtime_error);
   s1->wait(kTimeout);
   s2->wait(kTimeout);
-}
-
-// LibTorch 1.13's store listens on every address; the filter leaves only
-// the --listen one reachable (127.0.0.2 is another address of loopback).
-TEST(HardeningExecTest, StoreListenerAcceptsOnlyTheListenAddress) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_addr.s_addr = htonl(INADDR_ANY);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
-  ASSERT_EQ(listen(fd, 16), 0);
-  socklen_t len = sizeof any;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&any), &len);
-  const int port = ntohs(any.sin_port);
-  ASSERT_TRUE(connects("127.0.0.2", port));  // wide open before
-  EXPECT_EQ(restrict_listeners_to("127.0.0.1", port), 1);
-  EXPECT_TRUE(connects("127.0.0.1", port));
-  EXPECT_FALSE(connects("127.0.0.2", port));
-  EXPECT_EQ(restrict_listeners_to("0.0.0.0", port), 0);
-  EXPECT_EQ(restrict_listeners_to("no.such.host.invalid", port), -1);
-  close(fd);
 }
 
 }  // namespace

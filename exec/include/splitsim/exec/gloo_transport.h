@@ -1,7 +1,8 @@
 #pragma once
 // GlooTransport: tensors between processes with PyTorch's c10d
-// ProcessGroupGloo (send/recv), rendezvous through a c10d TCPStore that
-// rank 0 hosts at the listen address. Sends to the own rank stay in-process.
+// ProcessGroupGloo (send/recv), rendezvous through a BoundedTcpStore that
+// rank 0 hosts at the listen address (that address only). Sends to the own
+// rank stay in-process.
 #include <memory>
 #include <string>
 
@@ -22,6 +23,9 @@ struct GlooOptions {
   // once they are open (set_congestion_control, tcp_sockets.h); "" keeps
   // the network namespace's default.
   std::string congestion_control;
+  // The run's shared secret ("" none): the rendezvous store serves no
+  // request of a connection before it presented it.
+  std::string token;
 };
 
 class GlooTransport : public Transport {

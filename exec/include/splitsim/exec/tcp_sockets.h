@@ -1,21 +1,11 @@
 #pragma once
-// The TCP sockets this process holds (found through /proc/self/fd), and two
-// things done to them after a library (c10d's TCPStore, Gloo) opened them:
-// a filter on the store's listening socket, and the congestion control of
-// every connection. No LibTorch here.
+// The TCP sockets this process holds (found through /proc/self/fd), and the
+// congestion control of every one, set after a library (Gloo) opened them.
+// No LibTorch here.
 #include <string>
 #include <vector>
 
 namespace splitsim {
-
-// Makes this process's listening TCP sockets on `port` accept packets
-// addressed to the IPv4 address `host` only (a socket filter that drops the
-// rest, connection requests included). Returns how many sockets it
-// restricted, 0 for 0.0.0.0 (every address wanted), -1 when `host` is not a
-// numeric IPv4 address or a filter could not be attached. GlooTransport
-// applies it to the c10d TCPStore, which LibTorch 1.13 binds to every
-// address whatever the host.
-int restrict_listeners_to(const std::string& host, int port);
 
 // What set_congestion_control did to this process's TCP sockets.
 struct CongestionControlResult {
