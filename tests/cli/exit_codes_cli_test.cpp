@@ -69,10 +69,10 @@ TEST(ExitCodesCliTest, AMissingInputFileIsTwoNamingIt) {
 
 TEST(ExitCodesCliTest, AnAddressThatCannotBeIsTwo) {
   const std::string sc = source_path("scenarios/mobilenet_v2_ushape.json");
-  for (const std::string& args :
-       {"exec " + sc + " --role client --connect 127.0.0.1:99999",
-        "link-probe --role client --connect no:port", "train " + sc +
-        " --role client --connect 127.0.0.1:0"}) {
+  for (const std::string& args : std::vector<std::string>{
+           "exec " + sc + " --role client --connect 127.0.0.1:99999",
+           "link-probe --role client --connect no:port",
+           "train " + sc + " --role client --connect 127.0.0.1:0"}) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find("--connect"), std::string::npos) << args << ": " << r.err;
@@ -82,10 +82,10 @@ TEST(ExitCodesCliTest, AnAddressThatCannotBeIsTwo) {
 TEST(ExitCodesCliTest, APeerThatIsNotThereIsOne) {
   const std::string sc = source_path("scenarios/mobilenet_v2_ushape.json");
   const std::string at = "127.0.0.1:" + std::to_string(closed_port());
-  for (const std::string& args :
-       {"exec " + sc + " --variant \"chunks=1 compression=none\" --role client --connect " + at +
-            " --timeout-s 2",
-        "link-probe --role client --connect " + at + " --timeout-s 2"}) {
+  for (const std::string& args : std::vector<std::string>{
+           "exec " + sc + " --variant \"chunks=1 compression=none\" --role client --connect " +
+               at + " --timeout-s 2",
+           "link-probe --role client --connect " + at + " --timeout-s 2"}) {
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.exit_code, 1) << args << ": " << r.err;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << args << ": " << r.err;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <random>
 #include <thread>
 
 #include "exec_test_util.h"
@@ -256,6 +257,57 @@ TEST(BoundedStoreTest, ClientGivesUpAfterItsTimeout) {
   EXPECT_THROW(client(port, milliseconds(800)), std::runtime_error);
   EXPECT_LT(seconds_since(t0), 3.0);
   EXPECT_GE(seconds_since(t0), 0.7);
+}
+
+// A fixed-seed fuzz of the port: 60 peers each send a mutation of a valid
+// conversation (the token, a set, a get: bytes changed, cut, repeated, a
+// length field replaced) or random bytes, then close or stay silent. The
+// server keeps its memory and its connection limit, serves a real client
+// meanwhile and stops at once.
+TEST(BoundedStoreTest, MutatedConversationsNeverStopARealClient) {
+  auto s = server(milliseconds(3000));
+  const int64_t before = resident_bytes();
+  const std::string valid = st::encode_request(st::Op::kAuth, {kToken}) +
+                            st::encode_request(st::Op::kSet, {"0/1", "address"}) +
+                            st::encode_request(st::Op::kGet, {"0/1"});
+  std::mt19937 rng(3939);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  std::vector<int> silent;
+  for (int i = 0; i < 60; ++i) {
+    std::string b = valid;
+    switch (i % 5) {
+      case 0: b[pick(b.size())] = static_cast<char>(pick(256)); break;
+      case 1: b.resize(pick(b.size())); break;
+      case 2: b += b.substr(pick(b.size())); break;
+      case 3: {  // a length field (4 bytes after an op and a count) set to garbage
+        const size_t at = 5 + pick(b.size() - 9);
+        for (int k = 0; k < 4; ++k) b[at + k] = static_cast<char>(pick(256));
+        break;
+      }
+      default:
+        b.clear();
+        for (size_t k = 1 + pick(512); k > 0; --k) b += static_cast<char>(pick(256));
+    }
+    const int fd = raw_peer(s->port());
+    ::send(fd, b.data(), b.size(), MSG_NOSIGNAL);
+    if (pick(2) == 0) {
+      ::close(fd);
+    } else {
+      silent.push_back(fd);
+    }
+  }
+  const auto t0 = StoreClock::now();
+  auto c = client(s->port(), milliseconds(3000));
+  c->set("rank1", {1});
+  s->wait({"rank1"}, milliseconds(1000));
+  EXPECT_LT(seconds_since(t0), 4.0);
+  EXPECT_LT(resident_bytes() - before, int64_t{64} << 20);
+  EXPECT_LE(s->server_stats().open, 64);
+  c.reset();
+  const auto t1 = StoreClock::now();
+  s.reset();  // stops with the silent peers still connected
+  EXPECT_LT(seconds_since(t1), 2.0);
+  for (int fd : silent) ::close(fd);
 }
 
 }  // namespace

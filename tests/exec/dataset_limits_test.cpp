@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/exec/dataset.h"
@@ -173,6 +174,62 @@ TEST_F(DatasetLimitsTest, GzipBombStopsAtTheDeclaredSize) {
 TEST_F(DatasetLimitsTest, GzipBombWithoutAHeaderStopsAtTheCap) {
   const std::string bomb = put("data_batch_1.bin", gzip_with_zeros("", 300));
   expect_refused([&] { read_cifar10({bomb}); }, bomb, "inflates past the limit of 268435456 bytes");
+}
+
+// A fixed-seed fuzz of the readers: an IDX pair, its gzip form and a CIFAR-10
+// batch, each with bytes changed, cut, repeated or appended. Each read
+// succeeds or is an InputError naming the mutated file; nothing else.
+TEST_F(DatasetLimitsTest, MutatedFilesAreReadOrRefusedNamingThem) {
+  std::mt19937 rng(3939);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  auto mutate = [&](std::string b) {
+    switch (pick(4)) {
+      case 0:
+        for (int k = 0; k < 3; ++k) b[pick(b.size())] = static_cast<char>(pick(256));
+        break;
+      case 1: b.resize(pick(b.size())); break;
+      case 2: b.insert(pick(b.size()), b.substr(pick(b.size()), 1 + pick(4096))); break;
+      default: b.erase(pick(b.size()), 1 + pick(64));
+    }
+    return b;
+  };
+  std::string cifar;
+  for (int i = 0; i < 4; ++i) cifar += static_cast<char>(i) + std::string(3072, '\x20');
+  const std::string images = idx_images(4, 28, 28, 4 * 784), labels = idx_labels(4);
+  int read = 0, refused = 0;
+  for (int i = 0; i < 150; ++i) {
+    std::string file;
+    std::function<void()> reader;
+    switch (i % 4) {
+      case 0:
+        file = put("m-images", mutate(images));
+        put("m-labels", labels);
+        reader = [&] { read_idx(file, path("m-labels"), kFashionMnistClasses); };
+        break;
+      case 1:
+        file = put("m-labels", mutate(labels));
+        put("m-images", images);
+        reader = [&] { read_idx(path("m-images"), file, kFashionMnistClasses); };
+        break;
+      case 2:
+        file = put("m-images.gz", mutate(gzip_with_zeros(images, 0)));
+        put("m-labels", labels);
+        reader = [&] { read_idx(file, path("m-labels"), kFashionMnistClasses); };
+        break;
+      default:
+        file = put("m-batch.bin", mutate(cifar));
+        reader = [&] { read_cifar10({file}); };
+    }
+    try {
+      reader();
+      ++read;
+    } catch (const InputError& e) {
+      ++refused;
+      EXPECT_EQ(e.where(), file) << "mutation " << i << ": " << e.what();
+    }
+  }
+  EXPECT_GT(refused, 75);
+  RecordProperty("read", read);
 }
 
 }  // namespace

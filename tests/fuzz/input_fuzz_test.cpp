@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -24,7 +25,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMutations = 10;  // per surface: each is one CLI run (~1-3 s)
+// Per surface, each one CLI run (~1-3 s). SPLITSIM_FUZZ_MUTATIONS and
+// SPLITSIM_FUZZ_SEED (added to each surface's seed) run a larger or another
+// set by hand.
+int mutations() {
+  const char* n = std::getenv("SPLITSIM_FUZZ_MUTATIONS");
+  return n != nullptr ? std::atoi(n) : 10;
+}
+unsigned seed_offset() {
+  const char* n = std::getenv("SPLITSIM_FUZZ_SEED");
+  return n != nullptr ? static_cast<unsigned>(std::strtoul(n, nullptr, 10)) : 0;
+}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -86,22 +97,43 @@ std::string mutate(const std::string& text, std::mt19937& rng) {
   return s;
 }
 
-struct Run {
+struct CliRun {
   int status = 0;
   std::string out, err;
 };
 
 // `args` after the binary, in `dir`, bounded: 120 s, 6 GB of address space.
-Run run_in(const fs::path& dir, const std::string& args) {
+CliRun run_in(const fs::path& dir, const std::string& args) {
   const fs::path out = dir / "stdout", err = dir / "stderr";
   const std::string cmd = "cd '" + dir.string() + "' && ulimit -v 6000000 && timeout -s KILL 120 " +
                           std::string(SPLITSIM_BIN) + " " + args + " >'" + out.string() +
                           "' 2>'" + err.string() + "'";
-  Run r;
+  CliRun r;
   r.status = std::system(cmd.c_str());
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+// Checks one run: exit 0 or 2, no library text or control character; an
+// exit 2 names `named`. Returns the exit code (-1 for a signal or a kill).
+int check_run(const CliRun& r, const std::string& label, const std::string& named) {
+  const std::string what = label + ":\n" + r.err.substr(0, 2000);
+  EXPECT_TRUE(WIFEXITED(r.status)) << "killed or timed out: " << what;
+  if (!WIFEXITED(r.status)) return -1;
+  const int code = WEXITSTATUS(r.status);
+  EXPECT_TRUE(code == 0 || code == 2) << "exit " << code << ": " << what;
+  for (const char* raw : {"json.exception", "terminate called", "frame #", "Exception raised from",
+                          "stoull", "stod", "basic_string", "what():"})
+    EXPECT_EQ(r.err.find(raw), std::string::npos) << "raw library text: " << what;
+  for (const std::string* stream : {&r.out, &r.err})
+    for (char c : *stream)
+      EXPECT_FALSE(c == '\x1b' || (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t'))
+          << "a control character reaches the terminal: " << what;
+  if (code == 2)
+    EXPECT_NE(r.err.find(named), std::string::npos) << "the refusal does not name " << named
+                                                    << ": " << what;
+  return code;
 }
 
 // A fresh copy of the corpus for one surface, removed at the end.
@@ -122,42 +154,27 @@ class Corpus {
   fs::path dir_;
 };
 
-// Mutates corpus file `file` kMutations times (seed `seed`) and runs `args`
+// Mutates corpus file `file` mutations() times (seed `seed`) and runs `args`
 // on each; with `plan`, `plan scenario.json --json` writes plan.json first.
 void fuzz(const std::string& surface, const std::string& file, const std::string& args,
           unsigned seed, bool plan = false) {
   Corpus corpus(surface);
   if (plan) {
-    const Run p = run_in(corpus.dir(), "plan scenario.json --json");
+    const CliRun p = run_in(corpus.dir(), "plan scenario.json --json");
     ASSERT_EQ(p.status, 0) << p.err;
     std::ofstream(corpus.dir() / "plan.json") << p.out;
   }
-  const Run clean = run_in(corpus.dir(), args);
+  const CliRun clean = run_in(corpus.dir(), args);
   ASSERT_EQ(clean.status, 0) << "the unmutated corpus fails: " << args << "\n" << clean.err;
   const std::string original = slurp(corpus.dir() / file);
-  std::mt19937 rng(seed);
+  std::mt19937 rng(seed + seed_offset());
   int refused = 0;
-  for (int i = 0; i < kMutations; ++i) {
+  for (int i = 0; i < mutations(); ++i) {
     const std::string mutated = mutate(original, rng);
     std::ofstream(corpus.dir() / file, std::ios::binary | std::ios::trunc) << mutated;
-    const Run r = run_in(corpus.dir(), args);
-    const std::string what = surface + " mutation " + std::to_string(i) + " (" + args + "):\n" +
-                             r.err.substr(0, 2000);
-    ASSERT_TRUE(WIFEXITED(r.status)) << "killed or timed out: " << what;
-    const int code = WEXITSTATUS(r.status);
-    EXPECT_TRUE(code == 0 || code == 2) << "exit " << code << ": " << what;
-    for (const char* raw : {"json.exception", "terminate called", "frame #", "Exception raised from",
-                            "stoull", "stod", "basic_string", "what():"})
-      EXPECT_EQ(r.err.find(raw), std::string::npos) << "raw library text: " << what;
-    for (const std::string* stream : {&r.out, &r.err})
-      for (char c : *stream)
-        EXPECT_FALSE(c == '\x1b' || (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t'))
-            << "a control character reaches the terminal: " << what;
-    if (code == 2) {
+    const CliRun r = run_in(corpus.dir(), args);
+    if (check_run(r, surface + " mutation " + std::to_string(i) + " (" + args + ")", file) == 2)
       ++refused;
-      EXPECT_NE(r.err.find(file), std::string::npos) << "the refusal does not name " << file
-                                                     << ": " << what;
-    }
   }
   ::testing::Test::RecordProperty("refused", refused);
 }
@@ -186,6 +203,30 @@ TEST(InputFuzz, AccuracyReportForExplore) {
        "explore scenario.json --kinds ushape --chunks 1 --accuracy accuracy.json "
        "--target-accuracy 70",
        3906);
+}
+
+// Flag values: each flag of a quick command given edge values; a refusal
+// names the flag.
+TEST(InputFuzz, FlagValues) {
+  Corpus corpus("flags");
+  const CliRun p = run_in(corpus.dir(), "plan scenario.json --json");
+  ASSERT_EQ(p.status, 0) << p.err;
+  std::ofstream(corpus.dir() / "plan.json") << p.out;
+  const std::vector<std::pair<std::string, std::string>> flags = {
+      {"simulate plan.json", "--jobs"},           {"simulate plan.json", "--server-order"},
+      {"explore scenario.json", "--chunks"},      {"explore scenario.json", "--top"},
+      {"explore scenario.json", "--spread"},      {"explore scenario.json", "--stages"},
+      {"explore scenario.json", "--bandwidth-bit-per-s"},
+      {"explore scenario.json", "--max-client-mac-share"},
+      {"calibrate plan.json --measured measured.csv -o out.json", "--jobs"}};
+  std::mt19937 rng(3907 + seed_offset());
+  for (int i = 0; i < mutations(); ++i) {
+    const auto& [command, flag] = flags[static_cast<size_t>(i) % flags.size()];
+    std::string value = kEdgeValues[std::uniform_int_distribution<size_t>(0, kEdgeValues.size() - 1)(rng)];
+    if (value.front() == '"') value = value.substr(1, value.size() - 2);
+    const std::string args = command + " " + flag + " '" + value + "'";
+    check_run(run_in(corpus.dir(), args), "flags: " + args, flag);
+  }
 }
 
 }  // namespace
