@@ -75,6 +75,14 @@ struct ExploreSpace {
 // Parses a space file (schema "splitsim.explore/1"; sim/explore/README.md). Throws
 // InputError naming the JSON path ("$.constraints.client_memory_bytes").
 ExploreSpace parse_space(const nlohmann::json& j);
+// Largest product codec options x chunk counts x schedules x bandwidths
+// (space_combinations()): the explorer builds a plan for each combination at
+// each cut, and simulates the survivors.
+constexpr int64_t kMaxSpaceCombinations = 4096;
+// codec options x chunk counts x schedules x bandwidths, an empty list
+// counting as one (the scenario's value; codecs: default_codec_options()).
+int64_t space_combinations(const ExploreSpace& space);
+
 // Throws InputError naming `where` for values out of range (negative memory,
 // a MAC share outside (0,1], chunks < 1, a bandwidth <= 0, kstage without at
 // least two stage parties).
