@@ -46,16 +46,15 @@ TEST(InputFileTest, ADuplicateKeyIsRefusedAtItsPathNamingTheFile) {
 }
 
 TEST(InputFileTest, EveryFileKindRefusesDuplicateKeys) {
-  const std::string device = write_temp(
-      "device", R"({"schema": "splitsim.device/1", "name": "x", "peak_flops": 1e12,
+  const std::string device =
+      write_temp("device", R"({"schema": "splitsim.device/1", "name": "x", "peak_flops": 1e12,
                     "peak_flops": 2e12, "memory_bandwidth_Bps": 1e11})");
   expect_duplicate([&] { load_device(device, {}, "$.devices.x"); }, device + ":$.peak_flops",
                    device);
-  const std::string calibration = write_temp(
-      "calibration", R"({"schema": "splitsim.calibration/1", "bandwidth_factor": 0.5,
+  const std::string calibration =
+      write_temp("calibration", R"({"schema": "splitsim.calibration/1", "bandwidth_factor": 0.5,
                          "bandwidth_factor": 0.9})");
-  expect_duplicate([&] { load_calibration_file(calibration); }, "$.bandwidth_factor",
-                   calibration);
+  expect_duplicate([&] { load_calibration_file(calibration); }, "$.bandwidth_factor", calibration);
   const std::string plan =
       write_temp("plan", R"({"schema": "splitsim.plan/1", "variant": "a", "variant": "b"})");
   expect_duplicate([&] { load_plan_file(plan); }, "$.variant", plan);

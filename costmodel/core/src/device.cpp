@@ -182,8 +182,7 @@ double measured_seconds(const nlohmann::json& v, const std::string& path) {
 std::vector<int64_t> read_shape(const nlohmann::json& v, const std::string& path) {
   jr::require_array(v, path, "a shape such as [3, 224, 224]", 1);
   if (v.size() > static_cast<size_t>(limits::kMaxInputDims))
-    throw InputError(path, "a shape of " + std::to_string(v.size()) +
-                               " dimensions; the limit is " +
+    throw InputError(path, "a shape of " + std::to_string(v.size()) + " dimensions; the limit is " +
                                std::to_string(limits::kMaxInputDims));
   std::vector<int64_t> shape;
   for (size_t i = 0; i < v.size(); ++i)
@@ -294,12 +293,11 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
       jr::require_key(u, at, "unit", "the unit's name");
       jr::require_key(u, at, "fwd_s", "the forward's measured seconds");
       jr::require_key(u, at, "bwd_s", "the backward's measured seconds");
-      d.timings.push_back({jr::read_string(u.at("unit"), at + ".unit"),
-                           measured_seconds(u.at("fwd_s"), at + ".fwd_s"),
-                           measured_seconds(u.at("bwd_s"), at + ".bwd_s"),
-                           u.contains("update_s")
-                               ? measured_seconds(u.at("update_s"), at + ".update_s")
-                               : 0.0});
+      d.timings.push_back(
+          {jr::read_string(u.at("unit"), at + ".unit"),
+           measured_seconds(u.at("fwd_s"), at + ".fwd_s"),
+           measured_seconds(u.at("bwd_s"), at + ".bwd_s"),
+           u.contains("update_s") ? measured_seconds(u.at("update_s"), at + ".update_s") : 0.0});
     }
   }
   if (j.contains("measured_codecs")) {

@@ -33,8 +33,7 @@ double checked_time(double v, const std::string& where, const std::string& key) 
 void check_row_count(size_t rows, const std::string& where) {
   if (rows > kMaxMeasuredRows)
     throw InputError(where, "more than " + std::to_string(kMaxMeasuredRows) +
-                                " measured rows; the limit is " +
-                                std::to_string(kMaxMeasuredRows) +
+                                " measured rows; the limit is " + std::to_string(kMaxMeasuredRows) +
                                 " (each row is simulated at every step of the fit)");
 }
 

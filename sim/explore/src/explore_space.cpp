@@ -219,8 +219,8 @@ ExploreSpace parse_space(const json& j) {
     jr::require_object(c, p, "an object of constraints");
     jr::check_keys(c, p, {"client_memory_bytes", "max_client_mac_share"});
     if (c.contains("client_memory_bytes"))
-      s.client_memory_bytes = jr::read_int(c.at("client_memory_bytes"),
-                                           p + ".client_memory_bytes", 0, int64_t{1} << 50);
+      s.client_memory_bytes = jr::read_int(c.at("client_memory_bytes"), p + ".client_memory_bytes",
+                                           0, int64_t{1} << 50);
     if (c.contains("max_client_mac_share"))
       s.max_client_mac_share = jr::read_number(c.at("max_client_mac_share"),
                                                p + ".max_client_mac_share", jr::fraction());

@@ -33,8 +33,7 @@ std::vector<T> parse_list(const std::string& s, const std::string& flag) {
   std::vector<T> out;
   for (const auto& item : split(s)) {
     try {
-      if (item.find_first_not_of(kIntegers ? "0123456789" : "0123456789.eE+-") !=
-          std::string::npos)
+      if (item.find_first_not_of(kIntegers ? "0123456789" : "0123456789.eE+-") != std::string::npos)
         throw std::invalid_argument(item);
       size_t used = 0;
       const double v = std::stod(item, &used);
@@ -59,7 +58,8 @@ void check_space_size(const ExploreSpace& space, const SpaceFlags& a, const nloh
   auto source = [&](const std::string& flag_value, const std::string& flag, const char* key,
                     const std::string& otherwise) {
     if (!flag_value.empty()) return flag;
-    if (file.is_object() && file.contains(key)) return "$." + std::string(key) + " in " + a.space_file;
+    if (file.is_object() && file.contains(key))
+      return "$." + std::string(key) + " in " + a.space_file;
     return otherwise;
   };
   auto count = [](size_t size) { return std::to_string(std::max<size_t>(size, 1)); };
@@ -71,8 +71,7 @@ void check_space_size(const ExploreSpace& space, const SpaceFlags& a, const nloh
       count(space.schedules.size()) + " schedules (" +
       source("", "", "schedules", "the scenario's") + ") x " +
       count(space.bandwidths_bit_per_s.size()) + " bandwidths (" +
-      source(a.bandwidths, "--bandwidth-bit-per-s", "bandwidths_bit_per_s", "the scenario's") +
-      ")";
+      source(a.bandwidths, "--bandwidth-bit-per-s", "bandwidths_bit_per_s", "the scenario's") + ")";
   throw InputError(a.space_file.empty() ? "explore space" : a.space_file,
                    "the space holds " + product + " = " + std::to_string(n) +
                        " combinations per cut; the limit is " +
