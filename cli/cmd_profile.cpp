@@ -6,7 +6,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "commands.h"
 #include "flag_checks.h"
@@ -25,6 +27,17 @@ struct ProfileArgs {
   std::string name = "cpu_this_machine";
   ProfileOptions opts;
 };
+
+// True iff `e` is an allocation failure: std::bad_alloc, or LibTorch's
+// c10::Error from its CPU allocator ("DefaultCPUAllocator: can't allocate
+// memory", "not enough memory").
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  const std::string what = e.what();
+  return what.find("can't allocate memory") != std::string::npos ||
+         what.find("not enough memory") != std::string::npos ||
+         what.find("out of memory") != std::string::npos;
+}
 
 // Writes `text` to `path` through a temporary file, so a failure leaves no half file.
 void write_atomically(const std::string& path, const std::string& text) {
@@ -58,9 +71,17 @@ int run_profile(ProfileArgs& args) {
       throw InputError("--" + flag, e.message());
     }
   }
-  const MeasuredDevice m = measure_this_machine(
-      spec, args.opts, args.name,
-      [](const std::string& line) { std::cerr << "profile: " << line << "\n"; });
+  MeasuredDevice m;
+  try {
+    m = measure_this_machine(spec, args.opts, args.name, [](const std::string& line) {
+      std::cerr << "profile: " << line << "\n";
+    });
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw InputError("--batch", "batch " + std::to_string(args.opts.batch) +
+                                    " is too large for this machine's memory (the model's "
+                                    "tensors could not be allocated); give a smaller --batch");
+  }
   write_atomically(args.output, measured_device_json(m).dump(2) + "\n");
   print_measured_device(std::cout, m);
   std::cout << "wrote " << args.output << "\n";
