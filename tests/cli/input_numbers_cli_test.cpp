@@ -134,7 +134,7 @@ TEST_F(InputNumbersCliTest, ExploreSpaceFileValuesNameTheFileAndTheSpaceIsBounde
   std::ofstream(space) << big.dump();
   expect_exit_2_naming("explore " + scenario + " --space " + space + " --chunks 1,2,3,4,5,6,7,8",
                        {space, "8 chunk counts (--chunks)", "2000 bandwidths",
-                        "= 480000 combinations per cut; the limit is 4096"});
+                        "= 480000 combinations per cut; the limit is 1024"});
   std::ofstream(space) << R"({"schema": "splitsim.explore/1", "chunks": [1], "chunks": [2]})";
   expect_exit_2_naming("explore " + scenario + " --space " + space,
                        {"$.chunks", "duplicate key", space});

@@ -269,7 +269,7 @@ TEST(ExploreTest, TheSpaceSizeIsBoundedNamingTheProduct) {
                       "5 codec options (the default ones) x 8 chunk counts (--chunks) x 6 "
                       "schedules ($.schedules in " +
                           f + ") x 2000 bandwidths ($.bandwidths_bit_per_s in " + f +
-                          ") = 480000 combinations per cut; the limit is 4096");
+                          ") = 480000 combinations per cut; the limit is 1024");
   write_space({{"schema", "splitsim.explore/1"}, {"schedules", schedule_names()}});
   EXPECT_EQ(space_combinations(make_space(flags, Scenario{})), 5 * 8 * 6);
   std::filesystem::remove(f);
