@@ -56,7 +56,7 @@ Command add_exec_command(CLI::App& app) {
       ->check(int_range(1, 1024))
       ->capture_default_str();
   sub->add_option("--timeout-s", args->timeout_s, "Connect and per-transfer timeout (s)")
-      ->check(number_range(0, 86400, true))
+      ->check(number_range(kMinTimeoutS, 86400))
       ->capture_default_str();
   sub->add_option("--iterations", args->iterations, "Batches to run (overrides the scenario)")
       ->check(int_range(1, limits::kMaxIterations));

@@ -71,7 +71,7 @@ Command add_link_probe_command(CLI::App& app) {
       ->check(number_range(0, 10000))
       ->capture_default_str();
   sub->add_option("--timeout-s", args->timeout_s, "connect and per-transfer timeout (s)")
-      ->check(number_range(0, 86400, true))
+      ->check(number_range(kMinTimeoutS, 86400))
       ->capture_default_str();
   sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/4)");
   add_congestion_control_flag(sub, &args->congestion_control);

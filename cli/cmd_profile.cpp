@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "commands.h"
 #include "flag_checks.h"
@@ -24,6 +26,17 @@ struct ProfileArgs {
   std::string name = "cpu_this_machine";
   ProfileOptions opts;
 };
+
+// True iff `e` is an allocation failure: std::bad_alloc, or LibTorch's
+// c10::Error from its CPU allocator ("DefaultCPUAllocator: can't allocate
+// memory", "not enough memory").
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  const std::string what = e.what();
+  return what.find("can't allocate memory") != std::string::npos ||
+         what.find("not enough memory") != std::string::npos ||
+         what.find("out of memory") != std::string::npos;
+}
 
 int run_profile(ProfileArgs& args) {
   check_output_path(args.output, "-o");  // before the measurement
@@ -48,9 +61,17 @@ int run_profile(ProfileArgs& args) {
       throw InputError("--" + flag, e.message());
     }
   }
-  const MeasuredDevice m = measure_this_machine(
-      spec, args.opts, args.name,
-      [](const std::string& line) { std::cerr << "profile: " << line << "\n"; });
+  MeasuredDevice m;
+  try {
+    m = measure_this_machine(spec, args.opts, args.name, [](const std::string& line) {
+      std::cerr << "profile: " << line << "\n";
+    });
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw InputError("--batch", "batch " + std::to_string(args.opts.batch) +
+                                    " is too large for this machine's memory (the model's "
+                                    "tensors could not be allocated); give a smaller --batch");
+  }
   write_output_file(args.output, measured_device_json(m).dump(2) + "\n", "-o");
   print_measured_device(std::cout, m);
   std::cout << "wrote " << args.output << "\n";

@@ -197,7 +197,7 @@ Command add_train_command(CLI::App& app) {
       ->check(int_range(1, 1024))
       ->capture_default_str();
   sub->add_option("--timeout-s", o.timeout_s, "Connect and per-transfer timeout (s)")
-      ->check(number_range(0, 86400, true))
+      ->check(number_range(kMinTimeoutS, 86400))
       ->capture_default_str();
   sub->add_option("--role", o.role,
                   "Two processes: server (rank 0, listens) or the other party (connects); "

@@ -82,7 +82,7 @@ Command add_validate_command(CLI::App& app) {
                 "after --variant's filter");
   sub->add_option("--timeout-s", o.timeout_s, "wall-clock limit of one real run")
       ->capture_default_str()
-      ->check(number_range(0, 86400, true));
+      ->check(number_range(kMinTimeoutS, 86400));
   sub->add_flag("--json", args->json,
                 "JSON report on stdout (splitsim.validation/1, or splitsim.validation_matrix/1 "
                 "with --matrix)");

@@ -60,7 +60,9 @@ CLI::Validator number_range(double lo, double hi, bool lo_open) {
       [lo, hi, lo_open, range](std::string& text) -> std::string {
         char* end = nullptr;
         const double x = std::strtod(text.c_str(), &end);
-        const bool whole = !text.empty() && end != nullptr && *end == '\0';
+        // Decimal only: strtod also reads hexadecimal ("0x10"), "inf" and "nan".
+        const bool whole = !text.empty() && end != nullptr && *end == '\0' &&
+                           text.find_first_not_of("+-0123456789.eE") == std::string::npos;
         const bool below = lo_open ? !(x > lo) : !(x >= lo);
         if (!whole || !std::isfinite(x) || below || !(x <= hi)) {
           return "must be " + range + ", got \"" + text.substr(0, 40) + "\"";

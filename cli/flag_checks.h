@@ -9,10 +9,14 @@
 
 namespace splitsim {
 
-// An integer in [lo, hi].
+// An integer in [lo, hi], in decimal digits (CLI11 alone reads "0x10" as 16).
 CLI::Validator int_range(int64_t lo, int64_t hi);
-// A finite number in [lo, hi] (lo excluded when `lo_open`).
+// A finite decimal number in [lo, hi] (lo excluded when `lo_open`).
 CLI::Validator number_range(double lo, double hi, bool lo_open = false);
+
+// Smallest --timeout-s: timeouts are kept in whole milliseconds, so a
+// shorter one would become 0 ms.
+constexpr double kMinTimeoutS = 0.001;
 
 // A TCP congestion control name: letters, digits and '_', at most 15
 // characters (the kernel's TCP_CA_NAME_MAX less its NUL).

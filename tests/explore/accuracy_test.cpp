@@ -127,5 +127,55 @@ TEST_F(AccuracyTest, RefusesWhatIsNotATrainReportAndADropWithoutReference) {
   EXPECT_EQ(rank_by_time_to_accuracy(exploration(), runs, 0.7, -1).rows.size(), 2u);
 }
 
+// Writes `run` as a one-run report and expects read_accuracy_report to
+// refuse it at "FILE: `path`" with `phrase` in the message.
+void expect_refused(const std::string& file, const nlohmann::json& run, const std::string& path,
+                    const std::string& phrase) {
+  std::ofstream(file) << run.dump();
+  try {
+    read_accuracy_report(file);
+    ADD_FAILURE() << "accepted " << run.dump();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), file + ": " + path) << e.what();
+    EXPECT_NE(e.message().find(phrase), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(AccuracyTest, ValuesAreCheckedAtTheirPath) {
+  const nlohmann::json ok = run_json("q8", quantize(8), 1, {{100, 0.6}, {200, 0.8}});
+  auto with = [&](const std::string& pointer, const nlohmann::json& v) {
+    nlohmann::json j = ok;
+    j[nlohmann::json::json_pointer(pointer)] = v;
+    return j;
+  };
+  const std::string e1 = "$.evaluations[1]";
+  expect_refused(file, with("/evaluations/0/batches", 0), "$.evaluations[0].batches",
+                 "expected an integer from 1 to");
+  expect_refused(file, with("/evaluations/1/batches", 100), e1 + ".batches",
+                 "increasing order of batches; 100 follows 100");
+  expect_refused(file, with("/evaluations/1/test_accuracy", 1e308), e1 + ".test_accuracy",
+                 "expected a number in [0, 1], got 1e+308");
+  expect_refused(file, with("/evaluations/1/test_accuracy", 80), e1 + ".test_accuracy",
+                 "give accuracies as fractions (0.8), not percentages");
+  expect_refused(file, with("/evaluations/1/test_accuracy", -0.1), e1 + ".test_accuracy",
+                 "got -0.1");
+  expect_refused(file, with("/evaluations/1/test_accuracy", "0.8"), e1 + ".test_accuracy",
+                 "got \"0.8\"");
+  expect_refused(file, with("/evaluations/1/batches", 2.5), e1 + ".batches", "got 2.5");
+  expect_refused(file, with("/chunks", "4"), "$.chunks", "got \"4\"");
+  expect_refused(file, with("/chunks", 0), "$.chunks", "from 1 to 1024");
+  expect_refused(file, with("/variant", 7), "$.variant", "expected a string");
+  expect_refused(file, with("/variant", "q8\x1b[2J"), "$.variant", "control character");
+  expect_refused(file, with("/evaluations", nlohmann::json::array()), "$.evaluations",
+                 "got 0 entries");
+  expect_refused(file, with("/compression", {1}), "$.compression[0]", "got 1");
+  nlohmann::json sweep = {{"schema", "splitsim.train_sweep/1"},
+                          {"runs", {ok, with("/evaluations/0/test_accuracy", nullptr)}}};
+  expect_refused(file, sweep, "$.runs[1].evaluations[0].test_accuracy", "got null");
+  std::ofstream(file) << ok.dump();
+  EXPECT_EQ(read_accuracy_report(file).at(0).curve.size(), 2u);  // the valid run still reads
+}
+
 }  // namespace
 }  // namespace splitsim

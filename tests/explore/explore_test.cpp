@@ -2,13 +2,18 @@
 #include "splitsim/explore/explore.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <limits>
 
 #include "chain_model.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/planner.h"
+#include "splitsim/explore/space_flags.h"
 
 namespace splitsim {
 namespace {
@@ -213,6 +218,79 @@ TEST(ExploreTest, BadSpacesNameTheFlagOrPath) {
   s = {};
   s.bandwidths_bit_per_s = {-1};
   expect_error_at([&] { check_space(s); }, "--bandwidth-bit-per-s");
+}
+
+// Runs `fn`, expecting InputError at `where` with `phrase` in its message.
+void expect_error_saying(const std::function<void()>& fn, const std::string& where,
+                         const std::string& phrase) {
+  try {
+    fn();
+    ADD_FAILURE() << "no InputError at " << where;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), where) << e.what();
+    EXPECT_NE(e.message().find(phrase), std::string::npos) << e.what();
+  }
+}
+
+std::string write_space(const nlohmann::json& j) {
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("splitsim_space_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  std::ofstream(file) << j.dump();
+  return file;
+}
+
+TEST(ExploreTest, SpaceFileValuesAreNamedByTheFileAndPathNotAFlag) {
+  SpaceFlags flags;
+  flags.space_file = write_space({{"schema", "splitsim.explore/1"}, {"chunks", {4, 5000}}});
+  const std::string f = flags.space_file;
+  expect_error_saying([&] { make_space(flags, Scenario{}); }, f + " $.chunks[1]",
+                      "from 1 to 1024, got 5000");
+  write_space({{"schema", "splitsim.explore/1"}, {"bandwidths_bit_per_s", {1e20}}});
+  expect_error_saying([&] { make_space(flags, Scenario{}); }, f + " $.bandwidths_bit_per_s[0]",
+                      "got 1e+20");
+  std::ofstream(f) << R"({"schema": "splitsim.explore/1", "chunks": [1], "chunks": [2]})";
+  expect_error_saying([&] { make_space(flags, Scenario{}); }, "--space", "duplicate key");
+  write_space({{"schema", "splitsim.explore/1"}, {"chunks", {1, 4}}});
+  EXPECT_EQ(make_space(flags, Scenario{}).chunks, (std::vector<int64_t>{1, 4}));
+  std::filesystem::remove(f);
+}
+
+TEST(ExploreTest, TheSpaceSizeIsBoundedNamingTheProduct) {
+  nlohmann::json bandwidths = nlohmann::json::array();
+  for (int i = 0; i < 2000; ++i) bandwidths.push_back(1e6 + i);
+  SpaceFlags flags;
+  flags.space_file = write_space({{"schema", "splitsim.explore/1"},
+                                  {"bandwidths_bit_per_s", bandwidths},
+                                  {"schedules", schedule_names()}});
+  flags.chunks = "1,2,3,4,5,6,7,8";
+  const std::string f = flags.space_file;
+  expect_error_saying([&] { make_space(flags, Scenario{}); }, f,
+                      "5 codec options (the default ones) x 8 chunk counts (--chunks) x 6 "
+                      "schedules ($.schedules in " +
+                          f + ") x 2000 bandwidths ($.bandwidths_bit_per_s in " + f +
+                          ") = 480000 combinations per cut; the limit is 1024");
+  write_space({{"schema", "splitsim.explore/1"}, {"schedules", schedule_names()}});
+  EXPECT_EQ(space_combinations(make_space(flags, Scenario{})), 5 * 8 * 6);
+  std::filesystem::remove(f);
+}
+
+TEST(ExploreTest, FlagListsAreDecimal) {
+  SpaceFlags flags;
+  for (const char* bad : {"0x10", "1.5", "4,inf", "1e1"}) {
+    flags.chunks = bad;
+    expect_error_saying([&] { make_space(flags, Scenario{}); }, "--chunks",
+                        "is not a positive decimal integer");
+  }
+  flags.chunks = "16";
+  EXPECT_EQ(make_space(flags, Scenario{}).chunks, (std::vector<int64_t>{16}));
+  for (const char* bad : {"0x1p30", "inf", "nan", "1e9,-4e9"}) {
+    flags.bandwidths = bad;
+    expect_error_saying([&] { make_space(flags, Scenario{}); }, "--bandwidth-bit-per-s",
+                        "is not a positive decimal number");
+  }
+  flags.bandwidths = "1e9,4e9";
+  EXPECT_EQ(make_space(flags, Scenario{}).bandwidths_bit_per_s.size(), 2u);
 }
 
 TEST(ExploreTest, BestCandidateBecomesAValidScenario) {

@@ -5,9 +5,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "json_read.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/limits.h"
 #include "splitsim/costmodel/median.h"
 
 namespace splitsim {
@@ -150,6 +152,8 @@ const CodecTiming* DeviceProfile::codec_timing_for(const std::string& codec,
 
 namespace {
 
+namespace jr = json_read;
+
 // Reads j[key] as a number > 0 (or >= 0 when `allow_zero`).
 double number(const nlohmann::json& j, const std::string& key, const std::string& where,
               bool required, double fallback, bool allow_zero = false) {
@@ -165,6 +169,25 @@ double number(const nlohmann::json& j, const std::string& key, const std::string
   if (x < 0 || (x == 0 && !allow_zero))
     throw InputError(where + "." + key, "must be " + std::string(allow_zero ? ">= 0" : "> 0"));
   return x;
+}
+
+// A measured time: a number of seconds from 0 (a unit too small for the
+// clock) to limits::kMaxTaskS.
+double measured_seconds(const nlohmann::json& v, const std::string& path) {
+  return jr::read_number(v, path, {0, false, limits::kMaxTaskS, false});
+}
+
+// A shape: 1 to limits::kMaxInputDims positive dimensions, each at most
+// limits::kMaxPlanBytes.
+std::vector<int64_t> read_shape(const nlohmann::json& v, const std::string& path) {
+  jr::require_array(v, path, "a shape such as [3, 224, 224]", 1);
+  if (v.size() > static_cast<size_t>(limits::kMaxInputDims))
+    throw InputError(path, "a shape of " + std::to_string(v.size()) + " dimensions; the limit is " +
+                               std::to_string(limits::kMaxInputDims));
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < v.size(); ++i)
+    shape.push_back(jr::read_int(v[i], jr::index_path(path, i), 1, limits::kMaxPlanBytes));
+  return shape;
 }
 
 void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed,
@@ -248,19 +271,34 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
     const std::string mw = where + ".measured";
     check_keys(m, {"model", "input_shape", "batch", "in_flight", "threads", "units", "timing_spread"},
                mw);
-    d.measured_model = m.at("model").get<std::string>();
-    d.measured_input_shape = m.at("input_shape").get<std::vector<int64_t>>();
-    d.measured_batch = m.at("batch").get<int64_t>();
-    d.threads = m.value("threads", 0);
-    d.measured_in_flight = m.value("in_flight", int64_t{1});
-    if (d.measured_in_flight <= 0) throw InputError(mw + ".in_flight", "must be > 0");
-    if (d.measured_batch <= 0) throw InputError(mw + ".batch", "must be > 0");
-    d.timing_spread = m.value("timing_spread", 0.0);
-    if (!(d.timing_spread >= 0 && d.timing_spread < 1))
-      throw InputError(mw + ".timing_spread", "must be in [0, 1)");
-    for (const auto& u : m.at("units"))
-      d.timings.push_back({u.at("unit").get<std::string>(), u.at("fwd_s").get<double>(),
-                           u.at("bwd_s").get<double>(), u.value("update_s", 0.0)});
+    for (const char* key : {"model", "input_shape", "batch", "units"})
+      jr::require_key(m, mw, key, "what `splitsim profile` writes");
+    d.measured_model = jr::read_string(m.at("model"), mw + ".model");
+    d.measured_input_shape = read_shape(m.at("input_shape"), mw + ".input_shape");
+    d.measured_batch = jr::read_int(m.at("batch"), mw + ".batch", 1, limits::kMaxBatchSize);
+    if (m.contains("threads")) d.threads = jr::read_int(m.at("threads"), mw + ".threads", 0, 4096);
+    if (m.contains("in_flight"))
+      d.measured_in_flight =
+          jr::read_int(m.at("in_flight"), mw + ".in_flight", 1, limits::kMaxChunks);
+    if (m.contains("timing_spread"))
+      d.timing_spread =
+          jr::read_number(m.at("timing_spread"), mw + ".timing_spread", {0, false, 1, true});
+    const std::string uw = mw + ".units";
+    jr::require_array(m.at("units"), uw, "one timing object per unit");
+    for (size_t i = 0; i < m.at("units").size(); ++i) {
+      const nlohmann::json& u = m.at("units")[i];
+      const std::string at = jr::index_path(uw, i);
+      jr::require_object(u, at, "a unit's timing {\"unit\", \"fwd_s\", \"bwd_s\", \"update_s\"}");
+      jr::check_keys(u, at, {"unit", "fwd_s", "bwd_s", "update_s"});
+      jr::require_key(u, at, "unit", "the unit's name");
+      jr::require_key(u, at, "fwd_s", "the forward's measured seconds");
+      jr::require_key(u, at, "bwd_s", "the backward's measured seconds");
+      d.timings.push_back(
+          {jr::read_string(u.at("unit"), at + ".unit"),
+           measured_seconds(u.at("fwd_s"), at + ".fwd_s"),
+           measured_seconds(u.at("bwd_s"), at + ".bwd_s"),
+           u.contains("update_s") ? measured_seconds(u.at("update_s"), at + ".update_s") : 0.0});
+    }
   }
   if (j.contains("measured_codecs")) {
     const auto& list = j.at("measured_codecs");
@@ -274,14 +312,15 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
                  cw);
       CodecTiming t;
       t.codec = codec_to_json(parse_codec(c.at("codec"), cw + ".codec")).dump();
-      t.shape = c.at("shape").get<std::vector<int64_t>>();
-      t.batch = c.at("batch").get<int64_t>();
-      if (t.batch <= 0) throw InputError(cw + ".batch", "must be > 0");
-      t.encode_s = number(c, "encode_s", cw, true, 0, true);
-      t.decode_s = number(c, "decode_s", cw, true, 0, true);
+      for (const char* key : {"codec", "shape", "batch", "encode_s", "decode_s"})
+        jr::require_key(c, cw, key, "what `splitsim profile` writes");
+      t.shape = read_shape(c.at("shape"), cw + ".shape");
+      t.batch = jr::read_int(c.at("batch"), cw + ".batch", 1, limits::kMaxBatchSize);
+      t.encode_s = measured_seconds(c.at("encode_s"), cw + ".encode_s");
+      t.decode_s = measured_seconds(c.at("decode_s"), cw + ".decode_s");
       for (const auto& [key, field] : {std::pair{"sender_backward_s", &t.sender_backward_s},
                                        std::pair{"receiver_backward_s", &t.receiver_backward_s}})
-        if (c.contains(key)) *field = number(c, key, cw, true, 0, true);
+        if (c.contains(key)) *field = measured_seconds(c.at(key), cw + "." + key);
       d.codec_timings.push_back(std::move(t));
     }
   }
@@ -306,7 +345,14 @@ DeviceProfile load_device(const std::string& name_or_file,
     // A missing name falls through to the list of known devices; anything
     // else that exists (a directory, a FIFO) is refused by read_input_file.
     if (!fs::exists(path, ec)) continue;
-    const nlohmann::json j = parse_json_file(path.string(), "device profile");
+    nlohmann::json j;
+    try {
+      j = parse_json_file(path.string(), "device profile");
+    } catch (const InputError& e) {
+      // A duplicate key: "FILE:$.path", as parse_device names its errors.
+      if (e.where().rfind('$', 0) != 0) throw;
+      throw InputError(path.string() + ":" + e.where(), e.message());
+    }
     return parse_device(j, path.string() + ":$");
   }
   std::string known;

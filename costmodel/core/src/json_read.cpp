@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <sstream>
 
 #include "splitsim/costmodel/errors.h"
@@ -164,6 +166,51 @@ std::string read_string(const json& v, const std::string& path, bool allow_empty
   if (!v.is_string()) throw InputError(path, "expected a string, got " + show(v));
   std::string s = v.get<std::string>();
   if (s.empty() && !allow_empty) throw InputError(path, "expected a non-empty string, got \"\"");
+  return s;
+}
+
+void check_label_text(const std::string& s, const std::string& where) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = b[i];
+    // Sequence length and the smallest code point it may encode (no overlongs).
+    size_t len = 1;
+    uint32_t cp = c, min = 0;
+    if (c >= 0xF0 && c <= 0xF4) {
+      len = 4, cp = c & 0x07u, min = 0x10000;
+    } else if (c >= 0xE0) {
+      len = 3, cp = c & 0x0Fu, min = 0x800;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2, cp = c & 0x1Fu, min = 0x80;
+    } else if (c >= 0x80) {
+      len = 0;
+    }
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (b[i + k] & 0xC0u) == 0x80u;
+      cp = (cp << 6) | (b[i + k] & 0x3Fu);
+    }
+    ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (!ok) {
+      throw InputError(where, "not valid UTF-8 at byte " + std::to_string(i) +
+                                  " of the label; give labels as UTF-8 text");
+    }
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) {
+      char code[8];
+      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(cp));
+      throw InputError(where, std::string("control character ") + code + " at byte " +
+                                  std::to_string(i) +
+                                  " of the label; labels are printed text: give letters, "
+                                  "digits, spaces and punctuation");
+    }
+    i += len;
+  }
+}
+
+std::string read_label(const json& v, const std::string& path) {
+  std::string s = read_string(v, path);
+  check_label_text(s, path);
   return s;
 }
 

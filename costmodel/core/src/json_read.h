@@ -64,6 +64,12 @@ double read_number(const json& v, const std::string& path, const NumberRange& ra
 // A string; empty strings are refused unless `allow_empty`.
 std::string read_string(const json& v, const std::string& path, bool allow_empty = false);
 bool read_bool(const json& v, const std::string& path);
+// Throws InputError(where, ...) unless `s` is valid UTF-8 free of control
+// characters (U+0000 to U+001F, U+007F to U+009F): a label that is printed
+// to a terminal, written to CSV and JSON, and matched against others.
+void check_label_text(const std::string& s, const std::string& where);
+// A non-empty string that passes check_label_text.
+std::string read_label(const json& v, const std::string& path);
 // One of `allowed`; `what` names the kind of value ("schedule").
 std::string read_choice(const json& v, const std::string& path, const std::string& what,
                         const std::vector<std::string>& allowed);

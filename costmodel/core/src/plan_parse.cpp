@@ -287,7 +287,7 @@ Plan parse_plan(const json& j, const std::string& path) {
     jr::require_key(j, path, key, std::string("see the plan format") + again);
   Plan p;
   if (j.contains("scenario")) p.scenario = jr::read_string(j.at("scenario"), path + ".scenario");
-  if (j.contains("variant")) p.variant = jr::read_string(j.at("variant"), path + ".variant");
+  if (j.contains("variant")) p.variant = jr::read_label(j.at("variant"), path + ".variant");
   if (j.contains("model")) p.model = jr::read_string(j.at("model"), path + ".model", true);
   p.batch_size = jr::read_int(j.at("batch_size"), path + ".batch_size", 1, limits::kMaxBatchSize);
   const std::string mb = path + ".microbatch_sizes";

@@ -102,7 +102,7 @@ Axis parse_axis(const std::string& key, const json& values, const std::string& w
     if (v.is_object() && v.contains("label")) {
       jr::check_keys(v, at, {"label", "value"});
       jr::require_key(v, at, "value", "the value of \"" + key + "\" this label names");
-      av.label = jr::read_string(v.at("label"), at + ".label");
+      av.label = jr::read_label(v.at("label"), at + ".label");
       av.value = v.at("value");
       av.path = at + ".value";
     } else {
@@ -110,6 +110,7 @@ Axis parse_axis(const std::string& key, const json& values, const std::string& w
       av.path = at;
       if (v.is_string()) {
         av.label = v.get<std::string>();
+        jr::check_label_text(av.label, at);
       } else if (v.is_primitive()) {
         av.label = v.dump();
       } else {
@@ -225,75 +226,6 @@ std::vector<ScenarioVariant> expand_in_order(const json& j, const std::vector<st
   return variants;
 }
 
-// Parses `text`, refusing duplicate keys (the JSON library would keep the
-// last one silently). Throws InputError at file:line:column.
-json parse_text(const std::string& text, const std::string& file) {
-  struct Frame {
-    bool is_array = false;
-    size_t index = 0;
-    std::set<std::string> keys;
-    std::string key;
-  };
-  std::vector<Frame> stack;
-  auto path = [&stack] {
-    std::string p = "$";
-    for (size_t i = 0; i + 1 < stack.size(); ++i) {
-      p = stack[i].is_array ? jr::index_path(p, stack[i].index) : jr::member_path(p, stack[i].key);
-    }
-    return p;
-  };
-  auto element_done = [&stack] {
-    if (!stack.empty() && stack.back().is_array) ++stack.back().index;
-  };
-  json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        stack.emplace_back();
-        stack.back().is_array = event == json::parse_event_t::array_start;
-        break;
-      case json::parse_event_t::key: {
-        Frame& f = stack.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second) {
-          throw InputError(jr::member_path(path(), f.key),
-                           "duplicate key \"" + f.key + "\" in " + file + "; give each key once");
-        }
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::value:
-        element_done();
-        break;
-    }
-    return true;
-  };
-  check_json_limits(text, file);
-  try {
-    return json::parse(text, callback);
-  } catch (const json::parse_error& e) {
-    // e.byte is 1-based and points at the offending character.
-    const size_t pos = std::min(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    const std::string before = text.substr(0, pos);
-    const size_t line = 1 + std::count(before.begin(), before.end(), '\n');
-    const size_t last_newline = before.rfind('\n');
-    const size_t column = last_newline == std::string::npos ? pos + 1 : pos - last_newline;
-    std::string detail = e.what();
-    const size_t column_at = detail.find("column ");
-    const size_t colon = detail.find(": ", column_at == std::string::npos ? 0 : column_at);
-    if (colon != std::string::npos) detail = detail.substr(colon + 2);
-    throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(column),
-                     "JSON syntax error: " + detail);
-  } catch (const json::exception&) {
-    // check_json_limits catches the known cases at their position first.
-    throw InputError(file, "not valid JSON: a value is out of range");
-  }
-}
-
 }  // namespace
 
 // Loads every variant's "calibration" file (relative to `dir`), each file
@@ -353,7 +285,7 @@ std::vector<ScenarioVariant> expand_scenario(const json& j, ScenarioNeeds needs)
 
 std::vector<ScenarioVariant> load_scenario_file(const std::string& file, ScenarioNeeds needs) {
   const std::string text = read_input_file(file, "scenario file");
-  const json j = parse_text(text, file);
+  const json j = parse_json_text(text, file);
   std::vector<std::string> order;
   if (j.is_object() && j.contains("sweep") && j.at("sweep").is_object()) {
     // The file's own axis order: the first axis is the outermost loop.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_read.h"
 #include "splitsim/calibrate/calibrate.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
@@ -11,50 +12,84 @@
 namespace splitsim {
 namespace {
 
+namespace jr = json_read;
+
 bool is_metric_key(const std::string& key) {
   return key == "time_per_batch_s" || key == "computation_time_s" ||
          (key.rfind("busy_s_per_batch.", 0) == 0 && key.size() > 17);
 }
 
-// A measured time: finite and positive, at most a day per batch.
+// A measured time: finite, from kMinMeasuredS to kMaxMeasuredS seconds.
 double checked_time(double v, const std::string& where, const std::string& key) {
-  if (!std::isfinite(v) || v <= 0 || v > 86400)
-    throw InputError(where, key + " must be a time in (0, 86400] seconds");
+  if (!std::isfinite(v) || v < kMinMeasuredS || v > kMaxMeasuredS) {
+    std::ostringstream os;
+    os << key << " must be a time from " << kMinMeasuredS << " to " << kMaxMeasuredS
+       << " seconds, got " << v;
+    throw InputError(where, os.str());
+  }
   return v;
+}
+
+void check_row_count(size_t rows, const std::string& where) {
+  if (rows > kMaxMeasuredRows)
+    throw InputError(where, "more than " + std::to_string(kMaxMeasuredRows) +
+                                " measured rows; the limit is " + std::to_string(kMaxMeasuredRows) +
+                                " (each row is simulated at every step of the fit)");
+}
+
+// A metric of a metrics object: absent, or a number checked by checked_time.
+void read_metric(const nlohmann::json& m, const std::string& key, const std::string& at,
+                 const std::string& metric, MeasuredRow* row) {
+  if (!m.contains(key)) return;
+  const nlohmann::json& v = m.at(key);
+  const std::string path = jr::member_path(at, key);
+  if (!v.is_number())
+    throw InputError(path, key + ": expected a number of seconds, got " + jr::show(v));
+  row->metrics[metric] = checked_time(v.get<double>(), path, key);
 }
 
 std::vector<MeasuredRow> rows_from_metrics_json(const nlohmann::json& j, const std::string& file) {
   const nlohmann::json all = j.is_array() ? j : nlohmann::json::array({j});
+  if (all.size() > kMaxMeasuredRows) check_row_count(all.size(), file + ": $");
   std::vector<MeasuredRow> rows;
   for (size_t i = 0; i < all.size(); ++i) {
     const nlohmann::json& m = all[i];
     const std::string at = j.is_array() ? "$[" + std::to_string(i) + "]" : "$";
-    if (!m.is_object() || m.value("schema", "") != "splitsim.metrics/1")
-      throw InputError(at,
-                       "expected a splitsim.metrics/1 object (what `splitsim exec --json` "
-                       "writes) [in " +
-                           file + "]");
-    if (!m.contains("variant") || !m["variant"].is_string() ||
-        m["variant"].get<std::string>().empty())
-      throw InputError(at + ".variant", "the variant label is missing [in " + file + "]");
-    MeasuredRow row;
-    row.label = m["variant"].get<std::string>();
-    row.source = file + (j.is_array() ? "[" + std::to_string(i) + "]" : "");
-    for (const char* key : {"time_per_batch_s", "computation_time_s"})
-      if (m.contains(key) && m[key].is_number())
-        row.metrics[key] = checked_time(m[key].get<double>(), at + "." + key, key);
-    if (m.contains("parties") && m["parties"].is_object())
-      for (const auto& [party, p] : m["parties"].items())
-        if (p.is_object() && p.contains("busy_s_per_batch") && p["busy_s_per_batch"].is_number())
-          row.metrics["busy_s_per_batch." + party] =
-              checked_time(p["busy_s_per_batch"].get<double>(),
-                           at + ".parties." + party + ".busy_s_per_batch", "busy_s_per_batch");
-    if (row.metrics.empty())
-      throw InputError(at,
-                       "no time_per_batch_s, computation_time_s or busy time [in " + file + "]");
-    rows.push_back(row);
+    try {
+      if (!m.is_object() || m.value("schema", "") != "splitsim.metrics/1")
+        throw InputError(at,
+                         "expected a splitsim.metrics/1 object (what `splitsim exec --json` "
+                         "writes)");
+      if (!m.contains("variant") || !m["variant"].is_string() ||
+          m["variant"].get<std::string>().empty())
+        throw InputError(at + ".variant", "the variant label is missing");
+      MeasuredRow row;
+      row.label = jr::read_label(m["variant"], at + ".variant");
+      row.source = file + (j.is_array() ? "[" + std::to_string(i) + "]" : "");
+      for (const char* key : {"time_per_batch_s", "computation_time_s"})
+        read_metric(m, key, at, key, &row);
+      if (m.contains("parties")) {
+        jr::require_object(m["parties"], at + ".parties", "an object of parties");
+        for (const auto& [party, p] : m["parties"].items()) {
+          const std::string pp = jr::member_path(at + ".parties", party);
+          jr::require_object(p, pp, "a party's metrics object");
+          read_metric(p, "busy_s_per_batch", pp, "busy_s_per_batch." + party, &row);
+        }
+      }
+      if (row.metrics.empty())
+        throw InputError(at, "no time_per_batch_s, computation_time_s or busy time");
+      rows.push_back(row);
+    } catch (const InputError& e) {
+      throw in_file(e, file);
+    }
   }
   return rows;
+}
+
+// Digits, a sign, a point and an exponent only: strtod also reads "inf",
+// "nan" and hexadecimal ("0x1p-3").
+bool is_decimal(const std::string& s) {
+  return s.find_first_not_of("+-0123456789.eE") == std::string::npos;
 }
 
 std::vector<std::string> split_csv_line(const std::string& line) {
@@ -123,12 +158,15 @@ std::vector<MeasuredRow> rows_from_csv(const std::string& text, const std::strin
     row.label = cells[static_cast<size_t>(label_col)];
     row.source = where;
     if (row.label.empty()) throw InputError(where, "the variant label is empty");
+    jr::check_label_text(row.label, where);
+    check_row_count(rows.size() + 1, where);
     for (size_t c = 0; c < cells.size(); ++c) {
       if (static_cast<int>(c) == label_col || cells[c].empty()) continue;  // empty: not measured
       char* end = nullptr;
       const double v = std::strtod(cells[c].c_str(), &end);
-      if (end == cells[c].c_str() || *end != '\0')
-        throw InputError(where, header[c] + ": expected a number, got \"" + cells[c] + "\"");
+      if (end == cells[c].c_str() || *end != '\0' || !is_decimal(cells[c]))
+        throw InputError(where, header[c] + ": expected a number of seconds, got \"" +
+                                    cells[c].substr(0, 40) + "\"");
       row.metrics[header[c]] = checked_time(v, where, header[c]);
     }
     if (row.metrics.empty()) throw InputError(where, "no measured value in this row");

@@ -3,38 +3,75 @@
 #include <algorithm>
 #include <cmath>
 
+#include "json_read.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
+#include "splitsim/costmodel/limits.h"
 
 namespace splitsim {
 namespace {
 
+namespace jr = json_read;
+
+// Batches of one evaluation: at least 1, at most a training of the longest
+// run (limits::kMaxIterations) a thousand times over.
+constexpr int64_t kMaxReportBatches = limits::kMaxIterations * 1000;
+// Runs in one report, and evaluations in one run.
+constexpr size_t kMaxReportRuns = 4096;
+constexpr size_t kMaxEvaluations = 100000;
+
+// A test accuracy: a fraction in [0, 1]; a value in (1, 100] is named as
+// the percentage it likely is.
+double read_accuracy(const nlohmann::json& v, const std::string& path) {
+  if (v.is_number()) {
+    const double a = v.get<double>();
+    if (a > 1 && a <= 100)
+      throw InputError(path, "expected a fraction in [0, 1], got " + jr::show(v) +
+                                 "; give accuracies as fractions (0.8), not percentages");
+  }
+  return jr::read_number(v, path, {0, false, 1, false});
+}
+
 MeasuredAccuracy read_run(const nlohmann::json& j, const std::string& path) {
-  auto need = [&](const char* key) -> const nlohmann::json& {
-    if (!j.is_object() || !j.contains(key))
-      throw InputError(path, std::string("a train report needs \"") + key + "\"");
-    return j.at(key);
-  };
+  jr::require_object(j, path, "a train report object");
+  for (const char* key : {"variant", "chunks", "compression", "evaluations"})
+    jr::require_key(j, path, key, "what `splitsim train` writes");
   MeasuredAccuracy m;
-  try {
-    m.variant = need("variant").get<std::string>();
-    m.chunks = need("chunks").get<int64_t>();
-    std::vector<BoundaryCodecs> codecs;
-    const nlohmann::json& c = need("compression");
-    for (size_t b = 0; b < c.size(); ++b) {
-      const std::string at = path + ".compression[" + std::to_string(b) + "]";
-      codecs.push_back({parse_codec(c.at(b).at("forward"), at + ".forward"),
-                        parse_codec(c.at(b).at("backward"), at + ".backward")});
-    }
-    m.codecs = codecs_key(codecs);
-    for (const auto& e : need("evaluations")) {
-      const double a = e.at("test_accuracy").get<double>();
-      m.curve.push_back({e.at("batches").get<int64_t>(), a});
-      m.best_accuracy = std::max(m.best_accuracy, a);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, std::string("not a train report: ") + e.what());
+  m.variant = jr::read_label(j.at("variant"), path + ".variant");
+  m.chunks = jr::read_int(j.at("chunks"), path + ".chunks", 1, limits::kMaxChunks);
+  std::vector<BoundaryCodecs> codecs;
+  const nlohmann::json& c = j.at("compression");
+  jr::require_array(c, path + ".compression", "one {forward, backward} object per boundary");
+  for (size_t b = 0; b < c.size(); ++b) {
+    const std::string at = jr::index_path(path + ".compression", b);
+    jr::require_object(c[b], at, "a {\"forward\": codec, \"backward\": codec} object");
+    jr::require_key(c[b], at, "forward", "a codec object");
+    jr::require_key(c[b], at, "backward", "a codec object");
+    codecs.push_back({parse_codec(c[b].at("forward"), at + ".forward"),
+                      parse_codec(c[b].at("backward"), at + ".backward")});
+  }
+  m.codecs = codecs_key(codecs);
+  const nlohmann::json& evals = j.at("evaluations");
+  const std::string ep = path + ".evaluations";
+  jr::require_array(evals, ep, "the run's evaluations, in order of batches", 1);
+  if (evals.size() > kMaxEvaluations)
+    throw InputError(ep, std::to_string(evals.size()) + " evaluations; the limit is " +
+                             std::to_string(kMaxEvaluations));
+  for (size_t i = 0; i < evals.size(); ++i) {
+    const std::string at = jr::index_path(ep, i);
+    const nlohmann::json& e = evals[i];
+    jr::require_object(e, at, "an evaluation object");
+    jr::require_key(e, at, "batches", "the training batches done");
+    jr::require_key(e, at, "test_accuracy", "a fraction in [0, 1]");
+    const int64_t batches = jr::read_int(e.at("batches"), at + ".batches", 1, kMaxReportBatches);
+    if (!m.curve.empty() && batches <= m.curve.back().first)
+      throw InputError(at + ".batches", "evaluations must come in increasing order of batches; " +
+                                            std::to_string(batches) + " follows " +
+                                            std::to_string(m.curve.back().first));
+    const double a = read_accuracy(e.at("test_accuracy"), at + ".test_accuracy");
+    m.curve.push_back({batches, a});
+    m.best_accuracy = std::max(m.best_accuracy, a);
   }
   return m;
 }
@@ -64,6 +101,10 @@ std::vector<MeasuredAccuracy> read_accuracy_report(const std::string& file,
   if (schema == "splitsim.train/1") {
     out.push_back(read_run(j, file + ": $"));
   } else if (schema == "splitsim.train_sweep/1" && j.contains("runs") && j["runs"].is_array()) {
+    if (j["runs"].size() > kMaxReportRuns)
+      throw InputError(file + ": $.runs", std::to_string(j["runs"].size()) +
+                                              " runs; the limit is " +
+                                              std::to_string(kMaxReportRuns));
     for (size_t i = 0; i < j["runs"].size(); ++i)
       out.push_back(read_run(j["runs"][i], file + ": $.runs[" + std::to_string(i) + "]"));
   } else {

@@ -1,5 +1,6 @@
 // The explorer's inputs and outputs: names, the space file (schema
 // "splitsim.explore/1"), codec options, and the JSON it writes.
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -65,7 +66,7 @@ CodecOption parse_codec_option(const json& v, const std::string& path) {
   jr::check_keys(v, path, {"label", "codec", "per_boundary", "auto_insert"});
   jr::require_key(v, path, "label", "a short name for the option");
   CodecOption o;
-  o.label = jr::read_string(v.at("label"), jr::member_path(path, "label"));
+  o.label = jr::read_label(v.at("label"), jr::member_path(path, "label"));
   const int given = static_cast<int>(v.contains("codec")) + v.contains("per_boundary") +
                     v.contains("auto_insert");
   if (given != 1)
@@ -138,6 +139,14 @@ bool instantiate_codec(const CodecOption& option, const std::vector<int64_t>& sh
   return true;
 }
 
+int64_t space_combinations(const ExploreSpace& s) {
+  const auto at_least_one = [](size_t n) { return static_cast<int64_t>(std::max<size_t>(n, 1)); };
+  const size_t codecs = s.codecs.empty() ? default_codec_options().size() : s.codecs.size();
+  // Each factor is at most the entries of a 16 MiB file: no overflow.
+  return at_least_one(codecs) * at_least_one(s.chunks.size()) * at_least_one(s.schedules.size()) *
+         at_least_one(s.bandwidths_bit_per_s.size());
+}
+
 void check_space(const ExploreSpace& s) {
   if (s.kinds.empty()) throw InputError("--kinds", "give at least one cut kind");
   for (int64_t c : s.chunks)
@@ -194,22 +203,24 @@ ExploreSpace parse_space(const json& j) {
       s.codecs.push_back(parse_codec_option((*a)[i], jr::index_path("$.codecs", i)));
   if (const json* a = list("chunks", "chunk counts"))
     for (size_t i = 0; i < a->size(); ++i)
-      s.chunks.push_back(jr::read_int((*a)[i], jr::index_path("$.chunks", i), 1));
+      s.chunks.push_back(
+          jr::read_int((*a)[i], jr::index_path("$.chunks", i), 1, limits::kMaxChunks));
   if (const json* a = list("schedules", "schedule names"))
     for (size_t i = 0; i < a->size(); ++i)
       s.schedules.push_back(parse_schedule((*a)[i], jr::index_path("$.schedules", i)));
   if (const json* a = list("bandwidths_bit_per_s", "bandwidths in bit/s"))
     for (size_t i = 0; i < a->size(); ++i)
       s.bandwidths_bit_per_s.push_back(
-          jr::read_number((*a)[i], jr::index_path("$.bandwidths_bit_per_s", i), jr::positive()));
+          jr::read_number((*a)[i], jr::index_path("$.bandwidths_bit_per_s", i),
+                          {limits::kMinBandwidthBitPerS, false, limits::kMaxBandwidthBitPerS}));
   if (j.contains("constraints")) {
     const json& c = j.at("constraints");
     const std::string p = "$.constraints";
     jr::require_object(c, p, "an object of constraints");
     jr::check_keys(c, p, {"client_memory_bytes", "max_client_mac_share"});
     if (c.contains("client_memory_bytes"))
-      s.client_memory_bytes =
-          jr::read_int(c.at("client_memory_bytes"), p + ".client_memory_bytes", 0);
+      s.client_memory_bytes = jr::read_int(c.at("client_memory_bytes"), p + ".client_memory_bytes",
+                                           0, int64_t{1} << 50);
     if (c.contains("max_client_mac_share"))
       s.max_client_mac_share = jr::read_number(c.at("max_client_mac_share"),
                                                p + ".max_client_mac_share", jr::fraction());

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "splitsim/costmodel/errors.h"
@@ -23,30 +24,66 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// A list of positive decimal numbers ("1,4,8", "1e9,4e9"); integers
+// (`T` integral) in digits only. std::stod alone would also read "0x10" as
+// 16, "inf" and "nan", and a fraction as its integer part.
 template <typename T>
 std::vector<T> parse_list(const std::string& s, const std::string& flag) {
+  constexpr bool kIntegers = std::is_integral_v<T>;
   std::vector<T> out;
   for (const auto& item : split(s)) {
     try {
+      if (item.find_first_not_of(kIntegers ? "0123456789" : "0123456789.eE+-") != std::string::npos)
+        throw std::invalid_argument(item);
       size_t used = 0;
       const double v = std::stod(item, &used);
       // 1e18: converting a larger value to an integer is undefined.
       if (used != item.size() || !(v > 0) || !(v <= 1e18)) throw std::invalid_argument(item);
       out.push_back(static_cast<T>(v));
     } catch (const std::exception&) {
-      throw InputError(flag, "\"" + item + "\" is not a positive number; give a list like 1,4,8");
+      throw InputError(flag, "\"" + item.substr(0, 40) + "\" is not a positive " +
+                                 (kIntegers ? "decimal integer" : "decimal number") +
+                                 "; give a list like " + (kIntegers ? "1,4,8" : "1e9,4e9"));
     }
   }
   if (out.empty()) throw InputError(flag, "give at least one value");
   return out;
 }
 
+// Refuses a space of more than kMaxSpaceCombinations combinations, naming
+// each factor and where it came from.
+void check_space_size(const ExploreSpace& space, const SpaceFlags& a, const nlohmann::json& file) {
+  const int64_t n = space_combinations(space);
+  if (n <= kMaxSpaceCombinations) return;
+  auto source = [&](const std::string& flag_value, const std::string& flag, const char* key,
+                    const std::string& otherwise) {
+    if (!flag_value.empty()) return flag;
+    if (file.is_object() && file.contains(key))
+      return "$." + std::string(key) + " in " + a.space_file;
+    return otherwise;
+  };
+  auto count = [](size_t size) { return std::to_string(std::max<size_t>(size, 1)); };
+  const std::string product =
+      count(space.codecs.empty() ? default_codec_options().size() : space.codecs.size()) +
+      " codec options (" + source("", "", "codecs", "the default ones") + ") x " +
+      count(space.chunks.size()) + " chunk counts (" +
+      source(a.chunks, "--chunks", "chunks", "the scenario's") + ") x " +
+      count(space.schedules.size()) + " schedules (" +
+      source("", "", "schedules", "the scenario's") + ") x " +
+      count(space.bandwidths_bit_per_s.size()) + " bandwidths (" +
+      source(a.bandwidths, "--bandwidth-bit-per-s", "bandwidths_bit_per_s", "the scenario's") + ")";
+  throw InputError(a.space_file.empty() ? "explore space" : a.space_file,
+                   "the space holds " + product + " = " + std::to_string(n) +
+                       " combinations per cut; the limit is " +
+                       std::to_string(kMaxSpaceCombinations) + ": give fewer values");
+}
+
 }  // namespace
 
 ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
   ExploreSpace space;
+  nlohmann::json j;
   if (!a.space_file.empty()) {
-    nlohmann::json j;
     try {
       j = parse_json_file(a.space_file, "explore space file");
     } catch (const InputError& e) {
@@ -88,6 +125,7 @@ ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
   if (a.max_client_mac_share == 0)
     throw InputError("--max-client-mac-share", "must be a number in (0, 1]");
   check_space(space);
+  check_space_size(space, a, j);
   return space;
 }
 

@@ -35,7 +35,9 @@ std::string read_input_file(const std::string& path, const std::string& what,
 void check_json_limits(const std::string& text, const std::string& file);
 
 // read_input_file + check_json_limits + parse. Syntax errors and numbers
-// that overflow a double become InputError("file:line:column", ...).
+// that overflow a double become InputError("file:line:column", ...); a key
+// given twice in one object becomes InputError at its JSON path
+// ("$.network.latency_s: duplicate key \"latency_s\" in FILE; ...").
 nlohmann::json parse_json_file(const std::string& path, const std::string& what);
 
 // Parses `text` (already read from `file`) the same way.

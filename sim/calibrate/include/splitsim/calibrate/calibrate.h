@@ -5,6 +5,7 @@
 // defaults with the reason; each fitted parameter gets an uncertainty, each
 // row its residual and its leave-one-out prediction error. See README.md
 // here. No LibTorch: it takes Plans.
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
@@ -24,11 +25,21 @@ struct MeasuredRow {
   std::map<std::string, double> metrics;
 };
 
+// Measured times, in seconds: from a microsecond (below any real batch or
+// busy time; smaller values are not measurements) to a day.
+constexpr double kMinMeasuredS = 1e-6;
+constexpr double kMaxMeasuredS = 86400;
+// Measured rows, per file and in all: each is simulated at every step of
+// the fit, and leave-one-out refits once per row.
+constexpr size_t kMaxMeasuredRows = 256;
+
 // Reads measured rows from `file`: exec's metrics JSON (splitsim.metrics/1,
 // one object or an array; the variant label and the metrics above), or a
 // CSV whose header names a `variant` column and any of the metric keys (the
 // form in which results are published). Throws InputError naming the file,
-// line or JSON path.
+// line or JSON path: a time outside [kMinMeasuredS, kMaxMeasuredS], a
+// metric that is not a number, a label that is not UTF-8 or holds a control
+// character, more than kMaxMeasuredRows rows.
 std::vector<MeasuredRow> read_measured(const std::string& file);
 
 struct CalibrateOptions {

@@ -75,6 +75,15 @@ struct ExploreSpace {
 // Parses a space file (schema "splitsim.explore/1"; sim/explore/README.md). Throws
 // InputError naming the JSON path ("$.constraints.client_memory_bytes").
 ExploreSpace parse_space(const nlohmann::json& j);
+// Largest product codec options x chunk counts x schedules x bandwidths
+// (space_combinations()): the explorer builds a plan for each combination at
+// each cut (each cut pair for ushape), some 100 us and 8 kB each. At 1,024,
+// MobileNetV2's 210 U-shape cut pairs make some 215,000 candidates.
+constexpr int64_t kMaxSpaceCombinations = 1024;
+// codec options x chunk counts x schedules x bandwidths, an empty list
+// counting as one (the scenario's value; codecs: default_codec_options()).
+int64_t space_combinations(const ExploreSpace& space);
+
 // Throws InputError naming `where` for values out of range (negative memory,
 // a MAC share outside (0,1], chunks < 1, a bandwidth <= 0, kstage without at
 // least two stage parties).
