@@ -4,7 +4,7 @@
 // limit. Every run must end in exit 0 or exit 2; never a signal, a hang, exit
 // 1 (a file is the user's input), a library's raw text or a control
 // character; and an exit 2 names the file it refuses. (Scenarios are fuzzed
-// in tests/costmodel/scenario_fuzz_test.cpp and cli/hardening_cli_test.cpp,
+// in tests/costmodel/scenario_fuzz_test.cpp and tests/cli/hardening_cli_test.cpp,
 // TorchScript archives in tests/costmodel/torchscript_untrusted_test.cpp.)
 #include <gtest/gtest.h>
 #include <sys/wait.h>
