@@ -130,9 +130,10 @@ int check_run(const CliRun& r, const std::string& label, const std::string& name
     for (char c : *stream)
       EXPECT_FALSE(c == '\x1b' || (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t'))
           << "a control character reaches the terminal: " << what;
-  if (code == 2)
+  if (code == 2) {
     EXPECT_NE(r.err.find(named), std::string::npos) << "the refusal does not name " << named
                                                     << ": " << what;
+  }
   return code;
 }
 

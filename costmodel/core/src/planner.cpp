@@ -222,6 +222,216 @@ int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m) {
 
 }  // namespace
 
+namespace {
+
+// What every stage's and boundary's numbers depend on besides its own cut.
+struct PlanContext {
+  const Scenario& sc;
+  const ModelProfile& model;
+  const std::map<std::string, DeviceProfile>& devices;  // at the compute precision
+  int64_t m = 1;           // micro-batches
+  int64_t b_max = 1;       // the largest micro-batch
+  WireDType act = WireDType::kF32;
+  int64_t state_copies = 0;
+  // Activations at the compute precision. Mixed precision (exec's autocast)
+  // computes matmuls and convolutions in half precision, and what the units
+  // keep of them halves (x0.5); the loss runs on FP32 logits, and what a
+  // stage receives is decoded to FP32.
+  double halves = 1;
+};
+
+int64_t unit_stash(const PlanContext& c, const UnitProfile& u) {
+  return std::llround(c.halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
+         u.loss_stash_bytes_per_sample;
+}
+int64_t unit_work(const PlanContext& c, const UnitProfile& u) {
+  return std::llround(c.halves * (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
+         u.loss_bwd_work_bytes_per_sample;
+}
+
+// Stage k of K, units `range`: its units, parameters, stash and working
+// memory, and its compute seconds per micro-batch (codecs come later).
+PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
+                     std::pair<int, int> range) {
+  const Scenario& sc = c.sc;
+  const ModelProfile& model = c.model;
+  const auto& devices = c.devices;
+  const int64_t m = c.m, b_max = c.b_max;
+  const auto [first, last] = range;
+  PlanStage st;
+  st.name = "stage" + std::to_string(k);
+  st.party = sc.partition[k].party;
+  const auto dev = devices.find(st.party);
+  if (dev == devices.end())
+    throw InputError("$.partition[" + std::to_string(k) + "].party",
+                     "no device for party \"" + st.party + "\"; add it to $.devices");
+  st.device = dev->second.name;
+  st.first_unit = first;
+  st.last_unit = last;
+  for (int i = first; i <= last; ++i) {
+    st.units.push_back(model.units[i].name);
+    st.param_count += model.units[i].param_count;
+    st.param_bytes += model.units[i].param_bytes;
+    st.frozen_param_count += model.units[i].frozen_param_count;
+    st.frozen_param_bytes += model.units[i].frozen_param_bytes;
+    st.stash_bytes_per_microbatch += unit_stash(c, model.units[i]) * b_max;
+  }
+  // The stage's input per sample: the batch's (stage 0) or what it
+  // receives from the stage before.
+  int64_t in_bytes = model.input_dtype == "int64" ? 8 : 4;
+  for (int64_t d : model.input_shape) in_bytes *= first == 0 ? d : 1;
+  if (first > 0) in_bytes = model.units[first - 1].output_bytes();
+  if (sc.schedule == Schedule::kFr) {
+    // Features replay keeps only each micro-batch's stage input; the full
+    // activations of one micro-batch exist again while it is recomputed.
+    st.replay_bytes = st.stash_bytes_per_microbatch;
+    st.stash_bytes_per_microbatch = in_bytes * b_max;
+  } else if (first > 0) {
+    // A received input is kept beside the units' stash until its
+    // backward (the units count what they keep, not their input).
+    st.stash_bytes_per_microbatch += in_bytes * b_max;
+  }
+  // Stage 0 holds the current batch's input. While a micro-batch's
+  // backward runs through the stage, last unit first, unit i's working
+  // memory comes on top of the stash of the units before it and its own
+  // (the later units' is freed by then): what it adds above the whole
+  // stash, at its largest.
+  if (first == 0) st.input_bytes = in_bytes * sc.batch_size;
+  // The last unit's backward also holds the gradient the stage received
+  // (decoded), as large as the stage's output.
+  int64_t freed = 0;  // per sample: the stash of the units after i
+  for (int i = last; i >= first; --i) {
+    const UnitProfile& u = model.units[i];
+    const int64_t received = i == last && k + 1 < K ? u.output_bytes() : 0;
+    st.work_bytes = std::max(st.work_bytes, (unit_work(c, u) + received - freed) * b_max);
+    freed += unit_stash(c, u);
+  }
+  st.fwd_per_batch = sum_units(model, first, last, false).scaled(sc.batch_size);
+  st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);
+  st.fwd_per_batch.ops *= m;
+  st.bwd_per_batch.ops *= m;
+  for (int64_t b : plan.microbatch_sizes) {
+    bool measured = false;
+    st.fwd_s.push_back(stage_seconds(dev->second, model, first, last, false, b, &measured));
+    st.bwd_s.push_back(stage_seconds(dev->second, model, first, last, true, b, &measured));
+    st.timed_from_measurement = measured;
+    for (const bool backward : {false, true})
+      (backward ? st.bwd_op_class_shares : st.fwd_op_class_shares)
+          .push_back(formula_parts(dev->second, sum_units(model, first, last, backward).scaled(b))
+                         .normalized());
+  }
+  st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
+  st.weight_versions = weight_versions(sc.schedule, k, K);
+  return st;
+}
+
+// Boundary k (stage k to k + 1): its codecs' wire bytes and seconds per
+// micro-batch, added to the two stages' compute, and their weights.
+void plan_boundary(const PlanContext& c, Plan& plan, int k, std::pair<int, int> sender_range) {
+  const Scenario& sc = c.sc;
+  const ModelProfile& model = c.model;
+  const auto& devices = c.devices;
+  const WireDType act = c.act;
+  const std::string at = "$.compression[" + std::to_string(k) + "]";
+  const BoundaryCodecs codecs =
+      k < static_cast<int>(sc.compression.size()) ? sc.compression[k] : BoundaryCodecs{};
+  PlanBoundary bd;
+  bd.from_stage = k;
+  bd.to_stage = k + 1;
+  const auto& shape = model.units[sender_range.second].output_shape;
+  bd.activation_shape = shape;
+  bd.activation_shape.insert(bd.activation_shape.begin(), sc.batch_size);
+  check_applicable(codecs.forward, shape, at + ".forward");
+  const auto carried = carried_shape(codecs.forward, shape);
+  check_applicable(codecs.backward, carried, at + ".backward");
+
+  PlanStage& sender = plan.stages[k];
+  PlanStage& receiver = plan.stages[k + 1];
+  const DeviceProfile& sdev = devices.at(sender.party);
+  const DeviceProfile& rdev = devices.at(receiver.party);
+  bd.forward.codec = codecs.forward;
+  bd.forward.carried_shape = carried;
+  bd.backward.codec = codecs.backward;
+  bd.backward.carried_shape = carried;
+  bd.forward.wire_messages = static_cast<int64_t>(
+      wire_layout(codecs.forward, shape, plan.microbatch_sizes[0], act).size());
+  bd.backward.wire_messages = static_cast<int64_t>(
+      wire_layout(codecs.backward, carried, plan.microbatch_sizes[0], act).size());
+  for (size_t c = 0; c < plan.microbatch_sizes.size(); ++c) {
+    const int64_t b = plan.microbatch_sizes[c];
+    const int64_t fwd_bytes = wire_bytes(codecs.forward, shape, b, act);
+    const int64_t bwd_bytes = wire_bytes(codecs.backward, carried, b, act);
+    bd.forward.wire_bytes.push_back(fwd_bytes);
+    bd.backward.wire_bytes.push_back(bwd_bytes);
+    bd.forward.wire_bytes_per_batch += fwd_bytes;
+    bd.backward.wire_bytes_per_batch += bwd_bytes;
+
+    // Measured codec timings, where a device has them, else the formulas.
+    const BoundaryCodecSeconds cs = boundary_codec_seconds(codecs, shape, carried, b, sdev, rdev);
+    bd.forward.encode_s.push_back(cs.encode);
+    bd.forward.decode_s.push_back(cs.decode);
+    bd.backward.encode_s.push_back(cs.grad_encode);
+    bd.backward.decode_s.push_back(cs.grad_decode);
+    sender.fwd_s[c] += cs.encode;
+    receiver.fwd_s[c] += cs.decode;
+    receiver.bwd_s[c] += cs.grad_encode + cs.receiver_backward;
+    sender.bwd_s[c] += cs.grad_decode + cs.sender_backward;
+  }
+  // A codec's weights always train.
+  const CodecWork fw = codec_work(codecs.forward, shape, plan.microbatch_sizes[0]);
+  sender.param_count += fw.sender_param_count;
+  sender.param_bytes += 4 * fw.sender_param_count;
+  receiver.param_count += fw.receiver_param_count;
+  receiver.param_bytes += 4 * fw.receiver_param_count;
+  plan.boundaries.push_back(bd);
+}
+
+// Stage k's optimizer state, update seconds and peak memory, once every
+// boundary is planned (posted receives depend on them).
+void finish_stage(const PlanContext& c, Plan& plan, int k) {
+  const Scenario& sc = c.sc;
+  const ModelProfile& model = c.model;
+  const auto& devices = c.devices;
+  const int64_t m = c.m, state_copies = c.state_copies;
+  const double halves = c.halves;
+  PlanStage& st = plan.stages[k];
+  const DeviceProfile& dev = devices.at(st.party);
+  st.optimizer_state_bytes = st.trainable_param_bytes() * state_copies;
+  int64_t largest_tensor = 0, cast_bytes = 0;
+  for (int i = st.first_unit; i <= st.last_unit; ++i) {
+    const UnitProfile& u = model.units[i];
+    largest_tensor = std::max(largest_tensor, u.largest_trainable_tensor_bytes);
+    if (u.fwd.macs() > 0) cast_bytes += u.param_bytes;
+  }
+  st.step_bytes = largest_tensor * sc.optimizer.step_temporary_copies();
+  st.recv_bytes = posted_receive_bytes(plan, k, m);
+  double update = 0;
+  bool measured = true;
+  for (int i = st.first_unit; i <= st.last_unit; ++i) {
+    const UnitTiming* t = dev.timing_for(model.model, model.input_shape, model.units[i].name);
+    if (t == nullptr)
+      measured = false;
+    else
+      update += t->update_s;
+  }
+  st.update_s =
+      measured ? update : update_formula_seconds(dev, st.trainable_param_count(), state_copies);
+  // Weights, then per trainable weight its gradient and the versions
+  // pipedream stashes beyond the current one. Mixed precision (autocast)
+  // keeps the FP32 weights beside the half-precision copies its matmuls
+  // and convolutions make of theirs (x1.5 for the units that run any; an
+  // embedding's table is not copied); gradients and optimizer state stay
+  // FP32, as the weights they belong to. Then what the backwards hold or
+  // what the optimizer's step does after them, the larger.
+  const int64_t copies = std::llround(halves < 1 ? halves * static_cast<double>(cast_bytes) : 0);
+  st.peak_memory_bytes = st.param_bytes + copies +
+                         st.trainable_param_bytes() * st.weight_versions +
+                         st.optimizer_state_bytes + st.input_bytes + st.recv_bytes +
+                         std::max(st.activation_bytes(), st.step_bytes);
+}
+
+}  // namespace
+
 Plan make_plan(const Scenario& sc, const ModelProfile& model,
                const std::map<std::string, DeviceProfile>& devices_as_given,
                const std::string& label) {
@@ -246,184 +456,17 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   plan.iterations = sc.iterations;
   plan.warmup = sc.warmup;
   plan.clients = sc.clients;
-  const int64_t m = plan.chunks();
-  const int64_t b_max = plan.microbatch_sizes.front();
-  const WireDType act = activation_dtype(sc.precision);
-  const int64_t state_copies = sc.optimizer.state_copies();
-  // Activations at the compute precision. Mixed precision (exec's autocast)
-  // computes matmuls and convolutions in half precision, and what the units
-  // keep of them halves (x0.5); the loss runs on FP32 logits, and what a
-  // stage receives is decoded to FP32.
-  const double halves = activation_memory_factor(sc.compute_precision);
-  auto unit_stash = [halves](const UnitProfile& u) -> int64_t {
-    return std::llround(halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
-           u.loss_stash_bytes_per_sample;
-  };
-  auto unit_work = [halves](const UnitProfile& u) -> int64_t {
-    return std::llround(halves * (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
-           u.loss_bwd_work_bytes_per_sample;
-  };
-
-  for (int k = 0; k < K; ++k) {
-    const auto [first, last] = ranges[k];
-    PlanStage st;
-    st.name = "stage" + std::to_string(k);
-    st.party = sc.partition[k].party;
-    const auto dev = devices.find(st.party);
-    if (dev == devices.end())
-      throw InputError("$.partition[" + std::to_string(k) + "].party",
-                       "no device for party \"" + st.party + "\"; add it to $.devices");
-    st.device = dev->second.name;
-    st.first_unit = first;
-    st.last_unit = last;
-    for (int i = first; i <= last; ++i) {
-      st.units.push_back(model.units[i].name);
-      st.param_count += model.units[i].param_count;
-      st.param_bytes += model.units[i].param_bytes;
-      st.frozen_param_count += model.units[i].frozen_param_count;
-      st.frozen_param_bytes += model.units[i].frozen_param_bytes;
-      st.stash_bytes_per_microbatch += unit_stash(model.units[i]) * b_max;
-    }
-    // The stage's input per sample: the batch's (stage 0) or what it
-    // receives from the stage before.
-    int64_t in_bytes = model.input_dtype == "int64" ? 8 : 4;
-    for (int64_t d : model.input_shape) in_bytes *= first == 0 ? d : 1;
-    if (first > 0) in_bytes = model.units[first - 1].output_bytes();
-    if (sc.schedule == Schedule::kFr) {
-      // Features replay keeps only each micro-batch's stage input; the full
-      // activations of one micro-batch exist again while it is recomputed.
-      st.replay_bytes = st.stash_bytes_per_microbatch;
-      st.stash_bytes_per_microbatch = in_bytes * b_max;
-    } else if (first > 0) {
-      // A received input is kept beside the units' stash until its
-      // backward (the units count what they keep, not their input).
-      st.stash_bytes_per_microbatch += in_bytes * b_max;
-    }
-    // Stage 0 holds the current batch's input. While a micro-batch's
-    // backward runs through the stage, last unit first, unit i's working
-    // memory comes on top of the stash of the units before it and its own
-    // (the later units' is freed by then): what it adds above the whole
-    // stash, at its largest.
-    if (first == 0) st.input_bytes = in_bytes * sc.batch_size;
-    // The last unit's backward also holds the gradient the stage received
-    // (decoded), as large as the stage's output.
-    int64_t freed = 0;  // per sample: the stash of the units after i
-    for (int i = last; i >= first; --i) {
-      const UnitProfile& u = model.units[i];
-      const int64_t received = i == last && k + 1 < K ? u.output_bytes() : 0;
-      st.work_bytes = std::max(st.work_bytes, (unit_work(u) + received - freed) * b_max);
-      freed += unit_stash(u);
-    }
-    st.fwd_per_batch = sum_units(model, first, last, false).scaled(sc.batch_size);
-    st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);
-    st.fwd_per_batch.ops *= m;
-    st.bwd_per_batch.ops *= m;
-    for (int64_t b : plan.microbatch_sizes) {
-      bool measured = false;
-      st.fwd_s.push_back(stage_seconds(dev->second, model, first, last, false, b, &measured));
-      st.bwd_s.push_back(stage_seconds(dev->second, model, first, last, true, b, &measured));
-      st.timed_from_measurement = measured;
-      for (const bool backward : {false, true})
-        (backward ? st.bwd_op_class_shares : st.fwd_op_class_shares)
-            .push_back(formula_parts(dev->second, sum_units(model, first, last, backward).scaled(b))
-                           .normalized());
-    }
-    st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
-    st.weight_versions = weight_versions(sc.schedule, k, K);
-    plan.stages.push_back(st);
-  }
-
-  for (int k = 0; k + 1 < K; ++k) {
-    const std::string at = "$.compression[" + std::to_string(k) + "]";
-    const BoundaryCodecs codecs =
-        k < static_cast<int>(sc.compression.size()) ? sc.compression[k] : BoundaryCodecs{};
-    PlanBoundary bd;
-    bd.from_stage = k;
-    bd.to_stage = k + 1;
-    const auto& shape = model.units[ranges[k].second].output_shape;
-    bd.activation_shape = shape;
-    bd.activation_shape.insert(bd.activation_shape.begin(), sc.batch_size);
-    check_applicable(codecs.forward, shape, at + ".forward");
-    const auto carried = carried_shape(codecs.forward, shape);
-    check_applicable(codecs.backward, carried, at + ".backward");
-
-    PlanStage& sender = plan.stages[k];
-    PlanStage& receiver = plan.stages[k + 1];
-    const DeviceProfile& sdev = devices.at(sender.party);
-    const DeviceProfile& rdev = devices.at(receiver.party);
-    bd.forward.codec = codecs.forward;
-    bd.forward.carried_shape = carried;
-    bd.backward.codec = codecs.backward;
-    bd.backward.carried_shape = carried;
-    bd.forward.wire_messages = static_cast<int64_t>(
-        wire_layout(codecs.forward, shape, plan.microbatch_sizes[0], act).size());
-    bd.backward.wire_messages = static_cast<int64_t>(
-        wire_layout(codecs.backward, carried, plan.microbatch_sizes[0], act).size());
-    for (size_t c = 0; c < plan.microbatch_sizes.size(); ++c) {
-      const int64_t b = plan.microbatch_sizes[c];
-      const int64_t fwd_bytes = wire_bytes(codecs.forward, shape, b, act);
-      const int64_t bwd_bytes = wire_bytes(codecs.backward, carried, b, act);
-      bd.forward.wire_bytes.push_back(fwd_bytes);
-      bd.backward.wire_bytes.push_back(bwd_bytes);
-      bd.forward.wire_bytes_per_batch += fwd_bytes;
-      bd.backward.wire_bytes_per_batch += bwd_bytes;
-
-      // Measured codec timings, where a device has them, else the formulas.
-      const BoundaryCodecSeconds cs = boundary_codec_seconds(codecs, shape, carried, b, sdev, rdev);
-      bd.forward.encode_s.push_back(cs.encode);
-      bd.forward.decode_s.push_back(cs.decode);
-      bd.backward.encode_s.push_back(cs.grad_encode);
-      bd.backward.decode_s.push_back(cs.grad_decode);
-      sender.fwd_s[c] += cs.encode;
-      receiver.fwd_s[c] += cs.decode;
-      receiver.bwd_s[c] += cs.grad_encode + cs.receiver_backward;
-      sender.bwd_s[c] += cs.grad_decode + cs.sender_backward;
-    }
-    // A codec's weights always train.
-    const CodecWork fw = codec_work(codecs.forward, shape, plan.microbatch_sizes[0]);
-    sender.param_count += fw.sender_param_count;
-    sender.param_bytes += 4 * fw.sender_param_count;
-    receiver.param_count += fw.receiver_param_count;
-    receiver.param_bytes += 4 * fw.receiver_param_count;
-    plan.boundaries.push_back(bd);
-  }
-
-  for (int k = 0; k < K; ++k) {
-    PlanStage& st = plan.stages[k];
-    const DeviceProfile& dev = devices.at(st.party);
-    st.optimizer_state_bytes = st.trainable_param_bytes() * state_copies;
-    int64_t largest_tensor = 0, cast_bytes = 0;
-    for (int i = st.first_unit; i <= st.last_unit; ++i) {
-      const UnitProfile& u = model.units[i];
-      largest_tensor = std::max(largest_tensor, u.largest_trainable_tensor_bytes);
-      if (u.fwd.macs() > 0) cast_bytes += u.param_bytes;
-    }
-    st.step_bytes = largest_tensor * sc.optimizer.step_temporary_copies();
-    st.recv_bytes = posted_receive_bytes(plan, k, m);
-    double update = 0;
-    bool measured = true;
-    for (int i = st.first_unit; i <= st.last_unit; ++i) {
-      const UnitTiming* t = dev.timing_for(model.model, model.input_shape, model.units[i].name);
-      if (t == nullptr)
-        measured = false;
-      else
-        update += t->update_s;
-    }
-    st.update_s =
-        measured ? update : update_formula_seconds(dev, st.trainable_param_count(), state_copies);
-    // Weights, then per trainable weight its gradient and the versions
-    // pipedream stashes beyond the current one. Mixed precision (autocast)
-    // keeps the FP32 weights beside the half-precision copies its matmuls
-    // and convolutions make of theirs (x1.5 for the units that run any; an
-    // embedding's table is not copied); gradients and optimizer state stay
-    // FP32, as the weights they belong to. Then what the backwards hold or
-    // what the optimizer's step does after them, the larger.
-    const int64_t copies = std::llround(halves < 1 ? halves * static_cast<double>(cast_bytes) : 0);
-    st.peak_memory_bytes = st.param_bytes + copies +
-                           st.trainable_param_bytes() * st.weight_versions +
-                           st.optimizer_state_bytes + st.input_bytes + st.recv_bytes +
-                           std::max(st.activation_bytes(), st.step_bytes);
-  }
+  const PlanContext c{sc,
+                      model,
+                      devices,
+                      plan.chunks(),
+                      plan.microbatch_sizes.front(),
+                      activation_dtype(sc.precision),
+                      sc.optimizer.state_copies(),
+                      activation_memory_factor(sc.compute_precision)};
+  for (int k = 0; k < K; ++k) plan.stages.push_back(plan_stage(c, plan, k, K, ranges[k]));
+  for (int k = 0; k + 1 < K; ++k) plan_boundary(c, plan, k, ranges[k]);
+  for (int k = 0; k < K; ++k) finish_stage(c, plan, k);
   if (!sc.calibration_file.empty()) {
     if (!sc.calibration)
       throw InputError("$.calibration", "\"" + sc.calibration_file +
