@@ -10,24 +10,11 @@
 #include <cstring>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/unique_fd.h"
 #include "splitsim/costmodel/input_file.h"
 
 namespace splitsim {
 namespace {
-
-class DataFd {
- public:
-  explicit DataFd(int fd) : fd_(fd) {}
-  ~DataFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  DataFd(const DataFd&) = delete;
-  DataFd& operator=(const DataFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Up to `n` bytes into `to` (fewer only at the end of the file).
 size_t read_up_to(int fd, uint8_t* to, size_t n, const std::string& path) {
@@ -142,7 +129,7 @@ std::vector<uint8_t> read_gzip(int fd, const std::string& path, size_t header_by
 std::vector<uint8_t> read_data_file(const std::string& path, size_t header_bytes,
                                     const DeclaredBytes& declared) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-  DataFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)

@@ -2,13 +2,11 @@
 // 2 for what the user gave (a flag, a file, an address), 1 for a failure
 // while running (here: a peer that is not there).
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "../free_port.h"
 #include "run_cli.h"
 
 namespace splitsim::testing {
@@ -31,19 +29,6 @@ std::vector<Command> commands() {
           {"calibrate", sc + " --measured m.csv -o /tmp/splitsim_never_written.json"},
           {"train", sc},
           {"link-probe", "--role client --connect 127.0.0.1:1"}};
-}
-
-// A TCP port on 127.0.0.1 with nothing listening (bound, then closed).
-int closed_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 TEST(ExitCodesCliTest, AnUnknownFlagIsTwoInEveryCommand) {
@@ -83,7 +68,7 @@ TEST(ExitCodesCliTest, AnAddressThatCannotBeIsTwo) {
 
 TEST(ExitCodesCliTest, APeerThatIsNotThereIsOne) {
   const std::string sc = source_path("scenarios/mobilenet_v2_ushape.json");
-  const std::string at = "127.0.0.1:" + std::to_string(closed_port());
+  const std::string at = "127.0.0.1:" + std::to_string(free_port());
   for (const std::string& args : std::vector<std::string>{
            "exec " + sc + " --variant \"chunks=1 compression=none\" --role client --connect " +
                at + " --timeout-s 2",

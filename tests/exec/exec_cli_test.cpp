@@ -365,9 +365,9 @@ TEST_F(ExecCliTest, TrainInOneProcessAndInTwoGivesTheSameLossesAndLearns) {
   ASSERT_EQ(alone.wait(100), 0) << alone.err();
   const int port = free_port();
   std::vector<std::string> srv = common, cli = common;
-  for (const std::string& a : {"--role", "server", "--listen"}) srv.push_back(a);
+  for (const char* a : {"--role", "server", "--listen"}) srv.push_back(a);
   srv.push_back("127.0.0.1:" + std::to_string(port));
-  for (const std::string& a : {"--role", "client", "--connect"}) cli.push_back(a);
+  for (const char* a : {"--role", "client", "--connect"}) cli.push_back(a);
   cli.push_back("127.0.0.1:" + std::to_string(port));
   Child server(dir, "server", srv);
   Child client(dir, "client", cli);

@@ -19,21 +19,9 @@
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/exec/loopback_transport.h"
 #include "splitsim/exec/runner.h"
+#include "../free_port.h"
 
 namespace splitsim::testing {
-
-// A TCP port on 127.0.0.1 that was free a moment ago.
-inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Whether a TCP connection to ADDR:port completes within 1 s.
 inline bool connects(const char* addr, int port) {

@@ -14,25 +14,9 @@
 
 #include "json_read.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/unique_fd.h"
 
 namespace splitsim {
-namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
 
 std::string file_kind_name(unsigned int mode) {
   if (S_ISREG(mode)) return "a regular file";
@@ -47,7 +31,7 @@ std::string file_kind_name(unsigned int mode) {
 
 std::string read_input_file(const std::string& path, const std::string& what, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
     throw InputError(path, "cannot read " + what + ": " + std::strerror(errno));
   }
