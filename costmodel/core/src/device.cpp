@@ -219,24 +219,10 @@ DeviceProfile parse_device(const nlohmann::json& j, const std::string& where) {
 
 namespace {
 
-DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& where) {
-  check_keys(j,
-             {"schema", "name", "description", "peak_flops", "peak_flops_fp16", "peak_flops_bf16",
-              "memory_bandwidth_Bps", "memory_bytes", "efficiency", "efficiency_fp16",
-              "efficiency_bf16", "sources", "measured", "measured_codecs", "fit"},
-             where);
-  if (j.value("schema", "") != "splitsim.device/1")
-    throw InputError(where + ".schema", "expected \"splitsim.device/1\"");
-  DeviceProfile d;
-  if (!j.contains("name") || !j.at("name").is_string())
-    throw InputError(where + ".name", "missing; expected a string");
-  d.name = j.at("name").get<std::string>();
-  d.description = j.value("description", "");
-  d.peak_flops = number(j, "peak_flops", where, true, 0);
-  d.peak_flops_fp16 = number(j, "peak_flops_fp16", where, false, 0);
-  d.peak_flops_bf16 = number(j, "peak_flops_bf16", where, false, 0);
-  d.memory_bandwidth_Bps = number(j, "memory_bandwidth_Bps", where, true, 0);
-  d.memory_bytes = number(j, "memory_bytes", where, false, 0, true);
+// "efficiency" and the half-precision MAC shares "efficiency_fp16" and
+// "efficiency_bf16", each key defaulting to the FP32 share.
+void parse_efficiencies(const nlohmann::json& j, const std::string& where, DeviceProfile* out) {
+  DeviceProfile& d = *out;
   if (j.contains("efficiency")) {
     const auto& e = j.at("efficiency");
     const std::string ew = where + ".efficiency";
@@ -265,65 +251,93 @@ DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& wh
     half.matmul = number(e, "matmul", ew, false, half.matmul);
     (std::string(p) == "fp16" ? d.efficiency_fp16 : d.efficiency_bf16) = half;
   }
+}
+
+// "measured": what `splitsim profile` wrote, the unit timings among it.
+void parse_measured(const nlohmann::json& m, const std::string& mw, DeviceProfile* out) {
+  DeviceProfile& d = *out;
+  check_keys(m, {"model", "input_shape", "batch", "in_flight", "threads", "units", "timing_spread"},
+             mw);
+  for (const char* key : {"model", "input_shape", "batch", "units"})
+    jr::require_key(m, mw, key, "what `splitsim profile` writes");
+  d.measured_model = jr::read_string(m.at("model"), mw + ".model");
+  d.measured_input_shape = read_shape(m.at("input_shape"), mw + ".input_shape");
+  d.measured_batch = jr::read_int(m.at("batch"), mw + ".batch", 1, limits::kMaxBatchSize);
+  if (m.contains("threads")) d.threads = jr::read_int(m.at("threads"), mw + ".threads", 0, 4096);
+  if (m.contains("in_flight"))
+    d.measured_in_flight =
+        jr::read_int(m.at("in_flight"), mw + ".in_flight", 1, limits::kMaxChunks);
+  if (m.contains("timing_spread"))
+    d.timing_spread =
+        jr::read_number(m.at("timing_spread"), mw + ".timing_spread", {0, false, 1, true});
+  const std::string uw = mw + ".units";
+  jr::require_array(m.at("units"), uw, "one timing object per unit");
+  for (size_t i = 0; i < m.at("units").size(); ++i) {
+    const nlohmann::json& u = m.at("units")[i];
+    const std::string at = jr::index_path(uw, i);
+    jr::require_object(u, at, "a unit's timing {\"unit\", \"fwd_s\", \"bwd_s\", \"update_s\"}");
+    jr::check_keys(u, at, {"unit", "fwd_s", "bwd_s", "update_s"});
+    jr::require_key(u, at, "unit", "the unit's name");
+    jr::require_key(u, at, "fwd_s", "the forward's measured seconds");
+    jr::require_key(u, at, "bwd_s", "the backward's measured seconds");
+    d.timings.push_back(
+        {jr::read_string(u.at("unit"), at + ".unit"),
+         measured_seconds(u.at("fwd_s"), at + ".fwd_s"),
+         measured_seconds(u.at("bwd_s"), at + ".bwd_s"),
+         u.contains("update_s") ? measured_seconds(u.at("update_s"), at + ".update_s") : 0.0});
+  }
+}
+
+// "measured_codecs": a codec's measured encode and decode seconds.
+void parse_measured_codecs(const nlohmann::json& list, const std::string& where,
+                           DeviceProfile* out) {
+  DeviceProfile& d = *out;
+  if (!list.is_array()) throw InputError(where, "expected an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& c = list[i];
+    const std::string cw = where + "[" + std::to_string(i) + "]";
+    check_keys(c,
+               {"codec", "shape", "batch", "encode_s", "decode_s", "sender_backward_s",
+                "receiver_backward_s"},
+               cw);
+    CodecTiming t;
+    t.codec = codec_to_json(parse_codec(c.at("codec"), cw + ".codec")).dump();
+    for (const char* key : {"codec", "shape", "batch", "encode_s", "decode_s"})
+      jr::require_key(c, cw, key, "what `splitsim profile` writes");
+    t.shape = read_shape(c.at("shape"), cw + ".shape");
+    t.batch = jr::read_int(c.at("batch"), cw + ".batch", 1, limits::kMaxBatchSize);
+    t.encode_s = measured_seconds(c.at("encode_s"), cw + ".encode_s");
+    t.decode_s = measured_seconds(c.at("decode_s"), cw + ".decode_s");
+    for (const auto& [key, field] : {std::pair{"sender_backward_s", &t.sender_backward_s},
+                                     std::pair{"receiver_backward_s", &t.receiver_backward_s}})
+      if (c.contains(key)) *field = measured_seconds(c.at(key), cw + "." + key);
+    d.codec_timings.push_back(std::move(t));
+  }
+}
+
+DeviceProfile parse_device_fields(const nlohmann::json& j, const std::string& where) {
+  check_keys(j,
+             {"schema", "name", "description", "peak_flops", "peak_flops_fp16", "peak_flops_bf16",
+              "memory_bandwidth_Bps", "memory_bytes", "efficiency", "efficiency_fp16",
+              "efficiency_bf16", "sources", "measured", "measured_codecs", "fit"},
+             where);
+  if (j.value("schema", "") != "splitsim.device/1")
+    throw InputError(where + ".schema", "expected \"splitsim.device/1\"");
+  DeviceProfile d;
+  if (!j.contains("name") || !j.at("name").is_string())
+    throw InputError(where + ".name", "missing; expected a string");
+  d.name = j.at("name").get<std::string>();
+  d.description = j.value("description", "");
+  d.peak_flops = number(j, "peak_flops", where, true, 0);
+  d.peak_flops_fp16 = number(j, "peak_flops_fp16", where, false, 0);
+  d.peak_flops_bf16 = number(j, "peak_flops_bf16", where, false, 0);
+  d.memory_bandwidth_Bps = number(j, "memory_bandwidth_Bps", where, true, 0);
+  d.memory_bytes = number(j, "memory_bytes", where, false, 0, true);
+  parse_efficiencies(j, where, &d);
   if (j.contains("sources")) d.sources = j.at("sources").get<std::vector<std::string>>();
-  if (j.contains("measured")) {
-    const auto& m = j.at("measured");
-    const std::string mw = where + ".measured";
-    check_keys(m, {"model", "input_shape", "batch", "in_flight", "threads", "units", "timing_spread"},
-               mw);
-    for (const char* key : {"model", "input_shape", "batch", "units"})
-      jr::require_key(m, mw, key, "what `splitsim profile` writes");
-    d.measured_model = jr::read_string(m.at("model"), mw + ".model");
-    d.measured_input_shape = read_shape(m.at("input_shape"), mw + ".input_shape");
-    d.measured_batch = jr::read_int(m.at("batch"), mw + ".batch", 1, limits::kMaxBatchSize);
-    if (m.contains("threads")) d.threads = jr::read_int(m.at("threads"), mw + ".threads", 0, 4096);
-    if (m.contains("in_flight"))
-      d.measured_in_flight =
-          jr::read_int(m.at("in_flight"), mw + ".in_flight", 1, limits::kMaxChunks);
-    if (m.contains("timing_spread"))
-      d.timing_spread =
-          jr::read_number(m.at("timing_spread"), mw + ".timing_spread", {0, false, 1, true});
-    const std::string uw = mw + ".units";
-    jr::require_array(m.at("units"), uw, "one timing object per unit");
-    for (size_t i = 0; i < m.at("units").size(); ++i) {
-      const nlohmann::json& u = m.at("units")[i];
-      const std::string at = jr::index_path(uw, i);
-      jr::require_object(u, at, "a unit's timing {\"unit\", \"fwd_s\", \"bwd_s\", \"update_s\"}");
-      jr::check_keys(u, at, {"unit", "fwd_s", "bwd_s", "update_s"});
-      jr::require_key(u, at, "unit", "the unit's name");
-      jr::require_key(u, at, "fwd_s", "the forward's measured seconds");
-      jr::require_key(u, at, "bwd_s", "the backward's measured seconds");
-      d.timings.push_back(
-          {jr::read_string(u.at("unit"), at + ".unit"),
-           measured_seconds(u.at("fwd_s"), at + ".fwd_s"),
-           measured_seconds(u.at("bwd_s"), at + ".bwd_s"),
-           u.contains("update_s") ? measured_seconds(u.at("update_s"), at + ".update_s") : 0.0});
-    }
-  }
-  if (j.contains("measured_codecs")) {
-    const auto& list = j.at("measured_codecs");
-    if (!list.is_array()) throw InputError(where + ".measured_codecs", "expected an array");
-    for (size_t i = 0; i < list.size(); ++i) {
-      const auto& c = list[i];
-      const std::string cw = where + ".measured_codecs[" + std::to_string(i) + "]";
-      check_keys(c,
-                 {"codec", "shape", "batch", "encode_s", "decode_s", "sender_backward_s",
-                  "receiver_backward_s"},
-                 cw);
-      CodecTiming t;
-      t.codec = codec_to_json(parse_codec(c.at("codec"), cw + ".codec")).dump();
-      for (const char* key : {"codec", "shape", "batch", "encode_s", "decode_s"})
-        jr::require_key(c, cw, key, "what `splitsim profile` writes");
-      t.shape = read_shape(c.at("shape"), cw + ".shape");
-      t.batch = jr::read_int(c.at("batch"), cw + ".batch", 1, limits::kMaxBatchSize);
-      t.encode_s = measured_seconds(c.at("encode_s"), cw + ".encode_s");
-      t.decode_s = measured_seconds(c.at("decode_s"), cw + ".decode_s");
-      for (const auto& [key, field] : {std::pair{"sender_backward_s", &t.sender_backward_s},
-                                       std::pair{"receiver_backward_s", &t.receiver_backward_s}})
-        if (c.contains(key)) *field = measured_seconds(c.at(key), cw + "." + key);
-      d.codec_timings.push_back(std::move(t));
-    }
-  }
+  if (j.contains("measured")) parse_measured(j.at("measured"), where + ".measured", &d);
+  if (j.contains("measured_codecs"))
+    parse_measured_codecs(j.at("measured_codecs"), where + ".measured_codecs", &d);
   return d;
 }
 

@@ -77,6 +77,130 @@ class TensorBytes {
   std::optional<MemoryAccount::Join> joined_;
 };
 
+
+// One pass of the model, unit by unit: each unit's input, output and ATen
+// op counts for the batch, forward and backward.
+struct UnitPass {
+  std::vector<torch::Tensor> inputs, outputs;
+  std::vector<OpCounts> fwd, bwd;
+  torch::Tensor loss;
+};
+
+// The unit's shapes and parameter counts, from its output and parameters.
+void describe_unit(const SplitModel& model, int i, const torch::Tensor& output, UnitProfile* u) {
+  u->name = model.names[i];
+  u->inputs = model.inputs[i];
+  u->output_shape = per_sample(output);
+  u->output_elem_bytes = output.element_size();
+  for (const auto& p : model.units[i]->parameters()) {
+    u->param_count += p.numel();
+    u->param_bytes += p.numel() * p.element_size();
+    if (!p.requires_grad()) {
+      u->frozen_param_count += p.numel();
+      u->frozen_param_bytes += p.numel() * p.element_size();
+    } else {
+      u->largest_trainable_tensor_bytes =
+          std::max<int64_t>(u->largest_trainable_tensor_bytes, p.numel() * p.element_size());
+    }
+  }
+}
+
+// Forward, unit by unit, each on a detached copy of its input so that the
+// backward of each unit can be observed on its own (as a split run does).
+// The copy asks for a gradient only where the whole model would compute
+// one: some unit before it trains (frozen leading units have none).
+void forward_units(SplitModel& model, const torch::Tensor& input, bool meta, int64_t batch,
+                   UnitPass* pass, ModelProfile* profile) {
+  const int n = model.size();
+  torch::Tensor x = input;
+  bool earlier_trains = false;
+  for (int i = 0; i < n; ++i) {
+    pass->inputs[i] =
+        (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(earlier_trains);
+    for (const auto& p : model.units[i]->parameters()) earlier_trains |= p.requires_grad();
+    std::vector<torch::Tensor> existing = model.units[i]->parameters();
+    for (const torch::Tensor& b : model.units[i]->buffers()) existing.push_back(b);
+    existing.push_back(pass->inputs[i]);
+    TensorBytes stash(meta, existing);
+    {
+      MacCounter counter;
+      pass->outputs[i] = model.units[i]->forward(pass->inputs[i]);
+      pass->fwd[i] = counter.counts();
+    }
+    UnitProfile& u = profile->units[i];
+    describe_unit(model, i, pass->outputs[i], &u);
+    u.stash_bytes_per_sample = stash.live_bytes() / batch;
+    x = pass->outputs[i];
+  }
+}
+
+// The loss belongs to the last unit, forward and backward, and so does
+// what it keeps for its backward (cross-entropy: the log-softmax of the
+// logits, as large as the logits: a language model's largest tensor).
+void measure_loss(SplitModel& model, const torch::Tensor& target, bool meta, int64_t batch,
+                  UnitPass* pass, ModelProfile* profile) {
+  const int n = model.size();
+  UnitProfile& last = profile->units[n - 1];
+  {
+    TensorBytes stash(meta, {pass->outputs[n - 1], target});
+    MacCounter counter;
+    pass->loss = model.loss(pass->outputs[n - 1], target);
+    pass->fwd[n - 1] += counter.counts();
+    last.loss_stash_bytes_per_sample = stash.live_bytes() / batch;
+    last.stash_bytes_per_sample += stash.live_bytes() / batch;
+  }
+  if (pass->outputs[n - 1].is_floating_point()) {
+    // The loss's own backward, on a copy of the logits: the part of the last
+    // unit's working memory that is the loss's (the gradients of the
+    // log-probabilities and of the logits).
+    const torch::Tensor logits = pass->outputs[n - 1].detach().requires_grad_(true);
+    const torch::Tensor alone = model.loss(logits, target);
+    TensorBytes work(meta, {logits, target, alone});
+    alone.backward();
+    last.loss_bwd_work_bytes_per_sample = work.peak_bytes() / batch;
+  }
+  // A split run drops the last unit's output (the logits) once the loss is
+  // computed; where the loss's backward does not keep them (cross-entropy
+  // keeps their log-softmax instead), they are freed then and are no part
+  // of the stash. A language model's logits are its largest tensor.
+  const int64_t bytes = static_cast<int64_t>(pass->outputs[n - 1].storage().nbytes());
+  const auto logits = pass->outputs[n - 1].storage().getWeakStorageImpl();
+  pass->outputs[n - 1] = torch::Tensor();
+  if (logits.expired()) last.stash_bytes_per_sample -= bytes / batch;
+}
+
+// Backward, last unit first, each from the gradient its successor left on
+// its input copy.
+void backward_units(SplitModel& model, bool meta, int64_t batch, UnitPass* pass,
+                    ModelProfile* profile) {
+  const int n = model.size();
+  for (int i = n - 1; i >= 0; --i) {
+    // A unit whose output needs no gradient (frozen, fed by the input) has no
+    // backward: nothing before it trains either.
+    if (i < n - 1 && !pass->outputs[i].requires_grad()) continue;
+    TensorBytes work(meta, {});
+    MacCounter counter;
+    if (i == n - 1) {
+      pass->loss.backward();
+    } else {
+      const torch::Tensor& g = pass->inputs[i + 1].grad();
+      if (!g.defined()) throw std::logic_error("no gradient reached unit " + model.names[i + 1]);
+      pass->outputs[i].backward(g);
+    }
+    pass->bwd[i] = counter.counts();
+    // The parameters' gradients it leaves are counted apart (the plan holds
+    // them for the whole step); the rest is its working memory.
+    UnitProfile& u = profile->units[i];
+    u.bwd_work_bytes_per_sample =
+        std::max<int64_t>(0, work.peak_bytes() - u.trainable_param_bytes()) / batch;
+  }
+  // The loss's share of the last unit's working memory, as that counts it
+  // (its peak may come before the parameters' gradients it leaves out).
+  UnitProfile& tail = profile->units[n - 1];
+  tail.loss_bwd_work_bytes_per_sample =
+      std::min(tail.loss_bwd_work_bytes_per_sample, tail.bwd_work_bytes_per_sample);
+}
+
 }  // namespace
 
 ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate, MeasureOn on) {
@@ -107,108 +231,16 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
   profile.measured_batch = batch;
   profile.units.resize(n);
 
-  // Forward, unit by unit, each on a detached copy of its input so that the
-  // backward of each unit can be observed on its own (as a split run does).
-  // The copy asks for a gradient only where the whole model would compute
-  // one: some unit before it trains (frozen leading units have none).
-  std::vector<torch::Tensor> inputs(n), outputs(n);
-  std::vector<OpCounts> fwd(n), bwd(n);
-  torch::Tensor x = input;
-  bool earlier_trains = false;
-  for (int i = 0; i < n; ++i) {
-    inputs[i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(earlier_trains);
-    for (const auto& p : model.units[i]->parameters()) earlier_trains |= p.requires_grad();
-    std::vector<torch::Tensor> existing = model.units[i]->parameters();
-    for (const torch::Tensor& b : model.units[i]->buffers()) existing.push_back(b);
-    existing.push_back(inputs[i]);
-    TensorBytes stash(meta, existing);
-    {
-      MacCounter counter;
-      outputs[i] = model.units[i]->forward(inputs[i]);
-      fwd[i] = counter.counts();
-    }
-    UnitProfile& u = profile.units[i];
-    u.name = model.names[i];
-    u.inputs = model.inputs[i];
-    u.output_shape = per_sample(outputs[i]);
-    u.output_elem_bytes = outputs[i].element_size();
-    u.stash_bytes_per_sample = stash.live_bytes() / batch;
-    for (const auto& p : model.units[i]->parameters()) {
-      u.param_count += p.numel();
-      u.param_bytes += p.numel() * p.element_size();
-      if (!p.requires_grad()) {
-        u.frozen_param_count += p.numel();
-        u.frozen_param_bytes += p.numel() * p.element_size();
-      } else {
-        u.largest_trainable_tensor_bytes =
-            std::max<int64_t>(u.largest_trainable_tensor_bytes, p.numel() * p.element_size());
-      }
-    }
-    x = outputs[i];
-  }
-
-  // The loss belongs to the last unit, forward and backward, and so does
-  // what it keeps for its backward (cross-entropy: the log-softmax of the
-  // logits, as large as the logits: a language model's largest tensor).
-  torch::Tensor loss;
-  {
-    TensorBytes stash(meta, {outputs[n - 1], target});
-    MacCounter counter;
-    loss = model.loss(outputs[n - 1], target);
-    fwd[n - 1] += counter.counts();
-    profile.units[n - 1].loss_stash_bytes_per_sample = stash.live_bytes() / batch;
-    profile.units[n - 1].stash_bytes_per_sample += stash.live_bytes() / batch;
-  }
-  if (outputs[n - 1].is_floating_point()) {
-    // The loss's own backward, on a copy of the logits: the part of the last
-    // unit's working memory that is the loss's (the gradients of the
-    // log-probabilities and of the logits).
-    const torch::Tensor logits = outputs[n - 1].detach().requires_grad_(true);
-    const torch::Tensor alone = model.loss(logits, target);
-    TensorBytes work(meta, {logits, target, alone});
-    alone.backward();
-    profile.units[n - 1].loss_bwd_work_bytes_per_sample = work.peak_bytes() / batch;
-  }
-  {
-    // A split run drops the last unit's output (the logits) once the loss is
-    // computed; where the loss's backward does not keep them (cross-entropy
-    // keeps their log-softmax instead), they are freed then and are no part
-    // of the stash. A language model's logits are its largest tensor.
-    const int64_t bytes = static_cast<int64_t>(outputs[n - 1].storage().nbytes());
-    const auto logits = outputs[n - 1].storage().getWeakStorageImpl();
-    outputs[n - 1] = x = torch::Tensor();
-    if (logits.expired()) profile.units[n - 1].stash_bytes_per_sample -= bytes / batch;
-  }
-  for (int i = n - 1; i >= 0; --i) {
-    // A unit whose output needs no gradient (frozen, fed by the input) has no
-    // backward: nothing before it trains either.
-    if (i < n - 1 && !outputs[i].requires_grad()) continue;
-    TensorBytes work(meta, {});
-    MacCounter counter;
-    if (i == n - 1) {
-      loss.backward();
-    } else {
-      const torch::Tensor& g = inputs[i + 1].grad();
-      if (!g.defined()) throw std::logic_error("no gradient reached unit " + model.names[i + 1]);
-      outputs[i].backward(g);
-    }
-    bwd[i] = counter.counts();
-    // The parameters' gradients it leaves are counted apart (the plan holds
-    // them for the whole step); the rest is its working memory.
-    UnitProfile& u = profile.units[i];
-    u.bwd_work_bytes_per_sample =
-        std::max<int64_t>(0, work.peak_bytes() - u.trainable_param_bytes()) / batch;
-  }
-  // The loss's share of the last unit's working memory, as that counts it
-  // (its peak may come before the parameters' gradients it leaves out).
-  UnitProfile& tail = profile.units[n - 1];
-  tail.loss_bwd_work_bytes_per_sample =
-      std::min(tail.loss_bwd_work_bytes_per_sample, tail.bwd_work_bytes_per_sample);
+  UnitPass pass{std::vector<torch::Tensor>(n), std::vector<torch::Tensor>(n),
+                std::vector<OpCounts>(n), std::vector<OpCounts>(n), torch::Tensor()};
+  forward_units(model, input, meta, batch, &pass, &profile);
+  measure_loss(model, target, meta, batch, &pass, &profile);
+  backward_units(model, meta, batch, &pass, &profile);
 
   const double per = 1.0 / static_cast<double>(batch);
   for (int i = 0; i < n; ++i) {
-    profile.units[i].fwd = fwd[i].scaled(per);
-    profile.units[i].bwd = bwd[i].scaled(per);
+    profile.units[i].fwd = pass.fwd[i].scaled(per);
+    profile.units[i].bwd = pass.bwd[i].scaled(per);
   }
   return profile;
 }

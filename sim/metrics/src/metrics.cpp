@@ -192,6 +192,126 @@ void server_link_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, d
   });
 }
 
+// What one pass over the steady batches' events gathers: compute intervals
+// per round, per party; transfers per party and per link.
+struct SteadyEvents {
+  std::vector<std::vector<Interval>> round_compute;
+  std::vector<PartyAcc> party;
+  std::map<std::pair<int, int>, LinkAcc> links;
+};
+
+SteadyEvents gather_steady_events(const Timeline& tl, int64_t warmup, int64_t batches) {
+  SteadyEvents g{std::vector<std::vector<Interval>>(batches),
+             std::vector<PartyAcc>(tl.parties.size()), {}};
+  for (const auto& e : tl.events) {
+    if (e.batch < warmup) continue;
+    PartyAcc& p = g.party.at(e.party);
+    if (is_compute(e.kind)) {
+      g.round_compute[e.batch].emplace_back(e.start_s, e.end_s);
+      p.busy.emplace_back(e.start_s, e.end_s);
+    } else if (e.kind == EventKind::kSend) {
+      p.sent += e.bytes;
+      p.peak_send = std::max(p.peak_send, rate_of(e));
+      LinkAcc& l = g.links[{e.party, e.peer}];
+      l.bytes += e.bytes;
+      l.peak = std::max(l.peak, rate_of(e));
+      l.busy.emplace_back(e.start_s, e.end_s);
+    } else {
+      p.received += e.bytes;
+      p.peak_recv = std::max(p.peak_recv, rate_of(e));
+    }
+  }
+  return g;
+}
+
+// Time per batch over the steady window (from the end of the last warm-up
+// round to the end of the last round) and the spread of the rounds.
+void batch_times(const Timeline& tl, int64_t warmup, int64_t batches, double t0, Metrics* m) {
+  std::vector<double> round_end(batches, t0);
+  for (const auto& e : tl.events) round_end[e.batch] = std::max(round_end[e.batch], e.end_s);
+  const double steady = static_cast<double>(batches - warmup);
+  const double window_start = warmup > 0 ? round_end[warmup - 1] : t0;
+  m->time_per_batch_s = (round_end[batches - 1] - window_start) / steady;
+  std::vector<double> intervals;
+  for (int64_t b = warmup; b < batches; ++b)
+    intervals.push_back(round_end[b] - (b > 0 ? round_end[b - 1] : t0));
+  m->time_per_batch_spread = spread_of(intervals);
+  m->throughput_batches_per_s = m->time_per_batch_s > 0 ? tl.clients / m->time_per_batch_s : 0;
+}
+
+// Per party: bytes, average and peak bandwidth, busy time; the run's peaks
+// (clients' sends, the others' receives) and its bubble fraction.
+void party_metrics(const Timeline& tl, double steady, std::vector<PartyAcc>* party, Metrics* m) {
+  std::vector<bool> is_client(tl.parties.size(), false);
+  for (int32_t c : tl.client_parties) is_client.at(c) = true;
+  double busy_sum = 0;
+  int busy_parties = 0;
+  for (size_t i = 0; i < tl.parties.size(); ++i) {
+    PartyMetrics pm;
+    pm.name = tl.parties[i];
+    pm.client = is_client[i];
+    PartyAcc& acc = (*party)[i];
+    pm.bytes_sent_per_batch = acc.sent / steady;
+    pm.bytes_received_per_batch = acc.received / steady;
+    if (m->computation_time_s > 0) {
+      pm.bandwidth_avg_send_Bps = pm.bytes_sent_per_batch / m->computation_time_s;
+      pm.bandwidth_avg_recv_Bps = pm.bytes_received_per_batch / m->computation_time_s;
+    }
+    if (m->time_per_batch_s > 0) {
+      pm.send_Bps_over_time_per_batch = pm.bytes_sent_per_batch / m->time_per_batch_s;
+      pm.recv_Bps_over_time_per_batch = pm.bytes_received_per_batch / m->time_per_batch_s;
+    }
+    pm.peak_send_Bps = acc.peak_send;
+    pm.peak_recv_Bps = acc.peak_recv;
+    pm.busy_s_per_batch = union_length(&acc.busy) / steady;
+    pm.utilisation = m->time_per_batch_s > 0 ? pm.busy_s_per_batch / m->time_per_batch_s : 0;
+    if (!acc.busy.empty()) {
+      busy_sum += pm.busy_s_per_batch;
+      ++busy_parties;
+    }
+    if (pm.client)
+      m->bandwidth_peak_client_Bps = std::max(m->bandwidth_peak_client_Bps, pm.peak_send_Bps);
+    else
+      m->bandwidth_peak_server_Bps = std::max(m->bandwidth_peak_server_Bps, pm.peak_recv_Bps);
+    m->parties.push_back(pm);
+  }
+  m->bubble_fraction = busy_parties > 0 && m->time_per_batch_s > 0
+                           ? 1.0 - busy_sum / (busy_parties * m->time_per_batch_s)
+                           : 0.0;
+}
+
+// Per link (one direction between two parties): bytes, busy time, peak.
+void link_metrics(const Timeline& tl, double steady,
+                  std::map<std::pair<int, int>, LinkAcc>* links, Metrics* m) {
+  for (auto& [key, acc] : *links) {
+    LinkMetrics lm;
+    lm.from = tl.parties[key.first];
+    lm.to = tl.parties[key.second];
+    lm.bytes_per_batch = acc.bytes / steady;
+    lm.busy_s_per_batch = union_length(&acc.busy) / steady;
+    lm.utilisation = m->time_per_batch_s > 0 ? lm.busy_s_per_batch / m->time_per_batch_s : 0;
+    lm.peak_Bps = acc.peak;
+    m->links.push_back(lm);
+  }
+  std::sort(m->links.begin(), m->links.end(), [](const LinkMetrics& a, const LinkMetrics& b) {
+    return std::tie(a.from, a.to) < std::tie(b.from, b.to);
+  });
+}
+
+// The busiest party or link, by utilisation.
+void find_busiest(Metrics* m) {
+  for (const auto& p : m->parties)
+    if (p.utilisation > m->busiest_utilisation) {
+      m->busiest_utilisation = p.utilisation;
+      m->busiest_resource = p.name;
+    }
+  for (const auto& l : m->links)
+    if (l.utilisation > m->busiest_utilisation) {
+      m->busiest_utilisation = l.utilisation;
+      m->busiest_resource = "link " + l.from + "->" + l.to;
+    }
+}
+
 }  // namespace
 
 const PartyMetrics* Metrics::party(const std::string& name) const {
@@ -220,107 +340,18 @@ Metrics compute_metrics(const Timeline& tl, const Plan& plan, int64_t warmup) {
   m.warmup_batches = warmup;
   m.clients = tl.clients;
   m.makespan_s = t_end - t0;
+  batch_times(tl, warmup, batches, t0, &m);
 
-  std::vector<double> round_end(batches, t0);
-  for (const auto& e : tl.events) round_end[e.batch] = std::max(round_end[e.batch], e.end_s);
   const double steady = static_cast<double>(batches - warmup);
-  const double window_start = warmup > 0 ? round_end[warmup - 1] : t0;
-  m.time_per_batch_s = (round_end[batches - 1] - window_start) / steady;
-  std::vector<double> intervals;
-  for (int64_t b = warmup; b < batches; ++b)
-    intervals.push_back(round_end[b] - (b > 0 ? round_end[b - 1] : t0));
-  m.time_per_batch_spread = spread_of(intervals);
-  m.throughput_batches_per_s = m.time_per_batch_s > 0 ? tl.clients / m.time_per_batch_s : 0;
-
-  // One pass: compute intervals per round, per party; transfers per party and link.
-  std::vector<std::vector<Interval>> round_compute(batches);
-  std::vector<PartyAcc> party(tl.parties.size());
-  std::map<std::pair<int, int>, LinkAcc> links;
-  for (const auto& e : tl.events) {
-    if (e.batch < warmup) continue;
-    PartyAcc& p = party.at(e.party);
-    if (is_compute(e.kind)) {
-      round_compute[e.batch].emplace_back(e.start_s, e.end_s);
-      p.busy.emplace_back(e.start_s, e.end_s);
-    } else if (e.kind == EventKind::kSend) {
-      p.sent += e.bytes;
-      p.peak_send = std::max(p.peak_send, rate_of(e));
-      LinkAcc& l = links[{e.party, e.peer}];
-      l.bytes += e.bytes;
-      l.peak = std::max(l.peak, rate_of(e));
-      l.busy.emplace_back(e.start_s, e.end_s);
-    } else {
-      p.received += e.bytes;
-      p.peak_recv = std::max(p.peak_recv, rate_of(e));
-    }
-  }
+  SteadyEvents g = gather_steady_events(tl, warmup, batches);
   double computation = 0;
-  for (int64_t b = warmup; b < batches; ++b) computation += union_length(&round_compute[b]);
+  for (int64_t b = warmup; b < batches; ++b) computation += union_length(&g.round_compute[b]);
   m.computation_time_s = computation / steady;
-
-  std::vector<bool> is_client(tl.parties.size(), false);
-  for (int32_t c : tl.client_parties) is_client.at(c) = true;
-  double busy_sum = 0;
-  int busy_parties = 0;
-  for (size_t i = 0; i < tl.parties.size(); ++i) {
-    PartyMetrics pm;
-    pm.name = tl.parties[i];
-    pm.client = is_client[i];
-    PartyAcc& acc = party[i];
-    pm.bytes_sent_per_batch = acc.sent / steady;
-    pm.bytes_received_per_batch = acc.received / steady;
-    if (m.computation_time_s > 0) {
-      pm.bandwidth_avg_send_Bps = pm.bytes_sent_per_batch / m.computation_time_s;
-      pm.bandwidth_avg_recv_Bps = pm.bytes_received_per_batch / m.computation_time_s;
-    }
-    if (m.time_per_batch_s > 0) {
-      pm.send_Bps_over_time_per_batch = pm.bytes_sent_per_batch / m.time_per_batch_s;
-      pm.recv_Bps_over_time_per_batch = pm.bytes_received_per_batch / m.time_per_batch_s;
-    }
-    pm.peak_send_Bps = acc.peak_send;
-    pm.peak_recv_Bps = acc.peak_recv;
-    pm.busy_s_per_batch = union_length(&acc.busy) / steady;
-    pm.utilisation = m.time_per_batch_s > 0 ? pm.busy_s_per_batch / m.time_per_batch_s : 0;
-    if (!acc.busy.empty()) {
-      busy_sum += pm.busy_s_per_batch;
-      ++busy_parties;
-    }
-    if (pm.client)
-      m.bandwidth_peak_client_Bps = std::max(m.bandwidth_peak_client_Bps, pm.peak_send_Bps);
-    else
-      m.bandwidth_peak_server_Bps = std::max(m.bandwidth_peak_server_Bps, pm.peak_recv_Bps);
-    m.parties.push_back(pm);
-  }
-  m.bubble_fraction = busy_parties > 0 && m.time_per_batch_s > 0
-                          ? 1.0 - busy_sum / (busy_parties * m.time_per_batch_s)
-                          : 0.0;
-
-  for (auto& [key, acc] : links) {
-    LinkMetrics lm;
-    lm.from = tl.parties[key.first];
-    lm.to = tl.parties[key.second];
-    lm.bytes_per_batch = acc.bytes / steady;
-    lm.busy_s_per_batch = union_length(&acc.busy) / steady;
-    lm.utilisation = m.time_per_batch_s > 0 ? lm.busy_s_per_batch / m.time_per_batch_s : 0;
-    lm.peak_Bps = acc.peak;
-    m.links.push_back(lm);
-  }
-  std::sort(m.links.begin(), m.links.end(), [](const LinkMetrics& a, const LinkMetrics& b) {
-    return std::tie(a.from, a.to) < std::tie(b.from, b.to);
-  });
+  party_metrics(tl, steady, &g.party, &m);
+  link_metrics(tl, steady, &g.links, &m);
   server_link_metrics(tl, plan, warmup, steady, &m);
   client_group_metrics(tl, plan, warmup, batches, t0, &m);
-
-  for (const auto& p : m.parties)
-    if (p.utilisation > m.busiest_utilisation) {
-      m.busiest_utilisation = p.utilisation;
-      m.busiest_resource = p.name;
-    }
-  for (const auto& l : m.links)
-    if (l.utilisation > m.busiest_utilisation) {
-      m.busiest_utilisation = l.utilisation;
-      m.busiest_resource = "link " + l.from + "->" + l.to;
-    }
+  find_busiest(&m);
   stage_metrics(tl, plan, warmup, steady, &m);
   return m;
 }
