@@ -60,7 +60,7 @@ struct JsonCodec {
 };
 
 // Readers of plan_fields.cpp.
-std::string read_text(const json& v, const std::string& path);        // non-empty
+std::string read_text(const json& v, const std::string& path);  // non-empty
 std::string read_text_or_empty(const json& v, const std::string& path);
 std::vector<std::string> read_texts(const json& v, const std::string& path);
 // Bytes, a shape's dimension, a count of parameters: non-negative, and small
@@ -103,7 +103,7 @@ namespace plan_schema {
 
 template <class V>
 void fields(V& v, PlanStage& s) {
-  using namespace plan_json;  // NOLINT: the readers above
+  using namespace plan_json;          // NOLINT: the readers above
   v.optional("name", s.name, kText);  // default: "stage<k>"
   v.required("party", s.party, kText, "the party running the stage");
   v.optional("device", s.device, kTextOrEmpty);
