@@ -179,7 +179,8 @@ void fields(V& v, PlanStageCosts& c) {
   v.required("update_s_per_batch", c.update_s, kSeconds, "see the plan format");
 }
 
-// Read by plan_parse.cpp's read_group (per-client lists of `count`).
+// Read by plan_parse.cpp's read_group (per-client lists of `count`, stage
+// costs of the client role's stages), like the top level below.
 template <class V>
 void fields(V& v, PlanClientGroup& g) {
   using namespace plan_json;  // NOLINT
@@ -214,8 +215,10 @@ void fields(V& v, PlatformSpec& f) {
   v.binary(f.parties);
 }
 
-// The top level (plan_parse.cpp's parse_plan reads it: its values check
-// each other).
+// The top level. parse_plan reads it by hand, since its values check each
+// other (micro-batch sizes against the batch, warm-up against iterations,
+// boundaries against stages): the readers named here are not used; its
+// keys, the writer and the binary codec come from this list.
 template <class V>
 void fields(V& v, Plan& p) {
   using namespace plan_json;  // NOLINT
