@@ -1,10 +1,9 @@
 #pragma once
-// The Plan as raw bytes: what simulate_in_process and compute_metrics read,
-// not what only the plan's table shows (unit names, MACs, op-class shares,
-// codecs). Raw rather than the plan file's JSON: that parser also applies
-// the file's limits, and parsing it costs a tenth of a short simulation.
-// One function per direction (plan_codec.cpp), field for field in the same
-// order: a field the simulation starts to read goes into both.
+// The Plan as raw bytes, for the simulator's worker processes. Raw rather
+// than the plan file's JSON: that parser also applies the file's limits,
+// and parsing it costs a tenth of a short simulation.
+// Every field of plan_schema.h's lists, in their order: a new field there is
+// carried without a change here.
 #include <cstddef>
 #include <string>
 

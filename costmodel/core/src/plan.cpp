@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <ostream>
+#include <type_traits>
 
 #include "splitsim/costmodel/format.h"
+#include "splitsim/costmodel/plan_schema.h"
 
 namespace splitsim {
 
@@ -37,20 +39,6 @@ int64_t Plan::bytes_received(const std::string& party) const {
 namespace {
 
 double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
-
-nlohmann::json transfer_json(const PlanTransfer& t) {
-  return {{"method", method_name(t.codec.method)},
-          {"codec", codec_to_json(t.codec)},
-          {"description", describe(t.codec)},
-          {"carried_shape_per_sample", t.carried_shape},
-          {"wire_bytes_per_batch", t.wire_bytes_per_batch},
-          {"wire_bytes_per_microbatch", t.wire_bytes},
-          {"wire_messages_per_microbatch", t.wire_messages},
-          {"encode_s_per_microbatch", t.encode_s},
-          {"decode_s_per_microbatch", t.decode_s},
-          {"encode_s_per_batch", sum(t.encode_s)},
-          {"decode_s_per_batch", sum(t.decode_s)}};
-}
 
 // Only what is set: 0 up/down bandwidths mean "as bandwidth_bit_per_s", an
 // empty trace none (the scenario format's defaults).
@@ -84,6 +72,98 @@ nlohmann::json platform_json(const PlatformSpec& p) {
   return j;
 }
 
+// Writes a plan file's object by the field lists of plan_schema.h.
+class JsonWriter {
+ public:
+  nlohmann::json j = nlohmann::json::object();
+
+  template <class T>
+  void required(const char* key, const T& m, plan_json::JsonCodec<T> c, const char*) {
+    put(key, m, c);
+  }
+  template <class T>
+  void optional(const char* key, const T& m, plan_json::JsonCodec<T> c) {
+    put(key, m, c);
+  }
+  template <class T>
+  void if_any(const char* key, const T& m, plan_json::JsonCodec<T> c) {
+    if (!m.empty()) put(key, m, c);
+  }
+  template <class E>
+  void per_microbatch(const char* key, const std::vector<E>& m, plan_json::JsonCodec<E> c,
+                      const char*) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const E& e : m) {
+      nlohmann::json one;
+      put_value(one, e, c);
+      list.push_back(one);
+    }
+    j[key] = list;
+  }
+  template <class E>
+  void per_microbatch_if_any(const char* key, const std::vector<E>& m, plan_json::JsonCodec<E> c) {
+    if (!m.empty()) per_microbatch(key, m, c, "");
+  }
+  void total(const char* key, const std::vector<double>& parts) { j[key] = sum(parts); }
+  void count_of(const char* key, int64_t value, const char*) { j[key] = value; }
+  void complement(const char* key, const int64_t& whole, const int64_t& part) {
+    j[key] = whole - part;
+  }
+  void sum_of(const char* key, const int64_t& m, const std::vector<int64_t>&, const char*) {
+    j[key] = m;
+  }
+  template <class S>
+  void nested(const char* key, const S& m, const char*) {
+    j[key] = write(m);
+  }
+  template <class S>
+  void objects(const char* key, const std::vector<S>& m) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const S& s : m) list.push_back(write(s));
+    j[key] = list;
+  }
+  template <class S>
+  void objects_if_any(const char* key, const std::vector<S>& m) {
+    if (!m.empty()) objects(key, m);
+  }
+  void schedule(const char* key, Schedule s) { j[key] = schedule_name(s); }
+  void scenario_object(const char* key, const NetworkSpec& n) { j[key] = network_json(n); }
+  void scenario_object(const char* key, const PlatformSpec& p) { j[key] = platform_json(p); }
+  template <class T>
+  void binary(const T&) {}
+
+  template <class S>
+  static nlohmann::json write(const S& s) {
+    JsonWriter w;
+    plan_schema::fields(w, const_cast<S&>(s));  // NOLINT: writers only read
+    return w.j;
+  }
+  // A transfer repeats its codec's method and description.
+  static nlohmann::json write(const PlanTransfer& t) {
+    JsonWriter w;
+    plan_schema::fields(w, const_cast<PlanTransfer&>(t));  // NOLINT: writers only read
+    w.j["method"] = method_name(t.codec.method);
+    w.j["description"] = describe(t.codec);
+    return w.j;
+  }
+
+ private:
+  template <class T>
+  static void put_value(nlohmann::json& out, const T& m, plan_json::JsonCodec<T> c) {
+    if constexpr (std::is_constructible_v<nlohmann::json, const T&>) {
+      if (c.write == nullptr) {
+        out = m;
+        return;
+      }
+    }
+    c.write(out, m);
+  }
+  template <class T>
+  void put(const char* key, const T& m, plan_json::JsonCodec<T> c) {
+    put_value(j[key], m, c);
+  }
+};
+
 // 1234567 -> "1.23 M" (decimal prefixes).
 std::string si(double v, const char* unit) {
   const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
@@ -111,91 +191,8 @@ std::string seconds(double s) {
 }  // namespace
 
 void to_json(nlohmann::json& j, const Plan& p) {
-  nlohmann::json stages = nlohmann::json::array();
-  for (const auto& s : p.stages) {
-    stages.push_back({{"name", s.name},
-                      {"party", s.party},
-                      {"device", s.device},
-                      {"units", s.units},
-                      {"fwd_macs_per_batch", s.fwd_per_batch.macs()},
-                      {"bwd_macs_per_batch", s.bwd_per_batch.macs()},
-                      {"fwd_work_per_batch", s.fwd_per_batch},
-                      {"bwd_work_per_batch", s.bwd_per_batch},
-                      {"param_count", s.param_count},
-                      {"param_bytes", s.param_bytes},
-                      {"trainable_param_count", s.trainable_param_count()},
-                      {"trainable_param_bytes", s.trainable_param_bytes()},
-                      {"optimizer_state_bytes", s.optimizer_state_bytes},
-                      {"stash_bytes_per_microbatch", s.stash_bytes_per_microbatch},
-                      {"stashed_microbatches", s.stashed_microbatches},
-                      {"weight_versions", s.weight_versions},
-                      {"replay_bytes", s.replay_bytes},
-                      {"work_bytes", s.work_bytes},
-                      {"input_bytes", s.input_bytes},
-                      {"recv_bytes", s.recv_bytes},
-                      {"step_bytes", s.step_bytes},
-                      {"peak_memory_bytes", s.peak_memory_bytes},
-                      {"fwd_s_per_microbatch", s.fwd_s},
-                      {"bwd_s_per_microbatch", s.bwd_s},
-                      {"fwd_s_per_batch", sum(s.fwd_s)},
-                      {"bwd_s_per_batch", sum(s.bwd_s)},
-                      {"update_s_per_batch", s.update_s},
-                      {"timed_from", s.timed_from_measurement ? "measured" : "formula"}});
-    const auto shares = [](const std::vector<OpClassParts>& per_microbatch) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const OpClassParts& p : per_microbatch) {
-        nlohmann::json o = nlohmann::json::object();
-        for (size_t i = 0; i < 5; ++i) o[kOpClassNames[i]] = op_class_part(p, i);
-        list.push_back(o);
-      }
-      return list;
-    };
-    if (!s.fwd_op_class_shares.empty())
-      stages.back()["fwd_op_class_shares_per_microbatch"] = shares(s.fwd_op_class_shares);
-    if (!s.bwd_op_class_shares.empty())
-      stages.back()["bwd_op_class_shares_per_microbatch"] = shares(s.bwd_op_class_shares);
-  }
-  nlohmann::json boundaries = nlohmann::json::array();
-  for (const auto& b : p.boundaries) {
-    boundaries.push_back({{"from_stage", b.from_stage},
-                          {"to_stage", b.to_stage},
-                          {"activation_shape", b.activation_shape},
-                          {"forward", transfer_json(b.forward)},
-                          {"backward", transfer_json(b.backward)}});
-  }
-  j = {{"schema", kPlanSchema},
-       {"scenario", p.scenario},
-       {"variant", p.variant},
-       {"model", p.model},
-       {"batch_size", p.batch_size},
-       {"chunks", p.chunks()},
-       {"microbatch_sizes", p.microbatch_sizes},
-       {"schedule", schedule_name(p.schedule)},
-       {"compute_precision", p.compute_precision},
-       {"stages", stages},
-       {"boundaries", boundaries},
-       {"network", network_json(p.network)},
-       {"platform", platform_json(p.platform)},
-       {"iterations", p.iterations},
-       {"warmup", p.warmup},
-       {"clients", p.clients}};
-  if (!p.client_groups.empty()) {
-    nlohmann::json groups = nlohmann::json::array();
-    for (const PlanClientGroup& g : p.client_groups) {
-      nlohmann::json costs = nlohmann::json::array();
-      for (const PlanStageCosts& c : g.stage_costs)
-        costs.push_back({{"stage", c.stage},
-                         {"fwd_s_per_microbatch", c.fwd_s},
-                         {"bwd_s_per_microbatch", c.bwd_s},
-                         {"update_s_per_batch", c.update_s}});
-      nlohmann::json gj = {{"name", g.name}, {"device", g.device}, {"count", g.count}};
-      if (!g.bandwidth_bit_per_s.empty()) gj["bandwidth_bit_per_s"] = g.bandwidth_bit_per_s;
-      if (!g.latency_s.empty()) gj["latency_s"] = g.latency_s;
-      if (!costs.empty()) gj["stage_costs"] = costs;
-      groups.push_back(gj);
-    }
-    j["client_groups"] = groups;
-  }
+  j = JsonWriter::write(p);
+  j["schema"] = kPlanSchema;
 }
 
 const PlanClientGroup* Plan::group_of(int64_t c) const {

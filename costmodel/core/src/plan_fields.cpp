@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "splitsim/costmodel/limits.h"
@@ -17,18 +18,64 @@ const std::vector<std::string> kWorkKeys = {"conv_macs", "depthwise_macs",    "m
 
 }  // namespace
 
+int64_t read_work_count(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 0, limits::kMaxPlanWork);
+}
+
+}  // namespace splitsim::plan_fields
+
+namespace splitsim::plan_json {
+
+namespace jr = json_read;
+using plan_fields::check_count_total;
+using plan_fields::read_list;
+using plan_fields::read_work_count;
+
+std::string read_text(const json& v, const std::string& path) { return jr::read_string(v, path); }
+
+std::string read_text_or_empty(const json& v, const std::string& path) {
+  return jr::read_string(v, path, true);
+}
+
+std::vector<std::string> read_texts(const json& v, const std::string& path) {
+  return read_list<std::string>(v, path, "a list of unit names", read_text);
+}
+
 int64_t read_count(const json& v, const std::string& path) {
   return jr::read_int(v, path, 0, limits::kMaxPlanBytes);
 }
 
-int64_t read_work_count(const json& v, const std::string& path) {
-  return jr::read_int(v, path, 0, limits::kMaxPlanWork);
+int64_t read_at_least_one(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 1, limits::kMaxPlanBytes);
+}
+
+int64_t read_messages(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 1, 1 << 20);
+}
+
+int read_stage_index(const json& v, const std::string& path) {
+  return static_cast<int>(jr::read_int(v, path, 0, std::numeric_limits<int>::max()));
 }
 
 double read_seconds(const json& v, const std::string& path) {
   const double s = jr::read_number(v, path, {0, false, limits::kMaxTaskS, false});
   if (!std::isfinite(s)) throw InputError(path, "expected a finite number, got " + jr::show(v));
   return s;
+}
+
+bool read_timed_from(const json& v, const std::string& path) {
+  return jr::read_choice(v, path, "timing source", {"measured", "formula"}) == "measured";
+}
+
+void write_timed_from(json& j, const bool& measured) { j = measured ? "measured" : "formula"; }
+
+CodecSpec read_codec(const json& v, const std::string& path) { return parse_codec(v, path); }
+
+void write_codec(json& j, const CodecSpec& c) { j = codec_to_json(c); }
+
+void write_op_class_shares(json& j, const OpClassParts& p) {
+  j = json::object();
+  for (size_t i = 0; i < 5; ++i) j[kOpClassNames[i]] = op_class_part(p, i);
 }
 
 OpClassParts read_op_class_shares(const json& v, const std::string& path) {
@@ -50,6 +97,10 @@ OpClassParts read_op_class_shares(const json& v, const std::string& path) {
 std::vector<int64_t> read_shape(const json& v, const std::string& path) {
   return read_list<int64_t>(v, path, "a shape such as [32, 56, 56]", read_count);
 }
+
+}  // namespace splitsim::plan_json
+
+namespace splitsim::plan_fields {
 
 void check_seconds_total(const json& obj, const std::string& path, const std::string& key,
                          const std::vector<double>& parts) {
@@ -74,9 +125,13 @@ void check_count_total(const json& obj, const std::string& path, const std::stri
                              std::to_string(want) + "; give the same in both, or leave this out");
 }
 
+}  // namespace splitsim::plan_fields
+
+namespace splitsim::plan_json {
+
 OpCounts read_work(const json& v, const std::string& path) {
   jr::require_object(v, path, "work by op class such as {\"conv_macs\": 0, ...}");
-  jr::check_keys(v, path, kWorkKeys);
+  jr::check_keys(v, path, plan_fields::kWorkKeys);
   OpCounts c;
   int64_t* fields[] = {&c.conv_macs, &c.depthwise_macs, &c.matmul_macs, &c.elementwise_elems,
                        &c.ops};
@@ -89,4 +144,4 @@ OpCounts read_work(const json& v, const std::string& path) {
   return c;
 }
 
-}  // namespace splitsim::plan_fields
+}  // namespace splitsim::plan_json

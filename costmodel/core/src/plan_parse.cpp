@@ -17,6 +17,7 @@
 #include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/limits.h"
 #include "splitsim/costmodel/plan.h"
+#include "splitsim/costmodel/plan_schema.h"
 
 namespace splitsim {
 namespace {
@@ -24,64 +25,172 @@ namespace {
 namespace jr = json_read;
 using nlohmann::json;
 using namespace plan_fields;  // NOLINT: the plan's value readers
+using plan_json::JsonCodec;
 
-const std::vector<std::string> kTopKeys = {
-    "schema",           "scenario", "variant", "model",        "batch_size", "chunks",
-    "microbatch_sizes", "schedule", "stages",  "boundaries",   "network",    "platform",
-    "iterations",       "warmup",   "clients", "client_groups", "compute_precision"};
-const std::vector<std::string> kGroupKeys = {
-    "name", "device", "count", "bandwidth_bit_per_s", "latency_s", "stage_costs"};
-const std::vector<std::string> kStageCostKeys = {"stage", "fwd_s_per_microbatch",
-                                                 "bwd_s_per_microbatch", "update_s_per_batch"};
-const std::vector<std::string> kStageKeys = {"name",
-                                             "party",
-                                             "device",
-                                             "units",
-                                             "fwd_macs_per_batch",
-                                             "bwd_macs_per_batch",
-                                             "fwd_work_per_batch",
-                                             "bwd_work_per_batch",
-                                             "param_count",
-                                             "param_bytes",
-                                             "trainable_param_count",
-                                             "trainable_param_bytes",
-                                             "optimizer_state_bytes",
-                                             "stash_bytes_per_microbatch",
-                                             "stashed_microbatches",
-                                             "weight_versions",
-                                             "replay_bytes",
-                                             "work_bytes",
-                                             "input_bytes",
-                                             "recv_bytes",
-                                             "step_bytes",
-                                             "peak_memory_bytes",
-                                             "fwd_s_per_microbatch",
-                                             "bwd_s_per_microbatch",
-                                             "fwd_s_per_batch",
-                                             "bwd_s_per_batch",
-                                             "update_s_per_batch",
-                                             "timed_from",
-                                             "fwd_op_class_shares_per_microbatch",
-                                             "bwd_op_class_shares_per_microbatch"};
-const std::vector<std::string> kPlanBoundaryKeys = {"from_stage", "to_stage", "activation_shape",
-                                                "forward", "backward"};
-const std::vector<std::string> kTransferKeys = {"method",
-                                                "codec",
-                                                "description",
-                                                "carried_shape_per_sample",
-                                                "wire_bytes_per_batch",
-                                                "wire_bytes_per_microbatch",
-                                                "wire_messages_per_microbatch",
-                                                "encode_s_per_microbatch",
-                                                "decode_s_per_microbatch",
-                                                "encode_s_per_batch",
-                                                "decode_s_per_batch"};
+// The keys of a plan file's object, from plan_schema.h's list.
+class KeyCollector {
+ public:
+  std::vector<std::string> keys;
+  template <class T, class... Rest>
+  void required(const char* key, T&, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class T, class... Rest>
+  void optional(const char* key, T&, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class T, class... Rest>
+  void if_any(const char* key, T&, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class T, class... Rest>
+  void per_microbatch(const char* key, T&, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class T, class... Rest>
+  void per_microbatch_if_any(const char* key, T&, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void total(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void count_of(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void complement(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void sum_of(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void nested(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void objects(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void objects_if_any(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void schedule(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
+  void scenario_object(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class T>
+  void binary(T&) {}
+};
+
+template <class S>
+std::vector<std::string> keys_of() {
+  S s;
+  KeyCollector c;
+  plan_schema::fields(c, s);
+  return c.keys;
+}
+
+// Three passes over one object's list: every required key there, then each
+// value read, then the totals that repeat other values checked.
+enum class Pass { kRequire, kRead, kCheck };
+
+template <class S>
+void read_fields(const json& j, const std::string& path, size_t m, S* s);
+void read_object(const json& j, const std::string& path, size_t m, PlanTransfer* t);
+
+class FieldReader {
+ public:
+  FieldReader(Pass pass, const json& j, const std::string& path, size_t m)
+      : pass_(pass), j_(j), path_(path), m_(m) {}
+
+  template <class T>
+  void required(const char* key, T& v, JsonCodec<T> c, const char* need) {
+    if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
+    if (pass_ == Pass::kRead) v = c.read(j_.at(key), at(key));
+  }
+  template <class T>
+  void optional(const char* key, T& v, JsonCodec<T> c) {
+    if (pass_ == Pass::kRead && j_.contains(key)) v = c.read(j_.at(key), at(key));
+  }
+  template <class T>
+  void if_any(const char* key, T& v, JsonCodec<T> c) {
+    optional(key, v, c);
+  }
+  template <class E>
+  void per_microbatch(const char* key, std::vector<E>& v, JsonCodec<E> c, const char* need) {
+    if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
+    if (pass_ == Pass::kRead) v = plan_fields::per_microbatch<E>(j_, path_, key, m_, c.read);
+  }
+  template <class E>
+  void per_microbatch_if_any(const char* key, std::vector<E>& v, JsonCodec<E> c) {
+    if (pass_ == Pass::kRead && j_.contains(key))
+      v = plan_fields::per_microbatch<E>(j_, path_, key, m_, c.read);
+  }
+  void total(const char* key, const std::vector<double>& parts) {
+    if (pass_ == Pass::kCheck) check_seconds_total(j_, path_, key, parts);
+  }
+  void count_of(const char* key, int64_t value, const char* from) {
+    if (pass_ == Pass::kCheck) check_count_total(j_, path_, key, value, from);
+  }
+  void complement(const char* key, int64_t& whole, int64_t& part) {
+    if (pass_ != Pass::kRead) return;
+    const int64_t rest = j_.contains(key) ? read_count(j_.at(key), at(key)) : whole;
+    part = std::max<int64_t>(0, whole - rest);
+  }
+  void sum_of(const char* key, int64_t& v, const std::vector<int64_t>& parts, const char* from) {
+    if (pass_ != Pass::kCheck) return;
+    v = std::accumulate(parts.begin(), parts.end(), int64_t{0});
+    check_count_total(j_, path_, key, v, from);
+  }
+  template <class S>
+  void nested(const char* key, S& v, const char* need) {
+    if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
+    if (pass_ == Pass::kRead) read_object(j_.at(key), at(key), m_, &v);
+  }
+  template <class T>
+  void binary(T&) {}
+
+ private:
+  std::string at(const char* key) const { return jr::member_path(path_, key); }
+  Pass pass_;
+  const json& j_;
+  const std::string& path_;
+  size_t m_;
+};
+
+// An object of type S at `path` by its field list (PlanStage, PlanTransfer,
+// PlanBoundary, PlanStageCosts); `m`: the micro-batch count.
+template <class S>
+void read_fields(const json& j, const std::string& path, size_t m, S* s) {
+  for (Pass pass : {Pass::kRequire, Pass::kRead, Pass::kCheck}) {
+    FieldReader r(pass, j, path, m);
+    plan_schema::fields(r, *s);
+  }
+}
+
+// A transfer's keys: its list's and the two that repeat its codec.
+std::vector<std::string> transfer_keys() {
+  std::vector<std::string> keys = keys_of<PlanTransfer>();
+  keys.insert(keys.begin() + 1, "description");
+  keys.insert(keys.begin(), "method");
+  return keys;
+}
+
 // One of "client_groups": its per-client lists have `count` entries, its
 // stage costs name stages of the client role (`client_party`), once each.
 PlanClientGroup read_group(const json& j, const std::string& path, const Plan& p,
                            const std::string& client_party) {
   jr::require_object(j, path, "a client group such as {\"name\": \"g0\", \"count\": 3, ...}");
-  jr::check_keys(j, path, kGroupKeys);
+  jr::check_keys(j, path, keys_of<PlanClientGroup>());
   for (const char* key : {"name", "count"}) jr::require_key(j, path, key, "see the plan format");
   PlanClientGroup g;
   g.name = jr::read_string(j.at("name"), path + ".name");
@@ -111,21 +220,17 @@ PlanClientGroup read_group(const json& j, const std::string& path, const Plan& p
       const json& c = j.at("stage_costs")[i];
       const std::string ci = jr::index_path(at, i);
       jr::require_object(c, ci, "{\"stage\": k, \"fwd_s_per_microbatch\": [...], ...}");
-      jr::check_keys(c, ci, kStageCostKeys);
-      for (const std::string& key : kStageCostKeys)
-        jr::require_key(c, ci, key.c_str(), "see the plan format");
+      jr::check_keys(c, ci, keys_of<PlanStageCosts>());
+      if (c.contains("stage"))  // first, in the range of the plan's stages
+        jr::read_int(c.at("stage"), ci + ".stage", 0, static_cast<int64_t>(p.stages.size()) - 1);
       PlanStageCosts sc;
-      sc.stage = static_cast<int>(
-          jr::read_int(c.at("stage"), ci + ".stage", 0, static_cast<int64_t>(p.stages.size()) - 1));
+      read_fields(c, ci, m, &sc);
       if (p.stages[static_cast<size_t>(sc.stage)].party != client_party)
         throw InputError(ci + ".stage", "stage " + std::to_string(sc.stage) +
                                             " is not the client role's (\"" + client_party + "\")");
       for (const PlanStageCosts& other : g.stage_costs)
         if (other.stage == sc.stage)
           throw InputError(ci + ".stage", "stage " + std::to_string(sc.stage) + " appears twice");
-      sc.fwd_s = per_microbatch<double>(c, ci, "fwd_s_per_microbatch", m, read_seconds);
-      sc.bwd_s = per_microbatch<double>(c, ci, "bwd_s_per_microbatch", m, read_seconds);
-      sc.update_s = read_seconds(c.at("update_s_per_batch"), ci + ".update_s_per_batch");
       g.stage_costs.push_back(sc);
     }
   }
@@ -134,130 +239,45 @@ PlanClientGroup read_group(const json& j, const std::string& path, const Plan& p
 
 PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m) {
   jr::require_object(j, path, "a stage object such as {\"party\": \"client\", ...}");
-  jr::check_keys(j, path, kStageKeys);
-  for (const char* key :
-       {"party", "fwd_s_per_microbatch", "bwd_s_per_microbatch", "update_s_per_batch"})
-    jr::require_key(j, path, key,
-                    std::string(key) == "party" ? "the party running the stage" : "seconds");
+  jr::check_keys(j, path, keys_of<PlanStage>());
   PlanStage s;
-  s.name = j.contains("name") ? jr::read_string(j.at("name"), path + ".name")
-                              : "stage" + std::to_string(k);
-  s.party = jr::read_string(j.at("party"), path + ".party");
-  if (j.contains("device")) s.device = jr::read_string(j.at("device"), path + ".device", true);
-  if (j.contains("units"))
-    s.units = read_list<std::string>(
-        j.at("units"), path + ".units", "a list of unit names",
-        [](const json& v, const std::string& p) { return jr::read_string(v, p); });
-  if (j.contains("fwd_work_per_batch"))
-    s.fwd_per_batch = read_work(j.at("fwd_work_per_batch"), path + ".fwd_work_per_batch");
-  if (j.contains("bwd_work_per_batch"))
-    s.bwd_per_batch = read_work(j.at("bwd_work_per_batch"), path + ".bwd_work_per_batch");
-  check_count_total(j, path, "fwd_macs_per_batch", s.fwd_per_batch.macs(), "fwd_work_per_batch");
-  check_count_total(j, path, "bwd_macs_per_batch", s.bwd_per_batch.macs(), "bwd_work_per_batch");
-  struct CountKey {
-    const char* key;
-    int64_t* field;
-  };
-  const CountKey counts[] = {{"param_count", &s.param_count},
-                             {"param_bytes", &s.param_bytes},
-                             {"optimizer_state_bytes", &s.optimizer_state_bytes},
-                             {"stash_bytes_per_microbatch", &s.stash_bytes_per_microbatch},
-                             {"stashed_microbatches", &s.stashed_microbatches},
-                             {"replay_bytes", &s.replay_bytes},
-                             {"work_bytes", &s.work_bytes},
-                             {"input_bytes", &s.input_bytes},
-                             {"recv_bytes", &s.recv_bytes},
-                             {"step_bytes", &s.step_bytes},
-                             {"peak_memory_bytes", &s.peak_memory_bytes}};
-  for (const CountKey& c : counts)
-    if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));
-  // Plan files written before fine-tuning existed: everything trained.
-  int64_t trainable_count = s.param_count, trainable_bytes = s.param_bytes;
-  for (const CountKey& c : {CountKey{"trainable_param_count", &trainable_count},
-                            CountKey{"trainable_param_bytes", &trainable_bytes}})
-    if (j.contains(c.key)) *c.field = read_count(j.at(c.key), jr::member_path(path, c.key));
-  s.frozen_param_count = std::max<int64_t>(0, s.param_count - trainable_count);
-  s.frozen_param_bytes = std::max<int64_t>(0, s.param_bytes - trainable_bytes);
-  if (j.contains("weight_versions"))
-    s.weight_versions =
-        jr::read_int(j.at("weight_versions"), path + ".weight_versions", 1, limits::kMaxPlanBytes);
-  s.fwd_s = per_microbatch<double>(j, path, "fwd_s_per_microbatch", m, read_seconds);
-  s.bwd_s = per_microbatch<double>(j, path, "bwd_s_per_microbatch", m, read_seconds);
-  check_seconds_total(j, path, "fwd_s_per_batch", s.fwd_s);
-  check_seconds_total(j, path, "bwd_s_per_batch", s.bwd_s);
-  s.update_s = read_seconds(j.at("update_s_per_batch"), path + ".update_s_per_batch");
-  for (const bool backward : {false, true}) {
-    const char* key =
-        backward ? "bwd_op_class_shares_per_microbatch" : "fwd_op_class_shares_per_microbatch";
-    if (j.contains(key))
-      (backward ? s.bwd_op_class_shares : s.fwd_op_class_shares) =
-          per_microbatch<OpClassParts>(j, path, key, m, read_op_class_shares);
-  }
-  if (j.contains("timed_from"))
-    s.timed_from_measurement =
-        jr::read_choice(j.at("timed_from"), path + ".timed_from", "timing source",
-                        {"measured", "formula"}) == "measured";
+  s.name = "stage" + std::to_string(k);
+  read_fields(j, path, m, &s);
   return s;
 }
 
-PlanTransfer read_transfer(const json& j, const std::string& path, size_t m) {
+void read_object(const json& j, const std::string& path, size_t m, PlanTransfer* t) {
   jr::require_object(j, path,
                      "a transfer object such as {\"wire_bytes_per_microbatch\": [...], ...}");
-  jr::check_keys(j, path, kTransferKeys);
-  for (const char* key :
-       {"wire_bytes_per_microbatch", "encode_s_per_microbatch", "decode_s_per_microbatch"})
-    jr::require_key(j, path, key, "a list with one entry per micro-batch");
-  PlanTransfer t;
-  if (j.contains("codec")) t.codec = parse_codec(j.at("codec"), path + ".codec");
+  jr::check_keys(j, path, transfer_keys());
+  read_fields(j, path, m, t);
   if (j.contains("method")) {
     const std::string method = jr::read_string(j.at("method"), path + ".method");
-    if (method != method_name(t.codec.method))
+    if (method != method_name(t->codec.method))
       throw InputError(path + ".method", "is \"" + method + "\" but the codec's method is \"" +
-                                             method_name(t.codec.method) +
+                                             method_name(t->codec.method) +
                                              "\"; give the same in both, or leave this out");
   }
   if (j.contains("description"))  // informational: describe(codec), not read back
     jr::read_string(j.at("description"), path + ".description", true);
-  if (j.contains("carried_shape_per_sample"))
-    t.carried_shape =
-        read_shape(j.at("carried_shape_per_sample"), path + ".carried_shape_per_sample");
-  t.wire_bytes = per_microbatch<int64_t>(j, path, "wire_bytes_per_microbatch", m, read_count);
-  t.wire_bytes_per_batch = std::accumulate(t.wire_bytes.begin(), t.wire_bytes.end(), int64_t{0});
-  if (j.contains("wire_messages_per_microbatch"))  // optional: 1 in plans written before it
-    t.wire_messages = jr::read_int(j.at("wire_messages_per_microbatch"),
-                                   path + ".wire_messages_per_microbatch", 1, 1 << 20);
-  check_count_total(j, path, "wire_bytes_per_batch", t.wire_bytes_per_batch,
-                    "wire_bytes_per_microbatch");
-  t.encode_s = per_microbatch<double>(j, path, "encode_s_per_microbatch", m, read_seconds);
-  t.decode_s = per_microbatch<double>(j, path, "decode_s_per_microbatch", m, read_seconds);
-  check_seconds_total(j, path, "encode_s_per_batch", t.encode_s);
-  check_seconds_total(j, path, "decode_s_per_batch", t.decode_s);
-  return t;
 }
 
 PlanBoundary read_boundary(const json& j, const std::string& path, int b, size_t m) {
   jr::require_object(j, path,
                      "a boundary object such as {\"from_stage\": 0, \"to_stage\": 1, ...}");
-  jr::check_keys(j, path, kPlanBoundaryKeys);
-  jr::require_key(j, path, "from_stage", "a stage index");
-  jr::require_key(j, path, "to_stage", "a stage index");
-  jr::require_key(j, path, "forward", "a transfer object");
-  jr::require_key(j, path, "backward", "a transfer object");
-  PlanBoundary bd;
-  const int64_t from = jr::read_int(j.at("from_stage"), path + ".from_stage", 0);
-  const int64_t to = jr::read_int(j.at("to_stage"), path + ".to_stage", 0);
+  jr::check_keys(j, path, keys_of<PlanBoundary>());
   const std::string joins = "boundary " + std::to_string(b) + " joins stage " + std::to_string(b) +
                             " to stage " + std::to_string(b + 1) +
                             " (boundaries join adjacent stages, in order)";
-  if (from != b)
-    throw InputError(path + ".from_stage", "is " + std::to_string(from) + "; " + joins);
-  if (to != b + 1) throw InputError(path + ".to_stage", "is " + std::to_string(to) + "; " + joins);
-  bd.from_stage = b;
-  bd.to_stage = b + 1;
-  if (j.contains("activation_shape"))
-    bd.activation_shape = read_shape(j.at("activation_shape"), path + ".activation_shape");
-  bd.forward = read_transfer(j.at("forward"), path + ".forward", m);
-  bd.backward = read_transfer(j.at("backward"), path + ".backward", m);
+  // First, as integers of any size: a boundary joins stages b and b + 1.
+  for (const char* key : {"from_stage", "to_stage"}) {
+    if (!j.contains(key)) continue;
+    const int64_t stage = jr::read_int(j.at(key), jr::member_path(path, key), 0);
+    if (stage != b + (key[0] == 't' ? 1 : 0))
+      throw InputError(jr::member_path(path, key), "is " + std::to_string(stage) + "; " + joins);
+  }
+  PlanBoundary bd;
+  read_fields(j, path, m, &bd);
   return bd;
 }
 
@@ -278,7 +298,9 @@ Plan parse_plan(const json& j, const std::string& path) {
   if (j.at("schema") != kPlanSchema)
     throw InputError(path + ".schema", "unsupported schema " + jr::show(j.at("schema")) +
                                            "; this version reads \"" + kPlanSchema + "\"");
-  jr::check_keys(j, path, kTopKeys);
+  std::vector<std::string> top_keys = keys_of<Plan>();
+  top_keys.insert(top_keys.begin(), "schema");
+  jr::check_keys(j, path, top_keys);
   const std::string again =
       " (plan files written before the simulator read them lack it: write it again with "
       "`splitsim plan --json`)";

@@ -203,44 +203,89 @@ size_t match_row(const std::vector<Plan>& plans, const MeasuredRow& row) {
                                    " variants, not one; labels: " + labels);
 }
 
-}  // namespace
-
-CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<MeasuredRow>& rows,
-                         const CalibrateOptions& options) {
+// One plan per row (a row's own copy: rows may repeat a variant) and one
+// residual per measured metric of a row.
+Problem make_problem(const std::vector<Plan>& plans, const std::vector<MeasuredRow>& rows,
+                     const CalibrateOptions& options) {
   if (rows.empty()) throw InputError("--measured", "no measured rows");
   if (rows.size() > kMaxMeasuredRows)
     throw InputError("--measured", std::to_string(rows.size()) +
                                        " measured rows in all; the limit is " +
                                        std::to_string(kMaxMeasuredRows));
-  // One plan per row (a row's own copy: rows may repeat a variant).
   std::vector<Plan> row_plans;
   std::vector<Residual> residuals;
   for (size_t i = 0; i < rows.size(); ++i) {
     row_plans.push_back(plans[match_row(plans, rows[i])]);
     for (const auto& [key, value] : rows[i].metrics) residuals.push_back({i, key, value});
   }
-  Problem pb(row_plans, residuals, candidate_params(row_plans), options);
-  const std::vector<bool> all(rows.size(), true);
+  std::vector<Param> params = candidate_params(row_plans);
+  return Problem(std::move(row_plans), std::move(residuals), std::move(params), options);
+}
 
+// The rows simulated as planned; throws InputError for a metric of a party
+// the row's plan does not have.
+std::vector<double> predict_as_planned(const Problem& pb, const std::vector<MeasuredRow>& rows,
+                                       const CalibrateOptions& options) {
   options.progress("simulating " + std::to_string(rows.size()) + " measured row(s) as planned");
-  const std::vector<double> before = pb.predict(Calibration{}, all);
+  const std::vector<double> before =
+      pb.predict(Calibration{}, std::vector<bool>(rows.size(), true));
+  const std::vector<Residual>& residuals = pb.residuals();
   for (size_t i = 0; i < residuals.size(); ++i)
     if (!std::isfinite(before[i]))
       throw InputError(rows[residuals[i].row].source, residuals[i].metric + ": the plan of \"" +
                                                           rows[residuals[i].row].label +
                                                           "\" has no such party");
+  return before;
+}
 
-  // Which parameters the rows determine: none that no row depends on, and
-  // of a set the rows cannot tell apart, all but one.
-  CalibrationFit fit;
+// Of the columns `cols` of J0 that the rows cannot tell apart (the weakest
+// direction of the normalised columns: the parameters that make it up, at
+// least a third of its largest component), the least fundamental one, with
+// why it is held; -1 when the columns are separable.
+std::pair<int, std::string> weakest_column(const Problem& pb, const std::vector<int>& active,
+                                           const std::vector<int>& cols,
+                                           const Eigen::MatrixXd& J0) {
+  Eigen::MatrixXd S(J0.rows(), static_cast<Eigen::Index>(cols.size()));
+  for (size_t c = 0; c < cols.size(); ++c) {
+    const Eigen::VectorXd col = J0.col(cols[c]);
+    S.col(static_cast<Eigen::Index>(c)) = col / col.norm();
+  }
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(S, Eigen::ComputeFullV);
+  const Eigen::VectorXd sv = svd.singularValues();
+  const bool too_many = cols.size() > static_cast<size_t>(S.rows());
+  const double smallest = too_many ? 0.0 : sv[sv.size() - 1];
+  if (!too_many && smallest > 0.02 * sv[0]) return {-1, ""};
+  const auto param_of = [&](Eigen::Index i) -> const Param& {
+    return pb
+        .params()[static_cast<size_t>(active[static_cast<size_t>(cols[static_cast<size_t>(i)])])];
+  };
+  const Eigen::VectorXd v = svd.matrixV().col(svd.matrixV().cols() - 1).cwiseAbs();
+  Eigen::Index worst = -1, partner = -1;
+  for (Eigen::Index c = 0; c < v.size(); ++c) {
+    if (v[c] < v.maxCoeff() / 3) continue;
+    if (worst < 0 || precedence(param_of(c)) > precedence(param_of(worst))) worst = c;
+  }
+  double second = -1;
+  for (Eigen::Index c = 0; c < v.size(); ++c)
+    if (c != worst && v[c] > second) second = v[c], partner = c;
+  const std::string other = partner >= 0 ? param_of(partner).name : "the others";
+  return {active[static_cast<size_t>(cols[static_cast<size_t>(worst)])],
+          too_many ? "more parameters than measured values; not separable from " + other
+                   : "the rows cannot tell it apart from " + other};
+}
+
+// Which parameters the rows determine: none that no row depends on, and of
+// a set the rows cannot tell apart, all but one. Returns those held, with why.
+std::map<int, std::string> held_parameters(const Problem& pb, size_t row_count,
+                                           const CalibrateOptions& options) {
   std::vector<int> active;
   for (size_t j = 0; j < pb.params().size(); ++j) active.push_back(static_cast<int>(j));
   Eigen::VectorXd r0;
   Eigen::MatrixXd J0;
   options.progress("checking which of " + std::to_string(active.size()) +
                    " parameters the rows determine");
-  pb.linearise(active, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(active.size())), all, &r0,
-               &J0);
+  pb.linearise(active, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(active.size())),
+               std::vector<bool>(row_count, true), &r0, &J0);
   std::map<int, std::string> held;
   for (size_t j = 0; j < active.size(); ++j)
     if (J0.col(static_cast<Eigen::Index>(j)).norm() < 1e-6)
@@ -250,76 +295,52 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
     for (size_t j = 0; j < active.size(); ++j)
       if (!held.count(active[j])) cols.push_back(static_cast<int>(j));
     if (cols.empty()) break;
-    Eigen::MatrixXd S(J0.rows(), static_cast<Eigen::Index>(cols.size()));
-    for (size_t c = 0; c < cols.size(); ++c) {
-      const Eigen::VectorXd col = J0.col(cols[c]);
-      S.col(static_cast<Eigen::Index>(c)) = col / col.norm();
-    }
-    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(S, Eigen::ComputeFullV);
-    const Eigen::VectorXd sv = svd.singularValues();
-    const bool too_many = cols.size() > static_cast<size_t>(S.rows());
-    const double smallest = too_many ? 0.0 : sv[sv.size() - 1];
-    if (!too_many && smallest > 0.02 * sv[0]) break;
-    // The weakest direction: of the parameters that make it up (at least a
-    // third of its largest component), hold the least fundamental one.
-    const Eigen::VectorXd v = svd.matrixV().col(svd.matrixV().cols() - 1).cwiseAbs();
-    Eigen::Index worst = -1, partner = -1;
-    for (Eigen::Index c = 0; c < v.size(); ++c) {
-      if (v[c] < v.maxCoeff() / 3) continue;
-      const auto rank = [&](Eigen::Index i) {
-        return precedence(pb.params()[static_cast<size_t>(
-            active[static_cast<size_t>(cols[static_cast<size_t>(i)])])]);
-      };
-      if (worst < 0 || rank(c) > rank(worst)) worst = c;
-    }
-    double second = -1;
-    for (Eigen::Index c = 0; c < v.size(); ++c)
-      if (c != worst && v[c] > second) second = v[c], partner = c;
-    const std::string other =
-        partner >= 0
-            ? pb.params()[static_cast<size_t>(
-                              active[static_cast<size_t>(cols[static_cast<size_t>(partner)])])]
-                  .name
-            : "the others";
-    held[active[static_cast<size_t>(cols[static_cast<size_t>(worst)])]] =
-        too_many ? "more parameters than measured values; not separable from " + other
-                 : "the rows cannot tell it apart from " + other;
+    auto [worst, why] = weakest_column(pb, active, cols, J0);
+    if (worst < 0) break;
+    held[worst] = std::move(why);
   }
-  std::vector<int> fitted;
-  for (int j : active)
-    if (!held.count(j)) fitted.push_back(j);
+  return held;
+}
 
-  // Fit; a parameter that runs to a bound of its box (a scale of 1000x
-  // either way, an overhead of an hour, a link at 0.1% of its rate) is one
-  // the rows push past any plausible value: hold it and fit the rest again.
+// Fits the parameters not `held` (into `fitted`, in order); a parameter that
+// runs to a bound of its box (a scale of 1000x either way, an overhead of an
+// hour, a link at 0.1% of its rate) is one the rows push past any plausible
+// value: hold it and fit the rest again.
+FitState fit_free_parameters(const Problem& pb, size_t row_count, const CalibrateOptions& options,
+                             std::map<int, std::string>* held, std::vector<int>* fitted) {
+  for (size_t j = 0; j < pb.params().size(); ++j)
+    if (!held->count(static_cast<int>(j))) fitted->push_back(static_cast<int>(j));
   FitState s;
   for (;;) {
-    options.progress("fitting " + std::to_string(fitted.size()) + " parameter(s) to " +
-                     std::to_string(residuals.size()) + " measured value(s)");
-    s = levenberg_marquardt(pb, fitted,
-                            Eigen::VectorXd::Zero(static_cast<Eigen::Index>(fitted.size())), all,
-                            options.max_iterations, options.progress);
+    options.progress("fitting " + std::to_string(fitted->size()) + " parameter(s) to " +
+                     std::to_string(pb.residuals().size()) + " measured value(s)");
+    s = levenberg_marquardt(
+        pb, *fitted, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(fitted->size())),
+        std::vector<bool>(row_count, true), options.max_iterations, options.progress);
     int at_bound = -1;
-    for (size_t k = 0; k < fitted.size() && at_bound < 0; ++k) {
-      const Param& prm = pb.params()[static_cast<size_t>(fitted[k])];
+    for (size_t k = 0; k < fitted->size() && at_bound < 0; ++k) {
+      const Param& prm = pb.params()[static_cast<size_t>((*fitted)[k])];
       const double x = s.x[static_cast<Eigen::Index>(k)];
       const double margin = 1e-6 * (prm.hi - prm.lo);
       if ((x <= prm.lo + margin && prm.lo < 0) || (x >= prm.hi - margin && prm.hi > 0))
         at_bound = static_cast<int>(k);
     }
     if (at_bound < 0) break;
-    const Param& prm = pb.params()[static_cast<size_t>(fitted[static_cast<size_t>(at_bound)])];
+    const Param& prm = pb.params()[static_cast<size_t>((*fitted)[static_cast<size_t>(at_bound)])];
     std::ostringstream why;
     why << "ran to the bound of its range (" << prm.value(s.x[at_bound])
         << "): the rows push it past any plausible value";
-    held[fitted[static_cast<size_t>(at_bound)]] = why.str();
+    (*held)[(*fitted)[static_cast<size_t>(at_bound)]] = why.str();
     options.progress("holding " + prm.name + ": " + why.str());
-    fitted.erase(fitted.begin() + at_bound);
+    fitted->erase(fitted->begin() + at_bound);
   }
-  fit.iterations = s.iterations;
-  fit.calibration = pb.calibration(fitted, s.x);
+  return s;
+}
 
-  // Uncertainty: s^2 (J^T W J)^-1 in x, then to the parameter's units.
+// Every parameter's value and uncertainty (s^2 (J^T W J)^-1 in x, then to
+// the parameter's units), or why it is held; a warning when the fit is exact.
+void record_parameters(const Problem& pb, const FitState& s, const std::vector<int>& fitted,
+                       const std::map<int, std::string>& held, CalibrationFit* fit) {
   const auto n = static_cast<double>(s.r.size());
   const auto p = static_cast<double>(fitted.size());
   Eigen::MatrixXd cov = Eigen::MatrixXd::Constant(static_cast<Eigen::Index>(fitted.size()),
@@ -329,10 +350,10 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
     const Eigen::MatrixXd A = s.J.transpose() * s.w.asDiagonal() * s.J;
     cov = s2 * A.completeOrthogonalDecomposition().pseudoInverse();
   } else if (!fitted.empty()) {
-    fit.warnings.push_back(std::to_string(static_cast<int>(n)) + " measured value(s) for " +
-                           std::to_string(fitted.size()) +
-                           " fitted parameter(s): the fit is exact and its uncertainty unknown; "
-                           "measure more variants");
+    fit->warnings.push_back(std::to_string(static_cast<int>(n)) + " measured value(s) for " +
+                            std::to_string(fitted.size()) +
+                            " fitted parameter(s): the fit is exact and its uncertainty unknown; "
+                            "measure more variants");
   }
   for (size_t j = 0; j < pb.params().size(); ++j) {
     const Param& prm = pb.params()[j];
@@ -350,25 +371,22 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
       fp.sigma = kNaN;
       fp.why = held.at(static_cast<int>(j));
     }
-    fit.parameters.push_back(fp);
+    fit->parameters.push_back(fp);
   }
-  if (!held.empty() && rows.size() < 4)
-    fit.warnings.push_back("only " + std::to_string(rows.size()) +
-                           " row(s): several parameters are held; measure variants that differ "
-                           "in codec, chunks and link rate");
+}
 
-  const std::vector<double> after = pb.predict(fit.calibration, all);
-  for (size_t i = 0; i < residuals.size(); ++i)
-    fit.rows.push_back({rows[residuals[i].row].label, residuals[i].metric, residuals[i].measured,
-                        before[i], after[i], kNaN});
-
-  // Leave one out: refit without row i, from the full fit, and predict it.
+// Leave one out: refit without row i, from the full fit `s`, and predict
+// it (fit->rows' left_out); the median and largest error of time per batch.
+void leave_one_out(const Problem& pb, const std::vector<MeasuredRow>& rows, const FitState& s,
+                   const std::vector<int>& fitted, const CalibrateOptions& options,
+                   CalibrationFit* fit) {
+  const std::vector<Residual>& residuals = pb.residuals();
   std::vector<double> loo;
   if (options.leave_one_out && rows.size() >= 2) {
     for (size_t i = 0; i < rows.size(); ++i) {
       options.progress("leave-one-out " + std::to_string(i + 1) + " of " +
                        std::to_string(rows.size()) + ": \"" + rows[i].label + "\"");
-      std::vector<bool> use = all;
+      std::vector<bool> use(rows.size(), true);
       use[i] = false;
       const FitState si = levenberg_marquardt(pb, fitted, s.x, use, options.max_iterations,
                                               [](const std::string&) {});
@@ -377,14 +395,40 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
       const std::vector<double> pred = pb.predict(pb.calibration(fitted, si.x), only);
       for (size_t k = 0; k < residuals.size(); ++k) {
         if (residuals[k].row != i) continue;
-        fit.rows[k].left_out = pred[k];
+        fit->rows[k].left_out = pred[k];
         if (residuals[k].metric == "time_per_batch_s")
           loo.push_back(std::abs(pred[k] - residuals[k].measured) / residuals[k].measured * 100);
       }
     }
   }
-  fit.loo_median_abs_pct = median(loo);
-  fit.loo_max_abs_pct = loo.empty() ? kNaN : *std::max_element(loo.begin(), loo.end());
+  fit->loo_median_abs_pct = median(loo);
+  fit->loo_max_abs_pct = loo.empty() ? kNaN : *std::max_element(loo.begin(), loo.end());
+}
+
+}  // namespace
+
+CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<MeasuredRow>& rows,
+                         const CalibrateOptions& options) {
+  const Problem pb = make_problem(plans, rows, options);
+  const std::vector<double> before = predict_as_planned(pb, rows, options);
+  std::map<int, std::string> held = held_parameters(pb, rows.size(), options);
+  std::vector<int> fitted;
+  const FitState s = fit_free_parameters(pb, rows.size(), options, &held, &fitted);
+  CalibrationFit fit;
+  fit.iterations = s.iterations;
+  fit.calibration = pb.calibration(fitted, s.x);
+  record_parameters(pb, s, fitted, held, &fit);
+  if (!held.empty() && rows.size() < 4)
+    fit.warnings.push_back("only " + std::to_string(rows.size()) +
+                           " row(s): several parameters are held; measure variants that differ "
+                           "in codec, chunks and link rate");
+  const std::vector<Residual>& residuals = pb.residuals();
+  const std::vector<double> after =
+      pb.predict(fit.calibration, std::vector<bool>(rows.size(), true));
+  for (size_t i = 0; i < residuals.size(); ++i)
+    fit.rows.push_back({rows[residuals[i].row].label, residuals[i].metric, residuals[i].measured,
+                        before[i], after[i], kNaN});
+  leave_one_out(pb, rows, s, fitted, options, &fit);
   return fit;
 }
 

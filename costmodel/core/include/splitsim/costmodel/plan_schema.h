@@ -1,0 +1,245 @@
+#pragma once
+// The Plan's fields, listed once: every codec of a Plan walks these lists
+// (the plan file's JSON writer and reader, costmodel/core/src/plan_json.h;
+// the simulator's binary codec, sim/src/plan_codec.cpp), so that a new field
+// is one line here. Each line names the field's key in a plan file, how the
+// file's reader checks it (a plan_json:: reader), and when the file leaves it
+// out; the binary codec carries every stored member in the same order.
+//
+// A visitor V has these members (T: the member's type):
+//   required(key, T& m, JsonCodec<T>, need)  in every file; `need` says what
+//                                            a file without it lacks
+//   optional(key, T& m, JsonCodec<T>)        written always; a file without it
+//                                            leaves the default
+//   if_any(key, T& m, JsonCodec<T>)          written when non-empty
+//   per_microbatch(key, std::vector<E>& m, JsonCodec<E>, need)
+//                                            required, one entry per micro-batch
+//   per_microbatch_if_any(key, std::vector<E>& m, JsonCodec<E>)
+//                                            written when non-empty; one entry
+//                                            per micro-batch when given
+//   total(key, const std::vector<double>& parts)
+//                                            written, the sum of `parts`; a file
+//                                            may repeat it (the reader checks)
+//   count_of(key, int64_t value, from)       written, a count computed from
+//                                            `from`; checked like total
+//   complement(key, int64_t& whole, int64_t& part)
+//                                            the file holds whole - part (read:
+//                                            part = whole - it; absent: part 0)
+//   sum_of(key, int64_t& m, const std::vector<int64_t>& parts, from)
+//                                            a stored total of `parts`: written,
+//                                            computed when read, checked if given
+//   nested(key, S& m, need)                  a required object with its own list
+//   objects(key, std::vector<S>& m)          a list of such objects
+//   objects_if_any(key, std::vector<S>& m)   the same, written when non-empty
+//   schedule(key, Schedule& m)               by name (schedule_names())
+//   scenario_object(key, NetworkSpec& / PlatformSpec& m)
+//                                            in the scenario format's JSON
+//   binary(T& m)                             not in plan files
+// Writers walk a const value through the same list (fields(v, const_cast...))
+// and never change it.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/plan.h"
+
+namespace splitsim {
+
+namespace plan_json {
+
+using nlohmann::json;
+
+// How one value is read from a plan file (an InputError naming `path` when
+// it is wrong) and written to it (nullptr: as nlohmann::json converts it).
+template <typename T>
+struct JsonCodec {
+  T (*read)(const json& v, const std::string& path);
+  void (*write)(json& j, const T& v) = nullptr;
+};
+
+// Readers of plan_fields.cpp.
+std::string read_text(const json& v, const std::string& path);  // non-empty
+std::string read_text_or_empty(const json& v, const std::string& path);
+std::vector<std::string> read_texts(const json& v, const std::string& path);
+// Bytes, a shape's dimension, a count of parameters: non-negative, and small
+// enough that a sum over every micro-batch or stage stays far below 2^63.
+int64_t read_count(const json& v, const std::string& path);
+int64_t read_at_least_one(const json& v, const std::string& path);  // weight versions
+int64_t read_messages(const json& v, const std::string& path);      // 1 to 2^20
+int read_stage_index(const json& v, const std::string& path);
+// Seconds of one task: finite, in [0, limits::kMaxTaskS].
+double read_seconds(const json& v, const std::string& path);
+std::vector<int64_t> read_shape(const json& v, const std::string& path);
+// Work by op class, {"conv_macs", ..., "ops"}; "macs", if given, their MACs' sum.
+OpCounts read_work(const json& v, const std::string& path);
+// One micro-batch's op-class shares: every class, each in [0, 1], summing to
+// 1 (or all 0: a stage with no model work).
+OpClassParts read_op_class_shares(const json& v, const std::string& path);
+void write_op_class_shares(json& j, const OpClassParts& p);
+bool read_timed_from(const json& v, const std::string& path);  // "measured": true
+void write_timed_from(json& j, const bool& measured);
+CodecSpec read_codec(const json& v, const std::string& path);
+void write_codec(json& j, const CodecSpec& c);
+
+inline constexpr JsonCodec<std::string> kText{read_text};
+inline constexpr JsonCodec<std::string> kTextOrEmpty{read_text_or_empty};
+inline constexpr JsonCodec<std::vector<std::string>> kTexts{read_texts};
+inline constexpr JsonCodec<int64_t> kCount{read_count};
+inline constexpr JsonCodec<int64_t> kAtLeastOne{read_at_least_one};
+inline constexpr JsonCodec<int64_t> kMessages{read_messages};
+inline constexpr JsonCodec<int> kStageIndex{read_stage_index};
+inline constexpr JsonCodec<double> kSeconds{read_seconds};
+inline constexpr JsonCodec<std::vector<int64_t>> kShape{read_shape};
+inline constexpr JsonCodec<OpCounts> kWork{read_work};
+inline constexpr JsonCodec<OpClassParts> kShares{read_op_class_shares, write_op_class_shares};
+inline constexpr JsonCodec<bool> kTimedFrom{read_timed_from, write_timed_from};
+inline constexpr JsonCodec<CodecSpec> kCodec{read_codec, write_codec};
+
+}  // namespace plan_json
+
+namespace plan_schema {
+
+template <class V>
+void fields(V& v, PlanStage& s) {
+  using namespace plan_json;          // NOLINT: the readers above
+  v.optional("name", s.name, kText);  // default: "stage<k>"
+  v.required("party", s.party, kText, "the party running the stage");
+  v.optional("device", s.device, kTextOrEmpty);
+  v.optional("units", s.units, kTexts);
+  v.binary(s.first_unit);
+  v.binary(s.last_unit);
+  v.count_of("fwd_macs_per_batch", s.fwd_per_batch.macs(), "fwd_work_per_batch");
+  v.count_of("bwd_macs_per_batch", s.bwd_per_batch.macs(), "bwd_work_per_batch");
+  v.optional("fwd_work_per_batch", s.fwd_per_batch, kWork);
+  v.optional("bwd_work_per_batch", s.bwd_per_batch, kWork);
+  v.optional("param_count", s.param_count, kCount);
+  v.optional("param_bytes", s.param_bytes, kCount);
+  // Plan files written before fine-tuning existed: everything trained.
+  v.complement("trainable_param_count", s.param_count, s.frozen_param_count);
+  v.complement("trainable_param_bytes", s.param_bytes, s.frozen_param_bytes);
+  v.optional("optimizer_state_bytes", s.optimizer_state_bytes, kCount);
+  v.optional("stash_bytes_per_microbatch", s.stash_bytes_per_microbatch, kCount);
+  v.optional("stashed_microbatches", s.stashed_microbatches, kCount);
+  v.optional("weight_versions", s.weight_versions, kAtLeastOne);
+  v.optional("replay_bytes", s.replay_bytes, kCount);
+  v.optional("work_bytes", s.work_bytes, kCount);
+  v.optional("input_bytes", s.input_bytes, kCount);
+  v.optional("recv_bytes", s.recv_bytes, kCount);
+  v.optional("step_bytes", s.step_bytes, kCount);
+  v.optional("peak_memory_bytes", s.peak_memory_bytes, kCount);
+  v.per_microbatch("fwd_s_per_microbatch", s.fwd_s, kSeconds, "seconds");
+  v.per_microbatch("bwd_s_per_microbatch", s.bwd_s, kSeconds, "seconds");
+  v.total("fwd_s_per_batch", s.fwd_s);
+  v.total("bwd_s_per_batch", s.bwd_s);
+  v.required("update_s_per_batch", s.update_s, kSeconds, "seconds");
+  v.optional("timed_from", s.timed_from_measurement, kTimedFrom);
+  v.per_microbatch_if_any("fwd_op_class_shares_per_microbatch", s.fwd_op_class_shares, kShares);
+  v.per_microbatch_if_any("bwd_op_class_shares_per_microbatch", s.bwd_op_class_shares, kShares);
+}
+
+// "method" and "description" repeat the codec (plan_parse.cpp checks and
+// writes them beside this list).
+template <class V>
+void fields(V& v, PlanTransfer& t) {
+  using namespace plan_json;  // NOLINT
+  v.optional("codec", t.codec, kCodec);
+  v.optional("carried_shape_per_sample", t.carried_shape, kShape);
+  v.sum_of("wire_bytes_per_batch", t.wire_bytes_per_batch, t.wire_bytes,
+           "wire_bytes_per_microbatch");
+  v.per_microbatch("wire_bytes_per_microbatch", t.wire_bytes, kCount,
+                   "a list with one entry per micro-batch");
+  // Optional: 1 in plans written before it.
+  v.optional("wire_messages_per_microbatch", t.wire_messages, kMessages);
+  v.per_microbatch("encode_s_per_microbatch", t.encode_s, kSeconds,
+                   "a list with one entry per micro-batch");
+  v.per_microbatch("decode_s_per_microbatch", t.decode_s, kSeconds,
+                   "a list with one entry per micro-batch");
+  v.total("encode_s_per_batch", t.encode_s);
+  v.total("decode_s_per_batch", t.decode_s);
+}
+
+template <class V>
+void fields(V& v, PlanBoundary& b) {
+  using namespace plan_json;  // NOLINT
+  v.required("from_stage", b.from_stage, kStageIndex, "a stage index");
+  v.required("to_stage", b.to_stage, kStageIndex, "a stage index");
+  v.optional("activation_shape", b.activation_shape, kShape);
+  v.nested("forward", b.forward, "a transfer object");
+  v.nested("backward", b.backward, "a transfer object");
+}
+
+template <class V>
+void fields(V& v, PlanStageCosts& c) {
+  using namespace plan_json;  // NOLINT
+  v.required("stage", c.stage, kStageIndex, "see the plan format");
+  v.per_microbatch("fwd_s_per_microbatch", c.fwd_s, kSeconds, "see the plan format");
+  v.per_microbatch("bwd_s_per_microbatch", c.bwd_s, kSeconds, "see the plan format");
+  v.required("update_s_per_batch", c.update_s, kSeconds, "see the plan format");
+}
+
+// Read by plan_parse.cpp's read_group (per-client lists of `count`, stage
+// costs of the client role's stages), like the top level below.
+template <class V>
+void fields(V& v, PlanClientGroup& g) {
+  using namespace plan_json;  // NOLINT
+  v.required("name", g.name, kText, "see the plan format");
+  v.optional("device", g.device, kTextOrEmpty);
+  v.required("count", g.count, kCount, "see the plan format");
+  v.if_any("bandwidth_bit_per_s", g.bandwidth_bit_per_s, JsonCodec<std::vector<double>>{});
+  v.if_any("latency_s", g.latency_s, JsonCodec<std::vector<double>>{});
+  v.objects_if_any("stage_costs", g.stage_costs);
+}
+
+// The scenario format's objects: their JSON is the scenario's
+// (plan.cpp writes them, scenario_internal reads them); listed here for the
+// binary codec.
+template <class V>
+void fields(V& v, NetworkSpec& n) {
+  for (double* d : {&n.bandwidth_bit_per_s, &n.up_bandwidth_bit_per_s, &n.down_bandwidth_bit_per_s,
+                    &n.latency_s, &n.per_message_overhead_s, &n.bandwidth_factor,
+                    &n.server_bandwidth_bit_per_s, &n.server_latency_s, &n.burst_peak_bit_per_s})
+    v.binary(*d);
+  v.binary(n.bandwidth_trace);
+  v.binary(n.burst_bytes);
+  v.binary(n.burst_packet_bytes);
+}
+
+template <class V>
+void fields(V& v, PlatformSpec& f) {
+  for (double* d : {&f.cpu_s_per_byte_sent, &f.cpu_s_per_byte_received, &f.cpu_s_per_message_sent,
+                    &f.cpu_s_per_message_received, &f.co_compute_slowdown})
+    v.binary(*d);
+  v.binary(f.shared_machine);
+  v.binary(f.parties);
+}
+
+// The top level. parse_plan reads it by hand, since its values check each
+// other (micro-batch sizes against the batch, warm-up against iterations,
+// boundaries against stages): the readers named here are not used; its
+// keys, the writer and the binary codec come from this list.
+template <class V>
+void fields(V& v, Plan& p) {
+  using namespace plan_json;  // NOLINT
+  v.optional("scenario", p.scenario, kText);
+  v.optional("variant", p.variant, kText);
+  v.optional("model", p.model, kTextOrEmpty);
+  v.required("batch_size", p.batch_size, kCount, "see the plan format");
+  v.count_of("chunks", p.chunks(), "microbatch_sizes");
+  v.required("microbatch_sizes", p.microbatch_sizes, JsonCodec<std::vector<int64_t>>{},
+             "see the plan format");
+  v.schedule("schedule", p.schedule);
+  v.objects("stages", p.stages);
+  v.objects("boundaries", p.boundaries);
+  v.scenario_object("network", p.network);
+  v.scenario_object("platform", p.platform);
+  v.required("iterations", p.iterations, kCount, "see the plan format");
+  v.required("warmup", p.warmup, kCount, "see the plan format");
+  v.required("clients", p.clients, kCount, "see the plan format");
+  v.objects_if_any("client_groups", p.client_groups);
+  v.optional("compute_precision", p.compute_precision, kText);
+}
+
+}  // namespace plan_schema
+}  // namespace splitsim
