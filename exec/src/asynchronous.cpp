@@ -12,13 +12,13 @@ namespace {
 void meet_other_ranks(PartyContext& ctx, int client, int64_t iteration) {
   const int K = static_cast<int>(ctx.plan->stages.size());
   std::vector<int> ranks;
-  for (int k = 0; k < K; ++k) ranks.push_back(ctx.topo.rank_of(k, client));
+  for (int k = 0; k < K; ++k) ranks.push_back(ctx.topo->rank_of(k, client));
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   if (ranks.size() < 2) return;
   constexpr int64_t kTagSync = int64_t{1} << 27;  // above the data tags (< 2^26)
   const int tag =
-      static_cast<int>(kTagSync + (iteration * ctx.topo.clients + client) % (int64_t{1} << 26));
+      static_cast<int>(kTagSync + (iteration * ctx.topo->clients + client) % (int64_t{1} << 26));
   const auto token = [] { return std::vector<torch::Tensor>{torch::zeros({1})}; };
   const auto timeout = ctx.options.timeout;
   if (ctx.rank == ranks.front()) {

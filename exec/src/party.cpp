@@ -21,7 +21,6 @@
 #include "splitsim/exec/mixed_precision.h"
 #include "splitsim/exec/runner.h"
 #include "splitsim/exec/session.h"
-#include "splitsim/exec/topology.h"
 #include "splitsim/sim/trace.h"
 
 namespace splitsim {
@@ -36,10 +35,11 @@ int64_t max_events_per_rank(const Plan& plan) {
   return (plan.iterations + stages + 2) * per_batch * plan.clients + 1024;
 }
 
-void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult& r,
+void write_outputs(const ExecPartyOptions& o, const RunSpec& spec, const RunResult& r,
                    const std::string& congestion_control, std::ostream& out,
                    const std::function<void(const std::string&)>& progress) {
-  nlohmann::json j = exec_metrics_json(plan, r);
+  const Plan& plan = spec.plan;
+  nlohmann::json j = exec_metrics_json(spec, r);
   if (!congestion_control.empty()) j["tcp_congestion_control"] = congestion_control;
   if (o.json) {
     out << j.dump(2) << "\n";
@@ -72,34 +72,28 @@ void write_outputs(const ExecPartyOptions& o, const Plan& plan, const RunResult&
   }
 }
 
-}  // namespace
-
-PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
-                            const std::function<void(const std::string&)>& progress) {
-  hold_freed_heap_memory();  // as the profile measured (heap.h)
-  torch::set_num_threads(args.threads);
-  if (!args.trace.empty()) check_output_path(args.trace, "--trace");  // before the run
+// The one selected variant's run, with --iterations in place of the scenario's.
+RunSpec select_run(const ExecPartyOptions& args,
+                   const std::function<void(const std::string&)>& progress) {
   Workspace ws(args.scenario, progress);
   const ScenarioVariant& v = ws.select_one(args.variant, "exec runs");
-  Scenario sc = v.scenario;
-  nlohmann::json identity_json = v.json;
-  Plan plan = ws.plan(v);
-  if (args.iterations > 0) {
-    sc.iterations = plan.iterations = args.iterations;
-    plan.warmup = sc.warmup = std::min(sc.warmup, args.iterations - 1);
-    identity_json["iterations"] = args.iterations;
-  }
-  // Every party must draw the same batches (inputs on one side, labels on the other).
-  if (args.distinct_batches > 0) identity_json["distinct_batches"] = args.distinct_batches;
+  RunChanges changes;
+  changes.iterations = args.iterations;
+  return make_run_spec(v, ws.plan(v), changes);
+}
+
+// What the handshake compares: the run, and what every party must pass
+// alike (the same batches drawn: inputs on one side, labels on the other).
+nlohmann::json handshake_identity(const RunSpec& spec, const ExecPartyOptions& args) {
+  nlohmann::json identity = spec.identity;
+  if (args.distinct_batches > 0) identity["distinct_batches"] = args.distinct_batches;
   if (!args.congestion_control.empty())
-    identity_json["tcp_congestion_control"] = args.congestion_control;
-  const std::string token = shared_token(args.token);
-  const ExecTopology topo = make_topology(plan);
-  GlooOptions go = party_gloo_options(topo, args.role, args.client_index, args.listen,
-                                      args.connect, args.timeout_s, "exec");
-  go.congestion_control = args.congestion_control;
-  go.token = token;
-  const int rank = go.rank;
+    identity["tcp_congestion_control"] = args.congestion_control;
+  return identity;
+}
+
+RunOptions exec_run_options(const ExecPartyOptions& args, const GlooOptions& go, int64_t iterations,
+                            const std::function<void(const std::string&)>& progress) {
   RunOptions ro;
   ro.timeout = go.timeout;
   ro.data_dir = args.data;
@@ -107,59 +101,125 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   ro.device = args.device;
   // A line every 10 s or so and at the end (a full-size model takes
   // seconds per batch on a CPU).
-  const int64_t total = plan.iterations;
   auto last_line = std::chrono::steady_clock::now();
-  ro.on_batch = [&progress, total, last_line](int64_t done, double loss) mutable {
+  ro.on_batch = [&progress, iterations, last_line](int64_t done, double loss) mutable {
     const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_line < std::chrono::seconds(10)) return;
+    if (done < iterations && now - last_line < std::chrono::seconds(10)) return;
     last_line = now;
     std::ostringstream line;
-    line << "exec: " << done << "/" << total << " batches";
+    line << "exec: " << done << "/" << iterations << " batches";
     if (!std::isnan(loss)) line << ", loss " << loss;
     progress(line.str());
   };
-  if (args.device == "cuda" && !torch::cuda::is_available())
-    throw InputError("--device",
-                     "cuda requested but this LibTorch build or machine has no CUDA "
-                     "device; use --device cpu");
+  return ro;
+}
+
+// Where this party connects, and how it computes.
+void announce(const ExecPartyOptions& args, const GlooOptions& go, const RunSpec& spec,
+              const std::function<void(const std::string&)>& progress) {
   std::ostringstream where;
-  where << "exec: rank " << rank << " of " << go.world_size << " (" << args.role << "), "
-        << (rank == 0 ? "listening on " : "connecting to ") << go.host << ":" << go.port
+  where << "exec: rank " << go.rank << " of " << go.world_size << " (" << args.role << "), "
+        << (go.rank == 0 ? "listening on " : "connecting to ") << go.host << ":" << go.port
         << ", timeout " << args.timeout_s << " s";
   progress(where.str());
-  if (sc.compute_precision != "fp32") {
+  if (spec.compute_precision != "fp32") {
     const bool applies = autocast_applies(
         args.device == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU),
-        sc.compute_precision);
-    progress("exec: compute_precision " + sc.compute_precision +
+        spec.compute_precision);
+    progress("exec: compute_precision " + spec.compute_precision +
              (applies ? ": forwards under autocast (mixed precision)"
                       : ": no autocast for it on " + args.device +
                             " in this LibTorch (CPU: bf16 only); computing in FP32"));
   }
-  if (sc.effective_loss_scale() != 1) {
+  if (spec.loss_scale != 1) {
     std::ostringstream scale;
-    scale << "exec: loss scale " << sc.effective_loss_scale()
+    scale << "exec: loss scale " << spec.loss_scale
           << " (gradients unscaled before each update; a non-finite one skips it)";
     progress(scale.str());
   }
-  std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
-  progress("exec: TCP congestion control " + transport->congestion_control());
+}
+
+// Handshake, clocks, the run and (rank 0) every rank's events. A transport
+// failure ends the result incomplete; bad input throws.
+RunResult run_connected(GlooTransport& transport, const RunSpec& spec, const RunIdentity& identity,
+                        const GlooOptions& go, const RunOptions& ro,
+                        const std::function<void(const std::string&)>& progress) {
   RunResult result;
   try {
-    handshake(*transport, {v.label, identity_json.dump(), args.version, token}, go.timeout);
+    handshake(transport, identity, go.timeout);
     std::vector<double> offsets;
-    const ExecClock::time_point start = synchronise(*transport, go.timeout, &offsets);
-    progress("exec: connected, training " + std::to_string(plan.iterations) + " batches");
-    result = run_party(sc, plan, *transport, rank, ro, start);
+    const ExecClock::time_point start = synchronise(transport, go.timeout, &offsets);
+    progress("exec: connected, training " + std::to_string(spec.plan.iterations) + " batches");
+    result = run_party(spec, transport, go.rank, ro, start);
     if (result.complete)
-      gather(*transport, offsets, &result, go.timeout, max_events_per_rank(plan));
+      gather(transport, offsets, &result, go.timeout, max_events_per_rank(spec.plan));
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
     result.complete = false;
     if (result.error.empty()) result.error = first_line_of(e);
   }
-  write_outputs(args, plan, result, transport->congestion_control(), out, progress);
+  return result;
+}
+
+// The link probe's report (the server's): JSON or two lines.
+void write_probe_report(const LinkProbePartyOptions& args, const LinkProbeResult& r,
+                        const std::string& congestion_control, std::ostream& out) {
+  if (args.json) {
+    nlohmann::json j = link_probe_json(r);
+    j["tcp_congestion_control"] = congestion_control;
+    out << j.dump(2) << "\n";
+  } else {
+    out << "link probe: " << r.up.bytes << " B each way; compute lost per byte sent "
+        << r.cpu_s_per_byte_sent * 1e9 << " ns (client " << r.client_send_s_per_byte * 1e9
+        << ", server " << r.server_send_s_per_byte * 1e9 << "), received "
+        << r.cpu_s_per_byte_received * 1e9 << " ns (server " << r.server_recv_s_per_byte * 1e9
+        << ", client " << r.client_recv_s_per_byte * 1e9 << "); CPU time per byte sent "
+        << r.busy_s_per_byte_sent * 1e9 << " ns, received " << r.busy_s_per_byte_received * 1e9
+        << " ns; compute lost per message sent " << r.cpu_s_per_message_sent * 1e6
+        << " us, received " << r.cpu_s_per_message_received * 1e6 << " us\n";
+    out << "one message alone after " << args.single_gap_ms << " ms idle (" << r.single_up.size()
+        << " sizes from 1 KiB, " << args.single_repeats << " times each way, medians): ";
+    if (r.link.valid() && r.link.packet_bytes > 0)
+      out << "latency " << r.link.latency_s * 1e6 << " us, packets of " << r.link.packet_bytes
+          << " B but the last, less a bucket of " << r.link.burst_bytes << " B, at "
+          << r.link.rate_Bps * 8e-6 << " Mbit/s (fit's rms error " << 100 * r.link.rms_rel_error
+          << "%)\n";
+    else if (r.link.valid())
+      out << "latency " << r.link.latency_s * 1e6 << " us, rate " << r.link.rate_Bps * 8e-6
+          << " Mbit/s, a bucket of " << r.link.burst_bytes << " B passing at "
+          << r.link.peak_Bps * 8e-6 << " Mbit/s (fit's rms error " << 100 * r.link.rms_rel_error
+          << "%)\n";
+    else
+      out << "no fit (fewer than three sizes)\n";
+  }
+}
+
+}  // namespace
+
+PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
+                            const std::function<void(const std::string&)>& progress) {
+  hold_freed_heap_memory();  // as the profile measured (heap.h)
+  torch::set_num_threads(args.threads);
+  if (!args.trace.empty()) check_output_path(args.trace, "--trace");  // before the run
+  const RunSpec spec = select_run(args, progress);
+  const std::string token = shared_token(args.token);
+  GlooOptions go = party_gloo_options(spec.topology, args.role, args.client_index, args.listen,
+                                      args.connect, args.timeout_s, "exec");
+  go.congestion_control = args.congestion_control;
+  go.token = token;
+  const RunOptions ro = exec_run_options(args, go, spec.plan.iterations, progress);
+  if (args.device == "cuda" && !torch::cuda::is_available())
+    throw InputError("--device",
+                     "cuda requested but this LibTorch build or machine has no CUDA "
+                     "device; use --device cpu");
+  announce(args, go, spec, progress);
+  std::unique_ptr<GlooTransport> transport = GlooTransport::connect(go);
+  progress("exec: TCP congestion control " + transport->congestion_control());
+  const RunIdentity identity{spec.label, handshake_identity(spec, args).dump(), args.version,
+                             token};
+  const RunResult result = run_connected(*transport, spec, identity, go, ro, progress);
+  write_outputs(args, spec, result, transport->congestion_control(), out, progress);
   // A failed Gloo pair may block in its destructor: the transport is left
   // alive for the caller, who exits at once (std::_Exit) after a failure.
   if (!result.complete) {
@@ -203,37 +263,7 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
     (void)transport.release();  // a failed Gloo pair may block in its destructor
     return {false, std::string("link probe: ") + e.what()};
   }
-  if (server) {
-    if (args.json) {
-      nlohmann::json j = link_probe_json(r);
-      j["tcp_congestion_control"] = transport->congestion_control();
-      out << j.dump(2) << "\n";
-    } else {
-      out << "link probe: " << r.up.bytes << " B each way; compute lost per byte sent "
-          << r.cpu_s_per_byte_sent * 1e9 << " ns (client " << r.client_send_s_per_byte * 1e9
-          << ", server " << r.server_send_s_per_byte * 1e9 << "), received "
-          << r.cpu_s_per_byte_received * 1e9 << " ns (server " << r.server_recv_s_per_byte * 1e9
-          << ", client " << r.client_recv_s_per_byte * 1e9 << "); CPU time per byte sent "
-          << r.busy_s_per_byte_sent * 1e9 << " ns, received " << r.busy_s_per_byte_received * 1e9
-          << " ns; compute lost per message sent " << r.cpu_s_per_message_sent * 1e6
-          << " us, received " << r.cpu_s_per_message_received * 1e6 << " us\n";
-      out << "one message alone after " << args.single_gap_ms << " ms idle ("
-          << r.single_up.size() << " sizes from 1 KiB, " << args.single_repeats
-          << " times each way, medians): ";
-      if (r.link.valid() && r.link.packet_bytes > 0)
-        out << "latency " << r.link.latency_s * 1e6 << " us, packets of " << r.link.packet_bytes
-            << " B but the last, less a bucket of " << r.link.burst_bytes << " B, at "
-            << r.link.rate_Bps * 8e-6 << " Mbit/s (fit's rms error "
-            << 100 * r.link.rms_rel_error << "%)\n";
-      else if (r.link.valid())
-        out << "latency " << r.link.latency_s * 1e6 << " us, rate " << r.link.rate_Bps * 8e-6
-            << " Mbit/s, a bucket of " << r.link.burst_bytes << " B passing at "
-            << r.link.peak_Bps * 8e-6 << " Mbit/s (fit's rms error "
-            << 100 * r.link.rms_rel_error << "%)\n";
-      else
-        out << "no fit (fewer than three sizes)\n";
-    }
-  }
+  if (server) write_probe_report(args, r, transport->congestion_control(), out);
   out.flush();
   return {};
 }

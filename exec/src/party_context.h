@@ -44,9 +44,9 @@ struct StageParts {
 };
 
 struct PartyContext {
-  const Scenario* scenario = nullptr;
-  const Plan* plan = nullptr;
-  ExecTopology topo;
+  const RunSpec* spec = nullptr;
+  const Plan* plan = nullptr;          // &spec->plan
+  const ExecTopology* topo = nullptr;  // &spec->topology
   Transport* transport = nullptr;
   int rank = 0;
   SplitModel model;
@@ -57,8 +57,7 @@ struct PartyContext {
   // the target on its last stage from one draw (guarded by data_mutex).
   std::map<std::pair<int, int64_t>, std::pair<torch::Tensor, torch::Tensor>> drawn_batches;
   std::vector<StageParts> stages;  // by stage index; local ones filled
-  WireDType act_dtype = WireDType::kF32;
-  std::mutex compute;  // one processor per party
+  std::mutex compute;              // one processor per party
   ExecClock::time_point start;
   RunOptions options;
   torch::Device device{torch::kCPU};

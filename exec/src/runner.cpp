@@ -1,6 +1,7 @@
 #include "splitsim/exec/runner.h"
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -21,13 +22,9 @@ uint64_t codec_seed(uint64_t seed, int boundary, bool backward) {
   return seed * 7919 + 1000 + static_cast<uint64_t>(boundary) * 2 + (backward ? 1 : 0);
 }
 
-std::vector<int64_t> per_sample(const std::vector<int64_t>& shape) {
-  return std::vector<int64_t>(shape.begin() + 1, shape.end());
-}
-
 void build_stage(PartyContext& ctx, int k) {
   const Plan& plan = *ctx.plan;
-  const uint64_t seed = ctx.scenario->seed;
+  const uint64_t seed = ctx.spec->seed;
   const int K = static_cast<int>(plan.stages.size());
   StageParts& s = ctx.stages[static_cast<size_t>(k)];
   s.first_unit = plan.stages[k].first_unit;
@@ -35,26 +32,26 @@ void build_stage(PartyContext& ctx, int k) {
   s.params = ctx.model.parameters(s.first_unit, s.last_unit);
   if (k > 0) {
     const PlanBoundary& b = plan.boundaries[static_cast<size_t>(k - 1)];
-    s.in_shape = per_sample(b.activation_shape);
+    const RunBoundary& shapes = ctx.spec->boundaries[static_cast<size_t>(k - 1)];
+    s.in_shape = shapes.activation_shape;
     s.fwd_dec = make_decoder(b.forward.codec, s.in_shape, codec_seed(seed, k - 1, false));
-    s.bwd_enc = make_encoder(b.backward.codec, carried_shape(b.forward.codec, s.in_shape, 0),
-                             codec_seed(seed, k - 1, true));
+    s.bwd_enc = make_encoder(b.backward.codec, shapes.carried_shape, codec_seed(seed, k - 1, true));
     s.fwd_dec->to(ctx.device);
     s.bwd_enc->to(ctx.device);
     for (const auto& p : s.fwd_dec->parameters()) s.params.push_back(p);
   }
   if (k < K - 1) {
     const PlanBoundary& b = plan.boundaries[static_cast<size_t>(k)];
-    s.out_shape = per_sample(b.activation_shape);
+    const RunBoundary& shapes = ctx.spec->boundaries[static_cast<size_t>(k)];
+    s.out_shape = shapes.activation_shape;
     s.fwd_enc = make_encoder(b.forward.codec, s.out_shape, codec_seed(seed, k, false));
-    s.bwd_dec = make_decoder(b.backward.codec, carried_shape(b.forward.codec, s.out_shape, 0),
-                             codec_seed(seed, k, true));
+    s.bwd_dec = make_decoder(b.backward.codec, shapes.carried_shape, codec_seed(seed, k, true));
     s.fwd_enc->to(ctx.device);
     s.bwd_dec->to(ctx.device);
     for (const auto& p : s.fwd_enc->parameters()) s.params.push_back(p);
   }
   for (const auto& p : s.params) s.aliases.push_back(p.data().requires_grad_(true));
-  s.optimizer = make_optimizer(ctx.scenario->optimizer, s.aliases);
+  s.optimizer = make_optimizer(ctx.spec->optimizer, s.aliases);
 }
 
 // build_model seeds torch's global generator: several parties in one process
@@ -64,10 +61,9 @@ std::mutex& build_mutex() {
   return m;
 }
 
-}  // namespace
-
-RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& transport, int rank,
-                    const RunOptions& options, ExecClock::time_point start) {
+// Throws InputError for what exec cannot run.
+void check_supported(const RunSpec& spec, const RunOptions& options) {
+  const Plan& plan = spec.plan;
   for (size_t b = 0; b < plan.boundaries.size(); ++b)
     if (plan.boundaries[b].from_stage != static_cast<int>(b) ||
         plan.boundaries[b].to_stage != static_cast<int>(b) + 1)
@@ -81,88 +77,73 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
                        "held-out evaluation runs between batches: schedule sequential, gpipe or "
                        "1f1b, not " +
                            std::string(schedule_name(plan.schedule)));
+    if (spec.topology.clients != 1)
+      throw InputError("--eval-every", "held-out evaluation runs with one client");
   }
-  const int64_t sent_before = transport.bytes_sent();
-  const int64_t received_before = transport.bytes_received();
-  PartyContext ctx;
-  ctx.scenario = &scenario;
-  ctx.plan = &plan;
-  ctx.topo = make_topology(plan);
-  ctx.transport = &transport;
-  ctx.rank = rank;
-  ctx.options = options;
-  ctx.start = start;
-  ctx.act_dtype = activation_dtype(scenario.precision);
-  if (options.device == "cuda") ctx.device = torch::Device(torch::kCUDA);
-  if (options.eval_every > 0 && ctx.topo.clients != 1)
-    throw InputError("--eval-every", "held-out evaluation runs with one client");
-  const int K = static_cast<int>(plan.stages.size());
-  ctx.batches = plan.iterations + cooldown_batches(plan.schedule, K, plan.chunks());
-  // Only the units of this rank's stages are built: each unit's weights
-  // come from its own seed, so they are the same as in any other build.
+}
+
+// The (stage, client) instances `rank` runs, stage first, ascending.
+std::vector<std::pair<int, int>> local_instances(const ExecTopology& topo, int rank) {
+  std::vector<std::pair<int, int>> out;
+  for (int k = 0; k < topo.stages; ++k)
+    for (int c = 0; c < topo.clients; ++c)
+      if (topo.rank_of(k, c) == rank) out.push_back({k, c});
+  return out;
+}
+
+// Only the units of this rank's stages are built: each unit's weights come
+// from its own seed, so they are the same as in any other build. Then the
+// training data (the scenario's dataset unless the options give a source).
+void build_model_and_data(PartyContext& ctx, const std::vector<std::pair<int, int>>& instances,
+                          std::unique_ptr<BatchSource>* source) {
+  const Plan& plan = *ctx.plan;
   std::vector<bool> local_units(static_cast<size_t>(plan.stages.back().last_unit + 1), false);
-  for (int k = 0; k < K; ++k)
-    for (int c = 0; c < ctx.topo.clients; ++c)
-      if (ctx.topo.rank_of(k, c) == rank)
-        for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
-          local_units[static_cast<size_t>(u)] = true;
-  MemoryAccount memory;
-  MemoryAccount::Join joined(memory);
-  ctx.memory = &memory;
+  for (const auto& [k, c] : instances)
+    for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
+      local_units[static_cast<size_t>(u)] = true;
   {
     std::lock_guard<std::mutex> lock(build_mutex());
-    ctx.model =
-        build_model(resolve_model_defaults(scenario.model, "$.model"), scenario.seed, &local_units);
+    ctx.model = build_model(ctx.spec->model, ctx.spec->seed, &local_units);
   }
   ctx.model.train(true);
   for (auto& u : ctx.model.units)
     if (u) u->to(ctx.device);
-  std::unique_ptr<BatchSource> source;
-  ctx.data = options.data;
+  ctx.data = ctx.options.data;
   if (!ctx.data) {
-    source = make_batch_source(scenario.dataset, ctx.model, options.data_dir, scenario.seed,
-                               options.distinct_batches);
-    ctx.data = source.get();
+    *source = make_batch_source(ctx.spec->dataset, ctx.model, ctx.options.data_dir, ctx.spec->seed,
+                                ctx.options.distinct_batches);
+    ctx.data = source->get();
   }
-  std::vector<std::pair<int, int>> instances;  // (stage, client)
-  ctx.stages.resize(static_cast<size_t>(K));
-  for (int k = 0; k < K; ++k) {
-    bool local = false;
-    for (int c = 0; c < ctx.topo.clients; ++c)
-      if (ctx.topo.rank_of(k, c) == rank) {
-        instances.push_back({k, c});
-        local = true;
-      }
-    if (local) build_stage(ctx, k);
-  }
+}
 
+// Each local stage's parts, the instance that reports progress, and the
+// iteration barriers of the schedules that have one.
+void build_stages(PartyContext& ctx, const std::vector<std::pair<int, int>>& instances) {
+  ctx.stages.resize(ctx.plan->stages.size());
+  int built = -1;
+  for (const auto& [k, c] : instances)
+    if (k != built) build_stage(ctx, built = k);
   for (const auto& [k, c] : instances)  // (stage, client) ascending: the last local stage
     if (k > ctx.progress_stage) ctx.progress_stage = k, ctx.progress_client = c;
-
-  if (has_iteration_barrier(plan.schedule))
+  if (has_iteration_barrier(ctx.plan->schedule))
     for (const auto& [k, c] : instances) {
       auto& b = ctx.barriers[c];
       if (!b) b = std::make_unique<PartyContext::IterationBarrier>();
       ++b->local;
     }
+}
 
-  std::vector<InstanceResult> results(instances.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < instances.size(); ++i)
-    threads.emplace_back(exec_internal::run_instance, std::ref(ctx), instances[i].first,
-                         instances[i].second, &results[i]);
-  for (auto& t : threads) t.join();
-
+// The instances' results merged into this process's RunResult (the
+// cool-down batches' events and statistics dropped).
+RunResult merge_results(const PartyContext& ctx, std::vector<InstanceResult>& results,
+                        int64_t* eval_sent, int64_t* eval_received) {
+  const int64_t iterations = ctx.plan->iterations;
   RunResult r;
-  r.peak_tensor_bytes[rank] = memory.peak_bytes();
-  for (int u = 0; u < ctx.model.size(); ++u)
-    if (ctx.model.units[static_cast<size_t>(u)]) r.built_units.push_back(u);
-  r.timeline.parties = ctx.topo.parties;
-  r.timeline.client_parties = ctx.topo.client_parties;
-  r.timeline.clients = ctx.topo.clients;
+  r.timeline.parties = ctx.topo->parties;
+  r.timeline.client_parties = ctx.topo->client_parties;
+  r.timeline.clients = ctx.topo->clients;
   r.complete = true;
-  r.batches_done = plan.iterations;
-  int64_t eval_sent = 0, eval_received = 0;
+  r.batches_done = iterations;
   for (auto& res : results) {
     if (!res.error.empty() && r.complete) {
       r.complete = false;
@@ -171,22 +152,68 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
     r.batches_done = std::min(r.batches_done, res.updated);
     r.skipped_updates += res.skipped_updates;
     for (const auto& e : res.events)
-      if (e.batch < plan.iterations) r.timeline.events.push_back(e);
+      if (e.batch < iterations) r.timeline.events.push_back(e);
     for (const auto& s : res.stats)
-      if (s.batch < plan.iterations) r.stats.push_back(s);
+      if (s.batch < iterations) r.stats.push_back(s);
     for (auto& [u, g] : res.gradients) r.gradients[u] = std::move(g);
     for (const auto& e : res.evals) r.evals.push_back(e);
     r.eval_bytes += res.eval_bytes_sent + res.eval_bytes_received;
-    eval_sent += res.eval_bytes_sent;
-    eval_received += res.eval_bytes_received;
+    *eval_sent += res.eval_bytes_sent;
+    *eval_received += res.eval_bytes_received;
   }
-  if (options.keep_parameters)
-    for (int k = 0; k < K; ++k)
-      if (!ctx.stages[static_cast<size_t>(k)].params.empty())
-        for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
-          for (const auto& p : ctx.model.units[static_cast<size_t>(u)]->parameters())
-            r.parameters[u].push_back(p.detach().to(torch::kCPU).clone());
+  for (int u = 0; u < ctx.model.size(); ++u)
+    if (ctx.model.units[static_cast<size_t>(u)]) r.built_units.push_back(u);
   sort_events(&r.timeline);
+  return r;
+}
+
+// keep_parameters: copies of the local stages' parameters, by unit.
+void keep_parameters(const PartyContext& ctx, RunResult* r) {
+  const Plan& plan = *ctx.plan;
+  for (size_t k = 0; k < plan.stages.size(); ++k)
+    if (!ctx.stages[k].params.empty())
+      for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
+        for (const auto& p : ctx.model.units[static_cast<size_t>(u)]->parameters())
+          r->parameters[u].push_back(p.detach().to(torch::kCPU).clone());
+}
+
+}  // namespace
+
+RunResult run_party(const RunSpec& spec, Transport& transport, int rank, const RunOptions& options,
+                    ExecClock::time_point start) {
+  check_supported(spec, options);
+  const int64_t sent_before = transport.bytes_sent();
+  const int64_t received_before = transport.bytes_received();
+  PartyContext ctx;
+  ctx.spec = &spec;
+  ctx.plan = &spec.plan;
+  ctx.topo = &spec.topology;
+  ctx.transport = &transport;
+  ctx.rank = rank;
+  ctx.options = options;
+  ctx.start = start;
+  if (options.device == "cuda") ctx.device = torch::Device(torch::kCUDA);
+  const int K = static_cast<int>(spec.plan.stages.size());
+  ctx.batches = spec.plan.iterations + cooldown_batches(spec.plan.schedule, K, spec.plan.chunks());
+  MemoryAccount memory;
+  MemoryAccount::Join joined(memory);
+  ctx.memory = &memory;
+  const std::vector<std::pair<int, int>> instances = local_instances(spec.topology, rank);
+  std::unique_ptr<BatchSource> source;
+  build_model_and_data(ctx, instances, &source);
+  build_stages(ctx, instances);
+
+  std::vector<InstanceResult> results(instances.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < instances.size(); ++i)
+    threads.emplace_back(exec_internal::run_instance, std::ref(ctx), instances[i].first,
+                         instances[i].second, &results[i]);
+  for (auto& t : threads) t.join();
+
+  int64_t eval_sent = 0, eval_received = 0;
+  RunResult r = merge_results(ctx, results, &eval_sent, &eval_received);
+  r.peak_tensor_bytes[rank] = memory.peak_bytes();
+  if (options.keep_parameters) keep_parameters(ctx, &r);
   r.wire_bytes_sent = transport.bytes_sent() - sent_before - eval_sent;
   r.wire_bytes_received = transport.bytes_received() - received_before - eval_received;
   return r;

@@ -8,7 +8,6 @@
 #include <tuple>
 
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/exec/topology.h"
 #include "splitsim/sim/metrics.h"
 
 namespace splitsim {
@@ -277,7 +276,8 @@ void gather(Transport& tr, const std::vector<double>& offsets_s, RunResult* resu
   sort_events(&result->timeline);
 }
 
-nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& r) {
+nlohmann::json exec_metrics_json(const RunSpec& spec, const RunResult& r) {
+  const Plan& plan = spec.plan;
   nlohmann::json j;
   const int64_t batches = std::min(r.batches_done, plan.iterations);
   if (batches > 0) {
@@ -324,7 +324,7 @@ nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& r) {
   j["training"] = training;
   // Per party: the tensor bytes it held at most (measured where the rank
   // reported them) beside the plan's peak memory of its stages.
-  const ExecTopology topo = make_topology(plan);
+  const ExecTopology& topo = spec.topology;
   nlohmann::json memory = nlohmann::json::object();
   for (int rank = 0; rank < topo.world_size(); ++rank) {
     const int party = topo.rank_party[static_cast<size_t>(rank)];

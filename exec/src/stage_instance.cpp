@@ -48,7 +48,7 @@ class Instance {
     m_ = plan_.chunks();
     fr_ = plan_.schedule == Schedule::kFr;
     stash_weights_ = plan_.schedule == Schedule::kPipeDream;
-    loss_scale_ = ctx.scenario->effective_loss_scale();
+    loss_scale_ = ctx.spec->loss_scale;
   }
 
   void run() {
@@ -187,7 +187,7 @@ class Instance {
     torch::Tensor out;
     bool mixed = false;
     {
-      AutocastGuard autocast(ctx_.device, ctx_.scenario->compute_precision);
+      AutocastGuard autocast(ctx_.device, ctx_.spec->compute_precision);
       mixed = autocast.active();
       out = ctx_.model.forward(x, parts_.first_unit, parts_.last_unit);
     }

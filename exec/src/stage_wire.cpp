@@ -24,20 +24,23 @@ int64_t StageWire::mb_offset(int64_t mb) const {
 }
 
 int StageWire::party() const { return party_of(k_); }
-int StageWire::party_of(int stage) const { return ctx_.topo.party_of(stage, c_); }
-int StageWire::rank_of(int stage) const { return ctx_.topo.rank_of(stage, c_); }
+int StageWire::party_of(int stage) const { return ctx_.topo->party_of(stage, c_); }
+int StageWire::rank_of(int stage) const { return ctx_.topo->rank_of(stage, c_); }
 
 std::vector<WireTensor> StageWire::layout(int b, bool backward, int64_t batch, int64_t mb) const {
   const PlanBoundary& bd = plan_.boundaries[static_cast<size_t>(b)];
-  std::vector<int64_t> shape(bd.activation_shape.begin() + 1, bd.activation_shape.end());
-  if (!backward) return wire_layout(bd.forward.codec, shape, mb_size(mb), ctx_.act_dtype, batch);
+  const std::vector<int64_t>& shape =
+      ctx_.spec->boundaries[static_cast<size_t>(b)].activation_shape;
+  const WireDType act = ctx_.spec->activation_dtype;
+  if (!backward) return wire_layout(bd.forward.codec, shape, mb_size(mb), act, batch);
+  // A decaying codec carries a shape of its own at each step.
   return wire_layout(bd.backward.codec, carried_shape(bd.forward.codec, shape, batch), mb_size(mb),
-                     ctx_.act_dtype, batch);
+                     act, batch);
 }
 
 int StageWire::tag(int b, bool backward, int64_t batch, int64_t mb) const {
   const int64_t nb = static_cast<int64_t>(plan_.boundaries.size());
-  const int64_t t = (((batch * m_ + mb) * nb + b) * 2 + backward) * ctx_.topo.clients + c_;
+  const int64_t t = (((batch * m_ + mb) * nb + b) * 2 + backward) * ctx_.topo->clients + c_;
   return static_cast<int>(t % (int64_t{1} << 26));
 }
 

@@ -20,7 +20,6 @@
 #include "splitsim/exec/loopback_transport.h"
 #include "splitsim/exec/runner.h"
 #include "splitsim/exec/session.h"
-#include "splitsim/exec/topology.h"
 
 namespace splitsim {
 namespace {
@@ -28,15 +27,12 @@ namespace {
 constexpr int kTagEvals = (1 << 26) + 20;  // beside session.cpp's tags
 constexpr int64_t kEvalFields = 8;
 
-// What every process derives alike from the options: the variant, its plan
-// for the whole training, and the data.
+// What every process derives alike from the options: the variant's run for
+// the whole training, its plan as deployed, and the data.
 struct Setup {
-  Scenario scenario;
-  Plan plan;    // the training: iterations = epochs x batches per epoch, no warm-up
-  Plan deploy;  // the variant's plan as the scenario has it (what simulate sees)
-  std::string label;
+  RunSpec run;              // the training: iterations = epochs x batches per epoch, no warm-up
+  Plan deploy;              // the variant's plan as the scenario has it (what simulate sees)
   nlohmann::json identity;  // what the handshake compares
-  std::string dataset;
   LabeledImages train, test;
   std::vector<int64_t> input_shape;
   int64_t batches_per_epoch = 0, test_batches = 0;
@@ -54,46 +50,46 @@ void check_options(const TrainOptions& o) {
 // The train and test splits by dataset, read once for every variant.
 using SplitCache = std::map<std::string, std::pair<LabeledImages, LabeledImages>>;
 
-Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, SplitCache* cache) {
-  Setup s;
-  s.scenario = v.scenario;
-  if (o.seed >= 0) s.scenario.seed = static_cast<uint64_t>(o.seed);
-  s.label = v.label;
-  s.dataset = o.dataset.empty() ? s.scenario.dataset : o.dataset;
-  if (s.dataset != "fashion_mnist" && s.dataset != "cifar10")
-    throw InputError(o.dataset.empty() ? "$.dataset" : "--dataset",
+// Throws InputError unless `sc` is what train runs: labeled images of
+// `dataset` into an image classifier, one client, a synchronous schedule.
+void check_trainable(const Scenario& sc, const std::string& dataset, bool dataset_given) {
+  if (dataset != "fashion_mnist" && dataset != "cifar10")
+    throw InputError(dataset_given ? "--dataset" : "$.dataset",
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
                      "not \"" +
-                         s.dataset + "\"");
-  if (s.scenario.schedule != Schedule::kSequential && s.scenario.schedule != Schedule::kGpipe &&
-      s.scenario.schedule != Schedule::k1F1B)
+                         dataset + "\"");
+  if (sc.schedule != Schedule::kSequential && sc.schedule != Schedule::kGpipe &&
+      sc.schedule != Schedule::k1F1B)
     throw InputError("$.schedule",
                      "train evaluates between batches: sequential, gpipe or 1f1b, "
                      "not " +
-                         std::string(schedule_name(s.scenario.schedule)));
-  if (s.scenario.clients != 1)
-    throw InputError("$.clients",
-                     "train runs one client, not " + std::to_string(s.scenario.clients));
-  const ModelSpec spec = resolve_model_defaults(s.scenario.model, "$.model");
-  s.input_shape = model_input_shape(spec);
-  if (s.input_shape.size() != 3)
-    throw InputError("$.model", "train reads images: an image classification model, not " +
-                                    s.scenario.model.name);
-  check_model_classes(s.dataset, spec);
-  auto it = cache->find(s.dataset);
+                         std::string(schedule_name(sc.schedule)));
+  if (sc.clients != 1)
+    throw InputError("$.clients", "train runs one client, not " + std::to_string(sc.clients));
+  if (model_input_shape(sc.model).size() != 3)
+    throw InputError("$.model",
+                     "train reads images: an image classification model, not " + sc.model.name);
+  check_model_classes(dataset, sc.model);
+}
+
+Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, SplitCache* cache) {
+  Setup s;
+  const std::string dataset = o.dataset.empty() ? v.scenario.dataset : o.dataset;
+  check_trainable(v.scenario, dataset, !o.dataset.empty());
+  s.input_shape = model_input_shape(v.scenario.model);
+  auto it = cache->find(dataset);
   if (it == cache->end())
-    it =
-        cache
-            ->emplace(
-                s.dataset,
-                std::make_pair(
-                    first_samples(load_labeled_images(s.dataset, o.data, "train"), o.train_samples),
-                    first_samples(load_labeled_images(s.dataset, o.data, "test"), o.test_samples)))
-            .first;
+    it = cache
+             ->emplace(
+                 dataset,
+                 std::make_pair(
+                     first_samples(load_labeled_images(dataset, o.data, "train"), o.train_samples),
+                     first_samples(load_labeled_images(dataset, o.data, "test"), o.test_samples)))
+             .first;
   s.train = it->second.first;
   s.test = it->second.second;
-  s.plan = s.deploy = ws.plan(v);
-  const int64_t batch = s.plan.batch_size;
+  s.deploy = ws.plan(v);
+  const int64_t batch = s.deploy.batch_size;
   s.batches_per_epoch = s.train.labels.size(0) / batch;
   s.test_batches = s.test.labels.size(0) / batch;
   if (s.batches_per_epoch < 1)
@@ -104,20 +100,23 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
     throw InputError("--test-samples", std::to_string(s.test.labels.size(0)) +
                                            " test samples make no batch of " +
                                            std::to_string(batch));
-  s.scenario.dataset = s.dataset;
-  s.scenario.iterations = s.plan.iterations = o.epochs * s.batches_per_epoch;
+  RunChanges changes;
+  changes.iterations = o.epochs * s.batches_per_epoch;
+  changes.warmup = 0;
+  changes.seed = o.seed;
+  changes.dataset = dataset;
+  s.run = make_run_spec(v, s.deploy, changes);
   s.eval_every = o.eval_every > 0 ? o.eval_every : s.batches_per_epoch;
-  s.evaluations = s.plan.iterations / s.eval_every;
+  s.evaluations = s.run.plan.iterations / s.eval_every;
   if (s.evaluations < 1)
     throw InputError("--eval-every", std::to_string(s.eval_every) +
                                          " batches is more than the whole training (" +
-                                         std::to_string(s.plan.iterations) + " batches)");
-  s.scenario.warmup = s.plan.warmup = 0;
-  s.identity = v.json;
+                                         std::to_string(s.run.plan.iterations) + " batches)");
+  s.identity = s.run.identity;
   s.identity["train"] = {{"epochs", o.epochs},
                          {"eval_every", s.eval_every},
-                         {"seed", s.scenario.seed},
-                         {"dataset", s.dataset},
+                         {"seed", s.run.seed},
+                         {"dataset", dataset},
                          {"train_samples", s.train.labels.size(0)},
                          {"test_samples", s.test.labels.size(0)}};
   return s;
@@ -180,18 +179,19 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
   std::sort(sorted.begin(), sorted.end(),
             [](const BatchStats& a, const BatchStats& b) { return a.batch < b.batch; });
   for (const BatchStats& b : sorted) losses.push_back(b.loss);
-  const int64_t batches = s.plan.iterations;
+  const Plan& plan = s.run.plan;
+  const int64_t batches = plan.iterations;
   return {{"schema", "splitsim.train/1"},
           {"scenario", o.scenario},
-          {"variant", s.label},
+          {"variant", s.run.label},
           {"mode", mode},
-          {"dataset", s.dataset},
-          {"seed", s.scenario.seed},
-          {"batch_size", s.plan.batch_size},
-          {"chunks", s.plan.chunks()},
-          {"compression", compression_json(s.plan)},
+          {"dataset", s.run.dataset},
+          {"seed", s.run.seed},
+          {"batch_size", plan.batch_size},
+          {"chunks", plan.chunks()},
+          {"compression", compression_json(plan)},
           {"train_samples", s.train.labels.size(0)},
-          {"test_samples", s.test_batches * s.plan.batch_size},
+          {"test_samples", s.test_batches * plan.batch_size},
           {"batches_per_epoch", s.batches_per_epoch},
           {"epochs", o.epochs},
           {"eval_every", s.eval_every},
@@ -224,8 +224,7 @@ std::function<void(const EvalStats&)> epoch_progress(
 
 TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
                               const std::function<void(const std::string&)>& progress) {
-  const ExecTopology topo = make_topology(s.plan);
-  const int world = topo.world_size();
+  const int world = s.run.topology.world_size();
   auto hub = std::make_shared<LoopbackHub>(world);
   std::vector<RunResult> results(static_cast<size_t>(world));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
@@ -236,11 +235,11 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
     threads.emplace_back([&, r] {
       try {
         LoopbackTransport t(hub, r);
-        auto train = make_image_source(s.train, s.input_shape, s.scenario.seed);
+        auto train = make_image_source(s.train, s.input_shape, s.run.seed);
         auto test = make_ordered_image_source(s.test, s.input_shape);
         RunOptions ro = run_options(s, o, train.get(), test.get());
         ro.on_eval = on_eval;
-        results[static_cast<size_t>(r)] = run_party(s.scenario, s.plan, t, r, ro, start);
+        results[static_cast<size_t>(r)] = run_party(s.run, t, r, ro, start);
         if (!results[static_cast<size_t>(r)].complete)
           hub->fail(results[static_cast<size_t>(r)].error);
       } catch (const std::exception& e) {
@@ -310,7 +309,7 @@ void gather_evals(Transport& t, int holder, RunResult* r, int64_t count,
 
 TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
                                const std::function<void(const std::string&)>& progress) {
-  const ExecTopology topo = make_topology(s.plan);
+  const ExecTopology& topo = s.run.topology;
   const std::string token = shared_token(o.token);
   GlooOptions go = party_gloo_options(topo, o.role, 0, o.listen, o.connect, o.timeout_s, "train");
   go.token = token;
@@ -324,17 +323,17 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
   RunResult result;
   double wall = 0;
   try {
-    handshake(*transport, {s.label, s.identity.dump(), o.version, token}, go.timeout);
+    handshake(*transport, {s.run.label, s.identity.dump(), o.version, token}, go.timeout);
     std::vector<double> offsets;
     const ExecClock::time_point start = synchronise(*transport, go.timeout, &offsets);
-    auto train = make_image_source(s.train, s.input_shape, s.scenario.seed);
+    auto train = make_image_source(s.train, s.input_shape, s.run.seed);
     auto test = make_ordered_image_source(s.test, s.input_shape);
     RunOptions ro = run_options(s, o, train.get(), test.get());
     ro.on_eval = epoch_progress(s, o, progress);
-    result = run_party(s.scenario, s.plan, *transport, rank, ro, start);
+    result = run_party(s.run, *transport, rank, ro, start);
     wall = std::chrono::duration<double>(ExecClock::now() - start).count();
     if (result.complete) {
-      const int holder = topo.rank_of(static_cast<int>(s.plan.stages.size()) - 1, 0);
+      const int holder = topo.rank_of(static_cast<int>(s.run.plan.stages.size()) - 1, 0);
       gather_evals(*transport, holder, &result, s.evaluations, go.timeout);
       gather(*transport, offsets, &result, go.timeout);
     }
@@ -379,11 +378,11 @@ std::vector<TrainOutcome> run_train(const TrainOptions& o,
   for (size_t i = 0; i < setups.size(); ++i) {
     const Setup& s = setups[i];
     progress("train: [" + std::to_string(i + 1) + "/" + std::to_string(setups.size()) + "] " +
-             s.label + ": " + std::to_string(o.epochs) + " epoch(s) of " +
+             s.run.label + ": " + std::to_string(o.epochs) + " epoch(s) of " +
              std::to_string(s.batches_per_epoch) + " batches of " +
-             std::to_string(s.plan.batch_size) + " (" + s.dataset + ", " +
+             std::to_string(s.run.plan.batch_size) + " (" + s.run.dataset + ", " +
              std::to_string(s.train.labels.size(0)) + " training samples), " +
-             std::to_string(s.test_batches * s.plan.batch_size) + " test samples every " +
+             std::to_string(s.test_batches * s.run.plan.batch_size) + " test samples every " +
              std::to_string(s.eval_every) + " batches");
     out.push_back(o.role.empty() ? train_in_process(s, o, progress)
                                  : train_two_process(s, o, progress));

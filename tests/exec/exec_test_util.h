@@ -13,13 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "../free_port.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/plan.h"
+#include "splitsim/costmodel/run_spec.h"
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/exec/loopback_transport.h"
 #include "splitsim/exec/runner.h"
-#include "../free_port.h"
 
 namespace splitsim::testing {
 
@@ -106,9 +107,15 @@ inline Plan make_test_plan(const Scenario& sc, const std::vector<int>& cuts, con
   return p;
 }
 
+// The run of a hand-built plan as exec would derive it.
+inline RunSpec test_run(const Scenario& sc, const Plan& plan) {
+  return make_run_spec({"base", sc, nlohmann::json::object()}, plan);
+}
+
 // Runs both ranks of a client/server plan in this process.
 inline std::vector<RunResult> run_loopback(const Scenario& sc, const Plan& plan,
                                            RunOptions options) {
+  const RunSpec spec = test_run(sc, plan);
   auto hub = std::make_shared<LoopbackHub>(2);
   std::vector<RunResult> out(2);
   const auto start = ExecClock::now();
@@ -116,7 +123,7 @@ inline std::vector<RunResult> run_loopback(const Scenario& sc, const Plan& plan,
   for (int rank = 0; rank < 2; ++rank)
     threads.emplace_back([&, rank] {
       LoopbackTransport t(hub, rank);
-      out[rank] = run_party(sc, plan, t, rank, options, start);
+      out[rank] = run_party(spec, t, rank, options, start);
     });
   for (auto& t : threads) t.join();
   return out;

@@ -25,6 +25,7 @@ struct TwoRanks {
 TwoRanks run(const Scenario& sc, const Plan& plan, int64_t eval_every,
              bool keep_gradients = false) {
   const std::vector<int64_t> shape = model_input_shape(sc.model);
+  const RunSpec spec = test_run(sc, plan);
   auto hub = std::make_shared<LoopbackHub>(2);
   TwoRanks r;
   r.ranks.resize(2);
@@ -43,7 +44,7 @@ TwoRanks run(const Scenario& sc, const Plan& plan, int64_t eval_every,
       o.eval_every = eval_every;
       o.eval_batches = 3;
       LoopbackTransport t(hub, rank);
-      r.ranks[static_cast<size_t>(rank)] = run_party(sc, plan, t, rank, o, start);
+      r.ranks[static_cast<size_t>(rank)] = run_party(spec, t, rank, o, start);
     });
   for (auto& t : threads) t.join();
   for (const auto& p : r.ranks) EXPECT_TRUE(p.complete) << p.error;
@@ -124,10 +125,10 @@ TEST(TrainEvalTest, RefusedForAsynchronousSchedulesAndWithoutData) {
   o.eval_data = test.get();
   o.eval_every = 1;
   o.eval_batches = 1;
-  EXPECT_THROW(run_party(sc, plan, t, 0, o, ExecClock::now()), InputError);
+  EXPECT_THROW(run_party(test_run(sc, plan), t, 0, o, ExecClock::now()), InputError);
   const Plan gpipe = make_test_plan(sc, {3}, CodecSpec{}, CodecSpec{}, 1, Schedule::kGpipe, 2);
   o.eval_data = nullptr;
-  EXPECT_THROW(run_party(sc, gpipe, t, 0, o, ExecClock::now()), InputError);
+  EXPECT_THROW(run_party(test_run(sc, gpipe), t, 0, o, ExecClock::now()), InputError);
 }
 
 }  // namespace

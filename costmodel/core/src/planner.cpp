@@ -154,47 +154,6 @@ std::vector<double> draw(const DrawnValue& d, int64_t count, uint64_t seed,
   return out;
 }
 
-// The plan of a scenario with client groups: the plan without them, then
-// per group its clients' links (drawn) and, on a device of its own, the
-// client-role stages' costs on it (the same planning with that device).
-Plan plan_with_groups(const Scenario& sc, const ModelProfile& model,
-                      const std::map<std::string, DeviceProfile>& devices,
-                      const std::string& label) {
-  Scenario alike = sc;
-  alike.client_groups.clear();
-  Plan plan = make_plan(alike, model, devices, label);
-  const std::string& client = sc.partition.front().party;
-  for (size_t i = 0; i < sc.client_groups.size(); ++i) {
-    const ClientGroupSpec& g = sc.client_groups[i];
-    const std::string at = "$.clients[" + std::to_string(i) + "]";
-    PlanClientGroup pg;
-    pg.name = g.name;
-    pg.count = g.count;
-    pg.device = plan.stages.front().device;
-    if (g.has_bandwidth)
-      pg.bandwidth_bit_per_s = draw(g.bandwidth_bit_per_s, g.count, sc.seed, g.name, 0,
-                                    limits::kMinBandwidthBitPerS, limits::kMaxBandwidthBitPerS);
-    if (g.has_latency)
-      pg.latency_s = draw(g.latency_s, g.count, sc.seed, g.name, 1, 0, limits::kMaxLatencyS);
-    if (!g.device.empty()) {
-      const auto dev = devices.find(client_group_device_key(g));
-      if (dev == devices.end())
-        throw InputError(at + ".device", "no device profile \"" + g.device +
-                                             "\" was loaded for the group (a Workspace loads it)");
-      std::map<std::string, DeviceProfile> theirs = devices;
-      theirs[client] = dev->second;
-      const Plan on_theirs = make_plan(alike, model, theirs, label);
-      pg.device = dev->second.name;
-      for (size_t k = 0; k < on_theirs.stages.size(); ++k)
-        if (on_theirs.stages[k].party == client)
-          pg.stage_costs.push_back({static_cast<int>(k), on_theirs.stages[k].fwd_s,
-                                    on_theirs.stages[k].bwd_s, on_theirs.stages[k].update_s});
-    }
-    plan.client_groups.push_back(pg);
-  }
-  return plan;
-}
-
 // The wire tensors of the receives a stage has posted ahead at most at
 // once. A transport posts each receive ahead of the op that takes it (exec:
 // the receives of the next 2m + 2 ops, exec/src/stage_instance.cpp), so that
@@ -229,8 +188,8 @@ struct PlanContext {
   const Scenario& sc;
   const ModelProfile& model;
   const std::map<std::string, DeviceProfile>& devices;  // at the compute precision
-  int64_t m = 1;           // micro-batches
-  int64_t b_max = 1;       // the largest micro-batch
+  int64_t m = 1;                                        // micro-batches
+  int64_t b_max = 1;                                    // the largest micro-batch
   WireDType act = WireDType::kF32;
   int64_t state_copies = 0;
   // Activations at the compute precision. Mixed precision (exec's autocast)
@@ -247,6 +206,27 @@ int64_t unit_stash(const PlanContext& c, const UnitProfile& u) {
 int64_t unit_work(const PlanContext& c, const UnitProfile& u) {
   return std::llround(c.halves * (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
          u.loss_bwd_work_bytes_per_sample;
+}
+
+// The seconds of stage `st`'s units per micro-batch of `sizes` on `dev`
+// (codecs come later), and their op classes' shares.
+void time_units(const ModelProfile& model, const DeviceProfile& dev,
+                const std::vector<int64_t>& sizes, PlanStage& st) {
+  const int first = st.first_unit, last = st.last_unit;
+  st.fwd_s.clear();
+  st.bwd_s.clear();
+  st.fwd_op_class_shares.clear();
+  st.bwd_op_class_shares.clear();
+  for (int64_t b : sizes) {
+    bool measured = false;
+    st.fwd_s.push_back(stage_seconds(dev, model, first, last, false, b, &measured));
+    st.bwd_s.push_back(stage_seconds(dev, model, first, last, true, b, &measured));
+    st.timed_from_measurement = measured;
+    for (const bool backward : {false, true})
+      (backward ? st.bwd_op_class_shares : st.fwd_op_class_shares)
+          .push_back(
+              formula_parts(dev, sum_units(model, first, last, backward).scaled(b)).normalized());
+  }
 }
 
 // Stage k of K, units `range`: its units, parameters, stash and working
@@ -310,19 +290,34 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
   st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);
   st.fwd_per_batch.ops *= m;
   st.bwd_per_batch.ops *= m;
-  for (int64_t b : plan.microbatch_sizes) {
-    bool measured = false;
-    st.fwd_s.push_back(stage_seconds(dev->second, model, first, last, false, b, &measured));
-    st.bwd_s.push_back(stage_seconds(dev->second, model, first, last, true, b, &measured));
-    st.timed_from_measurement = measured;
-    for (const bool backward : {false, true})
-      (backward ? st.bwd_op_class_shares : st.fwd_op_class_shares)
-          .push_back(formula_parts(dev->second, sum_units(model, first, last, backward).scaled(b))
-                         .normalized());
-  }
+  time_units(model, dev->second, plan.microbatch_sizes, st);
   st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
   st.weight_versions = weight_versions(sc.schedule, k, K);
   return st;
+}
+
+// Boundary `bd`'s codec seconds per micro-batch of `sizes`, the sender on
+// `sdev` and the receiver on `rdev`: kept on the boundary and added to the
+// two stages' compute.
+void price_codecs(const std::vector<int64_t>& sizes, const DeviceProfile& sdev,
+                  const DeviceProfile& rdev, PlanBoundary& bd, PlanStage& sender,
+                  PlanStage& receiver) {
+  const std::vector<int64_t> shape(bd.activation_shape.begin() + 1, bd.activation_shape.end());
+  const std::vector<int64_t>& carried = bd.forward.carried_shape;
+  const BoundaryCodecs codecs{bd.forward.codec, bd.backward.codec};
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    const int64_t b = sizes[c];
+    // Measured codec timings, where a device has them, else the formulas.
+    const BoundaryCodecSeconds cs = boundary_codec_seconds(codecs, shape, carried, b, sdev, rdev);
+    bd.forward.encode_s.push_back(cs.encode);
+    bd.forward.decode_s.push_back(cs.decode);
+    bd.backward.encode_s.push_back(cs.grad_encode);
+    bd.backward.decode_s.push_back(cs.grad_decode);
+    sender.fwd_s[c] += cs.encode;
+    receiver.fwd_s[c] += cs.decode;
+    receiver.bwd_s[c] += cs.grad_encode + cs.receiver_backward;
+    sender.bwd_s[c] += cs.grad_decode + cs.sender_backward;
+  }
 }
 
 // Boundary k (stage k to k + 1): its codecs' wire bytes and seconds per
@@ -365,18 +360,8 @@ void plan_boundary(const PlanContext& c, Plan& plan, int k, std::pair<int, int> 
     bd.backward.wire_bytes.push_back(bwd_bytes);
     bd.forward.wire_bytes_per_batch += fwd_bytes;
     bd.backward.wire_bytes_per_batch += bwd_bytes;
-
-    // Measured codec timings, where a device has them, else the formulas.
-    const BoundaryCodecSeconds cs = boundary_codec_seconds(codecs, shape, carried, b, sdev, rdev);
-    bd.forward.encode_s.push_back(cs.encode);
-    bd.forward.decode_s.push_back(cs.decode);
-    bd.backward.encode_s.push_back(cs.grad_encode);
-    bd.backward.decode_s.push_back(cs.grad_decode);
-    sender.fwd_s[c] += cs.encode;
-    receiver.fwd_s[c] += cs.decode;
-    receiver.bwd_s[c] += cs.grad_encode + cs.receiver_backward;
-    sender.bwd_s[c] += cs.grad_decode + cs.sender_backward;
   }
+  price_codecs(plan.microbatch_sizes, sdev, rdev, bd, sender, receiver);
   // A codec's weights always train.
   const CodecWork fw = codec_work(codecs.forward, shape, plan.microbatch_sizes[0]);
   sender.param_count += fw.sender_param_count;
@@ -384,6 +369,23 @@ void plan_boundary(const PlanContext& c, Plan& plan, int k, std::pair<int, int> 
   receiver.param_count += fw.receiver_param_count;
   receiver.param_bytes += 4 * fw.receiver_param_count;
   plan.boundaries.push_back(bd);
+}
+
+// Stage `st`'s optimizer step on `dev`: its units' measured update times
+// where `dev` has them for every unit, else the formula.
+double update_seconds(const PlanContext& c, const DeviceProfile& dev, const PlanStage& st) {
+  const ModelProfile& model = c.model;
+  double update = 0;
+  bool measured = true;
+  for (int i = st.first_unit; i <= st.last_unit; ++i) {
+    const UnitTiming* t = dev.timing_for(model.model, model.input_shape, model.units[i].name);
+    if (t == nullptr)
+      measured = false;
+    else
+      update += t->update_s;
+  }
+  return measured ? update
+                  : update_formula_seconds(dev, st.trainable_param_count(), c.state_copies);
 }
 
 // Stage k's optimizer state, update seconds and peak memory, once every
@@ -405,17 +407,7 @@ void finish_stage(const PlanContext& c, Plan& plan, int k) {
   }
   st.step_bytes = largest_tensor * sc.optimizer.step_temporary_copies();
   st.recv_bytes = posted_receive_bytes(plan, k, m);
-  double update = 0;
-  bool measured = true;
-  for (int i = st.first_unit; i <= st.last_unit; ++i) {
-    const UnitTiming* t = dev.timing_for(model.model, model.input_shape, model.units[i].name);
-    if (t == nullptr)
-      measured = false;
-    else
-      update += t->update_s;
-  }
-  st.update_s =
-      measured ? update : update_formula_seconds(dev, st.trainable_param_count(), state_copies);
+  st.update_s = update_seconds(c, dev, st);
   // Weights, then per trainable weight its gradient and the versions
   // pipedream stashes beyond the current one. Mixed precision (autocast)
   // keeps the FP32 weights beside the half-precision copies its matmuls
@@ -424,10 +416,68 @@ void finish_stage(const PlanContext& c, Plan& plan, int k) {
   // FP32, as the weights they belong to. Then what the backwards hold or
   // what the optimizer's step does after them, the larger.
   const int64_t copies = std::llround(halves < 1 ? halves * static_cast<double>(cast_bytes) : 0);
-  st.peak_memory_bytes = st.param_bytes + copies +
-                         st.trainable_param_bytes() * st.weight_versions +
+  st.peak_memory_bytes = st.param_bytes + copies + st.trainable_param_bytes() * st.weight_versions +
                          st.optimizer_state_bytes + st.input_bytes + st.recv_bytes +
                          std::max(st.activation_bytes(), st.step_bytes);
+}
+
+// The client-role stages' costs with the client role on `device` (a
+// client group's), the other parties on theirs: each priced as make_plan
+// prices it (its units, its side of its boundaries' codecs, its update)
+// and calibrated as the plan is. `plan`: planned, not calibrated.
+std::vector<PlanStageCosts> client_stage_costs(const PlanContext& c, const Plan& plan,
+                                               const DeviceProfile& device) {
+  const std::string& client = plan.stages.front().party;
+  auto device_of = [&](const PlanStage& st) -> const DeviceProfile& {
+    return st.party == client ? device : c.devices.at(st.party);
+  };
+  Plan on = plan;  // of its other stages only the client-role ones are read
+  for (PlanStage& st : on.stages)
+    if (st.party == client) time_units(c.model, device, on.microbatch_sizes, st);
+  for (PlanBoundary& bd : on.boundaries) {
+    PlanStage& sender = on.stages[bd.from_stage];
+    PlanStage& receiver = on.stages[bd.to_stage];
+    if (sender.party != client && receiver.party != client) continue;
+    for (auto* v :
+         {&bd.forward.encode_s, &bd.forward.decode_s, &bd.backward.encode_s, &bd.backward.decode_s})
+      v->clear();
+    price_codecs(on.microbatch_sizes, device_of(sender), device_of(receiver), bd, sender, receiver);
+  }
+  for (PlanStage& st : on.stages)
+    if (st.party == client) st.update_s = update_seconds(c, device, st);
+  if (!c.sc.calibration_file.empty()) on = apply_calibration(on, *c.sc.calibration);
+  std::vector<PlanStageCosts> out;
+  for (size_t k = 0; k < on.stages.size(); ++k)
+    if (on.stages[k].party == client)
+      out.push_back(
+          {static_cast<int>(k), on.stages[k].fwd_s, on.stages[k].bwd_s, on.stages[k].update_s});
+  return out;
+}
+
+// Client group i of the scenario: its clients' links (drawn) and, on a
+// device of its own, the client-role stages' costs on it.
+PlanClientGroup client_group(const PlanContext& c, const Plan& plan, size_t i) {
+  const Scenario& sc = c.sc;
+  const ClientGroupSpec& g = sc.client_groups[i];
+  const std::string at = "$.clients[" + std::to_string(i) + "]";
+  PlanClientGroup pg;
+  pg.name = g.name;
+  pg.count = g.count;
+  pg.device = plan.stages.front().device;
+  if (g.has_bandwidth)
+    pg.bandwidth_bit_per_s = draw(g.bandwidth_bit_per_s, g.count, sc.seed, g.name, 0,
+                                  limits::kMinBandwidthBitPerS, limits::kMaxBandwidthBitPerS);
+  if (g.has_latency)
+    pg.latency_s = draw(g.latency_s, g.count, sc.seed, g.name, 1, 0, limits::kMaxLatencyS);
+  if (!g.device.empty()) {
+    const auto dev = c.devices.find(client_group_device_key(g));
+    if (dev == c.devices.end())
+      throw InputError(at + ".device", "no device profile \"" + g.device +
+                                           "\" was loaded for the group (a Workspace loads it)");
+    pg.device = dev->second.name;
+    pg.stage_costs = client_stage_costs(c, plan, dev->second);
+  }
+  return pg;
 }
 
 }  // namespace
@@ -439,7 +489,6 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   std::map<std::string, DeviceProfile> devices;
   for (const auto& [party, d] : devices_as_given)
     devices[party] = at_compute_precision(d, sc.compute_precision);
-  if (!sc.client_groups.empty()) return plan_with_groups(sc, model, devices, label);
   const auto ranges = resolve_parts(sc, model);
   const int K = static_cast<int>(ranges.size());
   check_counts_fit(sc, model);
@@ -467,13 +516,15 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   for (int k = 0; k < K; ++k) plan.stages.push_back(plan_stage(c, plan, k, K, ranges[k]));
   for (int k = 0; k + 1 < K; ++k) plan_boundary(c, plan, k, ranges[k]);
   for (int k = 0; k < K; ++k) finish_stage(c, plan, k);
-  if (!sc.calibration_file.empty()) {
-    if (!sc.calibration)
-      throw InputError("$.calibration", "\"" + sc.calibration_file +
-                                            "\" was not loaded (read the scenario with "
-                                            "load_scenario_file or expand_scenario)");
-    return apply_calibration(plan, *sc.calibration);
-  }
+  if (!sc.calibration_file.empty() && !sc.calibration)
+    throw InputError("$.calibration", "\"" + sc.calibration_file +
+                                          "\" was not loaded (read the scenario with "
+                                          "load_scenario_file or expand_scenario)");
+  // Each group calibrated on its own costs, before the plan's own are.
+  std::vector<PlanClientGroup> groups;
+  for (size_t i = 0; i < sc.client_groups.size(); ++i) groups.push_back(client_group(c, plan, i));
+  if (!sc.calibration_file.empty()) plan = apply_calibration(plan, *sc.calibration);
+  plan.client_groups = std::move(groups);
   return plan;
 }
 

@@ -22,10 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "splitsim/costmodel/plan.h"
-#include "splitsim/costmodel/scenario.h"
+#include "splitsim/costmodel/run_spec.h"
 #include "splitsim/exec/dataset.h"
-#include "splitsim/exec/topology.h"
 #include "splitsim/exec/transport.h"
 #include "splitsim/sim/timeline.h"
 
@@ -106,12 +104,12 @@ struct RunResult {
   int64_t eval_bytes = 0;        // sent and received for the evaluations (not in wire_bytes_*)
 };
 
-// Runs `plan` (built from `scenario`) on rank `rank` of `transport` for
-// plan.iterations batches (+ the schedule's cool-down batches, whose events
-// are dropped as in the simulator). `start` is the process's time origin.
-// Never throws for transport failures: returns complete = false with the
-// events gathered so far. Throws InputError for an unsupported plan.
-RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& transport, int rank,
-                    const RunOptions& options, ExecClock::time_point start);
+// Runs `spec` on rank `rank` of `transport` for spec.plan.iterations
+// batches (+ the schedule's cool-down batches, whose events are dropped as
+// in the simulator). `start` is the process's time origin. Never throws for
+// transport failures: returns complete = false with the events gathered so
+// far. Throws InputError for an unsupported plan.
+RunResult run_party(const RunSpec& spec, Transport& transport, int rank, const RunOptions& options,
+                    ExecClock::time_point start);
 
 }  // namespace splitsim

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "splitsim/costmodel/plan.h"
+#include "splitsim/costmodel/run_spec.h"
 #include "splitsim/exec/runner.h"
 #include "splitsim/exec/transport.h"
 
@@ -76,6 +76,6 @@ void join_transfer_ends(Timeline* timeline);
 // last}, "wire" {bytes counted at the transport vs the Plan's formula} and
 // "memory" {party: predicted_peak_bytes (the plan's stages), and
 // measured_peak_tensor_bytes where the rank reported it}.
-nlohmann::json exec_metrics_json(const Plan& plan, const RunResult& result);
+nlohmann::json exec_metrics_json(const RunSpec& spec, const RunResult& result);
 
 }  // namespace splitsim
