@@ -18,7 +18,7 @@
 #include "splitsim/validate/netns_link.h"
 #include "splitsim/validate/safe_files.h"
 #include "splitsim/validate/subprocess.h"
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 namespace {

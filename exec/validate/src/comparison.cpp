@@ -1,4 +1,4 @@
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 #include <unistd.h>
 

@@ -17,7 +17,7 @@
 
 #include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/validate/subprocess.h"
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 namespace {

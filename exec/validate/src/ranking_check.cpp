@@ -1,5 +1,5 @@
 // explore --validate-top: the top plans through `splitsim validate --matrix`.
-#include "splitsim/validate/validate_top.h"
+#include "splitsim/validate/ranking_check.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
