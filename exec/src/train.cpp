@@ -12,6 +12,7 @@
 #include "error_reason.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/workspace.h"
@@ -65,8 +66,7 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
                      "not \"" +
                          s.dataset + "\"");
-  if (s.scenario.schedule != Schedule::kSequential && s.scenario.schedule != Schedule::kGpipe &&
-      s.scenario.schedule != Schedule::k1F1B)
+  if (!is_synchronous(s.scenario.schedule))
     throw InputError("$.schedule",
                      "train evaluates between batches: sequential, gpipe or 1f1b, "
                      "not " +
@@ -142,11 +142,7 @@ nlohmann::json compression_json(const Plan& plan) {
   return out;
 }
 
-std::string percent(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f%%", 100 * x);
-  return b;
-}
+std::string percent(double x) { return format_percent(x, 2); }
 
 // The report from the merged results (the last stage's evaluations and
 // batch statistics; the wire bytes of every rank given).

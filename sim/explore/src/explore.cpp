@@ -10,6 +10,7 @@
 
 #include "explore_internal.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/costmodel/unit_graph.h"
 
@@ -47,21 +48,11 @@ namespace ei = explore_internal;
 
 namespace {
 
-bool synchronous(Schedule s) {
-  return s == Schedule::kSequential || s == Schedule::kGpipe || s == Schedule::k1F1B;
-}
-
 double stage_compute_s(const PlanStage& st) {
   double s = st.update_s;
   for (double t : st.fwd_s) s += t;
   for (double t : st.bwd_s) s += t;
   return s;
-}
-
-std::string short_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
 }
 
 // Parties of a candidate's stages for single / ushape.
@@ -134,7 +125,7 @@ Bounds screen_bounds(const Plan& plan) {
   const double steady = steady_state_bound(plan);
   if (plan.schedule == Schedule::kSequential)
     b.lower_s = std::max(steady, all_fwd_bwd + all_wire + messages * net.latency_s);
-  else if (synchronous(plan.schedule))
+  else if (is_synchronous(plan.schedule))
     b.lower_s = std::max(steady, path);
   else
     b.lower_s = steady;
@@ -311,7 +302,7 @@ ExploreResult explore(const Scenario& base, const ModelProfile& model,
     for (int k = 1; k <= count; ++k) cut_names += (k > 1 ? "|" : "") + l.parts[k].from;
     c.label = std::string(cut_kind_name(l.kind)) + " " + cut_names + " " + c.codec_label +
               " chunks=" + std::to_string(m) + " " + schedule_name(s) + " " +
-              short_number(c.bandwidth_bit_per_s) + "bit/s";
+              format_number(c.bandwidth_bit_per_s) + "bit/s";
     c.plan = apply_calibration(make_plan(sc, model, devices, c.label), space.calibration);
     const std::string& client = c.plan.stages.front().party;
     int64_t total_macs = 0;
