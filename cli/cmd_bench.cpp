@@ -4,13 +4,7 @@
 // measured once, outside the timings. Then how fast and how small `plan` is
 // on the shipped big models (a 7B decoder, a 1.3B encoder), each run a
 // process of its own whose peak RSS the kernel reports.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +19,7 @@
 #include "flag_checks.h"
 #include "splitsim/costmodel/data_dir.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/subprocess.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/sim/bench.h"
 
@@ -44,37 +39,26 @@ const ScenarioVariant& find_variant(const Workspace& ws, const std::string& labe
   return ws.variants().front();
 }
 
-extern "C" char** environ;
-
 // Runs this executable with `args`, its output discarded; throws unless it
 // exits 0. Returns the child's peak resident set size in bytes.
 int64_t run_self(const std::vector<std::string>& args) {
   std::error_code ec;
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw std::runtime_error("bench: cannot find this executable: " + ec.message());
-  std::vector<std::string> all = {exe};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> argv = {exe};
+  argv.insert(argv.end(), args.begin(), args.end());
+  LightSpawnOptions options;
+  options.discard_stdout = options.discard_stderr = true;
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("bench: cannot run " + exe + ": " + std::strerror(rc));
-  int status = 0;
-  rusage usage{};
-  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (const int rc = spawn_light(exe, argv, options, &pid); rc != 0)
+    throw std::runtime_error("bench: cannot run " + exe + ": " + std::strerror(rc));
+  int64_t peak_rss_bytes = 0;
+  if (wait_exit_code(pid, &peak_rss_bytes) != 0) {
     std::string line;
     for (const auto& a : args) line += " " + a;
     throw std::runtime_error("bench: `splitsim" + line + "` failed");
   }
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  return peak_rss_bytes;
 }
 
 // `plan` on the shipped big models: the median wall time of `repeat` runs

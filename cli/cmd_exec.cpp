@@ -6,7 +6,6 @@
 // failure, refused handshake or a peer lost mid-run (partial metrics still
 // written, marked "complete": false), 2 bad input. The run itself:
 // run_exec_party (exec/include/splitsim/exec/party.h).
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -14,6 +13,7 @@
 #include "flag_checks.h"
 #include "splitsim/costmodel/limits.h"
 #include "splitsim/exec/party.h"
+#include "splitsim/exec/party_exit.h"
 
 namespace splitsim {
 namespace {
@@ -21,12 +21,7 @@ namespace {
 int run_exec(const ExecPartyOptions& args) {
   const PartyOutcome outcome =
       run_exec_party(args, std::cout, [](const std::string& line) { std::cerr << line << "\n"; });
-  if (!outcome.complete) {
-    std::cerr << "error: " << outcome.error << "\n";
-    std::cerr.flush();
-    // A failed Gloo pair may block in its destructor: leave at once.
-    std::_Exit(1);
-  }
+  if (!outcome.complete) exit_after_failed_party(outcome.error);
   std::cerr << "exec: done\n";
   return 0;
 }

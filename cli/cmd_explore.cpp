@@ -16,7 +16,7 @@
 #include "splitsim/explore/exploration.h"
 #include "splitsim/explore/report.h"
 #include "splitsim/explore/space_flags.h"
-#include "splitsim/validate/validate_top.h"
+#include "splitsim/validate/ranking_check.h"
 
 namespace splitsim {
 namespace {

@@ -4,24 +4,20 @@
 // exec/include/splitsim/exec/party.h). `validate` runs it once per link
 // rate, one process in each namespace, as it runs exec; rank 0 (the server)
 // prints the report with --json.
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
 #include "flag_checks.h"
 #include "splitsim/exec/party.h"
+#include "splitsim/exec/party_exit.h"
 
 namespace splitsim {
 namespace {
 
 int run_link_probe_command(const LinkProbePartyOptions& args) {
   const PartyOutcome outcome = run_link_probe_party(args, std::cout);
-  if (!outcome.complete) {
-    std::cerr << "error: " << outcome.error << "\n";
-    std::cerr.flush();
-    std::_Exit(1);  // a failed Gloo pair may block in its destructor
-  }
+  if (!outcome.complete) exit_after_failed_party(outcome.error);
   return 0;
 }
 

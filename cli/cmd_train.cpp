@@ -17,6 +17,7 @@
 #include "flag_checks.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/output_file.h"
+#include "splitsim/exec/party_exit.h"
 #include "splitsim/exec/train.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
@@ -146,9 +147,8 @@ int run_train_command(const TrainArgs& args) {
     std::cout << table(report);
   std::cout.flush();
   if (!complete) {
+    if (!args.options.role.empty()) exit_after_failed_party(error);
     std::cerr << "error: " << error << "\n";
-    std::cerr.flush();
-    if (!args.options.role.empty()) std::_Exit(1);  // a failed Gloo pair may block at exit
     return 1;
   }
   std::cerr << "train: done\n";

@@ -1,6 +1,6 @@
 // `splitsim validate SCENARIO...` (exec/validate/README.md): its flags,
 // bound to a ValidateRequest, and one call to validate()
-// (exec/validate/include/splitsim/validate/validate.h): predict variants on
+// (exec/validate/include/splitsim/validate/validate_command.h): predict variants on
 // this machine's measured profile, platform and link rate, run them for
 // real, repeated and interleaved, and print predicted vs measured per metric
 // (one variant) or the matrix summary (`--matrix`).
@@ -13,7 +13,7 @@
 #include "commands.h"
 #include "flag_checks.h"
 #include "splitsim/costmodel/limits.h"
-#include "splitsim/validate/validate.h"
+#include "splitsim/validate/validate_command.h"
 
 namespace splitsim {
 namespace {

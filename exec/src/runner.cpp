@@ -71,8 +71,7 @@ void check_supported(const RunSpec& spec, const RunOptions& options) {
   if (options.eval_every > 0) {
     if (!options.eval_data || options.eval_batches < 1)
       throw InputError("--eval-every", "evaluation needs held-out data and at least one batch");
-    if (plan.schedule != Schedule::kSequential && plan.schedule != Schedule::kGpipe &&
-        plan.schedule != Schedule::k1F1B)
+    if (!is_synchronous(plan.schedule))
       throw InputError("--eval-every",
                        "held-out evaluation runs between batches: schedule sequential, gpipe or "
                        "1f1b, not " +

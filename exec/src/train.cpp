@@ -12,6 +12,7 @@
 #include "error_reason.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/workspace.h"
@@ -58,8 +59,7 @@ void check_trainable(const Scenario& sc, const std::string& dataset, bool datase
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
                      "not \"" +
                          dataset + "\"");
-  if (sc.schedule != Schedule::kSequential && sc.schedule != Schedule::kGpipe &&
-      sc.schedule != Schedule::k1F1B)
+  if (!is_synchronous(sc.schedule))
     throw InputError("$.schedule",
                      "train evaluates between batches: sequential, gpipe or 1f1b, "
                      "not " +
@@ -141,11 +141,7 @@ nlohmann::json compression_json(const Plan& plan) {
   return out;
 }
 
-std::string percent(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f%%", 100 * x);
-  return b;
-}
+std::string percent(double x) { return format_percent(x, 2); }
 
 // The report from the merged results (the last stage's evaluations and
 // batch statistics; the wire bytes of every rank given).

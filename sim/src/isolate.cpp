@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,10 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "splitsim/costmodel/subprocess.h"
 #include "splitsim/sim/simulator.h"
 #include "worker.h"
-
-extern char** environ;
 
 namespace splitsim {
 namespace {
@@ -201,23 +199,14 @@ class WorkerPool {
     const std::string exe = find_worker_executable();
     if (!exe.empty()) {
       // stdin is the socket, stdout /dev/null (SimGrid flushes stdio).
-      posix_spawn_file_actions_t fa;
-      posix_spawn_file_actions_init(&fa);
-      posix_spawn_file_actions_adddup2(&fa, sv[1], STDIN_FILENO);
-      posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-      char arg0[] = "splitsim-simworker";
-      char* argv[] = {arg0, nullptr};
+      LightSpawnOptions options;
+      options.stdin_fd = sv[1];
+      options.discard_stdout = true;
       // The worker binds every symbol of SimGrid when it starts: its
       // children then inherit them bound instead of each resolving the
       // hundreds a simulation calls (a tenth of a short simulation's cost).
-      std::vector<char*> env;
-      for (char** e = environ; *e != nullptr; ++e)
-        if (std::strncmp(*e, "LD_BIND_NOW=", 12) != 0) env.push_back(*e);
-      char bind_now[] = "LD_BIND_NOW=1";
-      env.push_back(bind_now);
-      env.push_back(nullptr);
-      const int rc = ::posix_spawn(&w.pid, exe.c_str(), &fa, nullptr, argv, env.data());
-      posix_spawn_file_actions_destroy(&fa);
+      options.env = {"LD_BIND_NOW=1"};
+      const int rc = spawn_light(exe, {"splitsim-simworker"}, options, &w.pid);
       ::close(sv[1]);
       if (rc != 0) {
         ::close(sv[0]);

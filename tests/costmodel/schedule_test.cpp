@@ -244,5 +244,23 @@ TEST(ScheduleTest, CooldownLetsTheLastMeasuredBatchEndInSteadyState) {
   EXPECT_EQ(cooldown_batches(Schedule::kGpipe, 4, 3), 0);
 }
 
+// Synchronous: at every stage, each batch's operations all come before the
+// next batch's (the order itself says which schedules are).
+TEST(ScheduleTest, SynchronousSchedulesFinishEachBatchBeforeTheNext) {
+  for (Schedule s : all_schedules()) {
+    bool batches_in_order = true;
+    for (int k = 0; k < 3; ++k) {
+      int64_t last_batch = 0;
+      for (const Op& op : stage_ops(s, k, 3, 2, 4)) {
+        batches_in_order &= op.batch >= last_batch;
+        last_batch = std::max(last_batch, op.batch);
+      }
+    }
+    EXPECT_EQ(is_synchronous(s), batches_in_order) << schedule_name(s);
+  }
+  EXPECT_TRUE(is_synchronous(Schedule::k1F1B));
+  EXPECT_FALSE(is_synchronous(Schedule::kPipeDream));
+}
+
 }  // namespace
 }  // namespace splitsim

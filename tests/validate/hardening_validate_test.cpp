@@ -17,8 +17,8 @@
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/validate/netns_link.h"
 #include "splitsim/validate/safe_files.h"
-#include "splitsim/validate/subprocess.h"
-#include "splitsim/validate/validation.h"
+#include "splitsim/costmodel/subprocess.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 namespace {

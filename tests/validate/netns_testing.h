@@ -22,7 +22,7 @@
 
 #include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/validate/netns_link.h"
-#include "splitsim/validate/subprocess.h"
+#include "splitsim/costmodel/subprocess.h"
 
 namespace splitsim::netns_testing {
 

@@ -10,6 +10,7 @@
 #include "json_read.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 
 namespace splitsim {
 namespace {
@@ -87,12 +88,6 @@ void check_method_keys(const json& j, const MethodInfo& m, const std::string& pa
   for (const auto& key : m.required) {
     jr::require_key(j, path, key, key_expects(key) + " (" + takes + ")");
   }
-}
-
-std::string format_number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
 }
 
 }  // namespace

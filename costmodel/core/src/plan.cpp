@@ -164,29 +164,9 @@ class JsonWriter {
   }
 };
 
-// 1234567 -> "1.23 M" (decimal prefixes).
-std::string si(double v, const char* unit) {
-  const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
-  int p = 0;
-  while (v >= 1000 && p < 5) {
-    v /= 1000;
-    ++p;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, p == 0 ? "%.0f %s%s" : "%.2f %s%s", v, prefixes[p], unit);
-  return buf;
-}
-
-std::string seconds(double s) {
-  char buf[32];
-  if (s >= 1)
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (s >= 1e-3)
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  return buf;
-}
+// 1234567 -> "1.23 MB" (the plan table's: a space before prefix and unit).
+std::string si(double v, const char* unit) { return format_si(v, unit, " "); }
+std::string seconds(double s) { return format_seconds(s); }
 
 }  // namespace
 

@@ -80,6 +80,11 @@ bool has_iteration_barrier(Schedule schedule) {
   return schedule == Schedule::kDdg || schedule == Schedule::kFr;
 }
 
+bool is_synchronous(Schedule schedule) {
+  return schedule == Schedule::kSequential || schedule == Schedule::kGpipe ||
+         schedule == Schedule::k1F1B;
+}
+
 int64_t cooldown_batches(Schedule schedule, int K, int64_t m) {
   switch (schedule) {
     case Schedule::kDdg:

@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "splitsim/validate/netns_link.h"
-#include "splitsim/validate/subprocess.h"
+#include "splitsim/costmodel/subprocess.h"
 
 namespace splitsim {
 namespace {

@@ -16,8 +16,8 @@
 #include <stdexcept>
 
 #include "splitsim/exec/tcp_sockets.h"
-#include "splitsim/validate/subprocess.h"
-#include "splitsim/validate/validation.h"
+#include "splitsim/costmodel/subprocess.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 namespace {

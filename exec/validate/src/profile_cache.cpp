@@ -17,7 +17,7 @@
 #include "splitsim/costmodel/output_file.h"
 #include "splitsim/costmodel/timing.h"
 #include "splitsim/validate/safe_files.h"
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 namespace {

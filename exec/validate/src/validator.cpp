@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/exec/link_probe.h"
@@ -63,11 +64,7 @@ ProfilePoint profile_point(const Scenario& s) {
           stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks)};
 }
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * fraction);
-  return buf;
-}
+std::string percent(double fraction) { return format_signed_percent(fraction, 1); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include "explore_internal.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/costmodel/unit_graph.h"
 
@@ -47,21 +48,11 @@ namespace ei = explore_internal;
 
 namespace {
 
-bool synchronous(Schedule s) {
-  return s == Schedule::kSequential || s == Schedule::kGpipe || s == Schedule::k1F1B;
-}
-
 double stage_compute_s(const PlanStage& st) {
   double s = st.update_s;
   for (double t : st.fwd_s) s += t;
   for (double t : st.bwd_s) s += t;
   return s;
-}
-
-std::string short_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
 }
 
 // Parties of a candidate's stages for single / ushape.
@@ -134,7 +125,7 @@ Bounds screen_bounds(const Plan& plan) {
   const double steady = steady_state_bound(plan);
   if (plan.schedule == Schedule::kSequential)
     b.lower_s = std::max(steady, all_fwd_bwd + all_wire + messages * net.latency_s);
-  else if (synchronous(plan.schedule))
+  else if (is_synchronous(plan.schedule))
     b.lower_s = std::max(steady, path);
   else
     b.lower_s = steady;
@@ -214,141 +205,215 @@ std::vector<size_t> rank(const std::vector<Candidate>& c, Objective objective) {
   return idx;
 }
 
+namespace {
+
+// What every candidate of one exploration shares: the inputs and the axes
+// of the search, empty lists of the space replaced by the scenario's value.
+struct Context {
+  const Scenario& base;
+  const ModelProfile& model;
+  const std::map<std::string, DeviceProfile>& devices;
+  const ExploreSpace& space;
+  std::vector<CodecOption> codecs;
+  std::vector<int64_t> chunks;
+  std::vector<Schedule> schedules;
+  std::vector<double> bandwidths;  // {0}: the scenario's network
+};
+
+Context make_context(const Scenario& base, const ModelProfile& model,
+                     const std::map<std::string, DeviceProfile>& devices,
+                     const ExploreSpace& space) {
+  return {
+      base,
+      model,
+      devices,
+      space,
+      space.codecs.empty() ? default_codec_options() : space.codecs,
+      space.chunks.empty() ? std::vector<int64_t>{base.chunks} : space.chunks,
+      space.schedules.empty() ? std::vector<Schedule>{base.schedule} : space.schedules,
+      space.bandwidths_bit_per_s.empty() ? std::vector<double>{0.0} : space.bandwidths_bit_per_s};
+}
+
+// A partition and the codec options to try on it, before chunks, schedules
+// and bandwidths.
+struct Layout {
+  CutKind kind;
+  std::vector<PartSpec> parts;
+  std::vector<size_t> codec_options;  // all, or the one the DP used
+};
+
+// The single and ushape partitions at every valid cut (pair of cuts), each
+// with every codec option.
+std::vector<Layout> cut_layouts(const Context& cx, const std::set<CutKind>& kinds) {
+  std::vector<Layout> layouts;
+  if (!kinds.count(CutKind::kSingle) && !kinds.count(CutKind::kUShape)) return layouts;
+  const int n = static_cast<int>(cx.model.units.size());
+  auto name = [&](int i) { return cx.model.units[i].name; };
+  std::vector<size_t> all_codecs(cx.codecs.size());
+  for (size_t i = 0; i < cx.codecs.size(); ++i) all_codecs[i] = i;
+  const std::vector<CutPoint> cuts = valid_cuts(cx.model);
+  const auto [client, server] = client_server(cx.base, cx.devices, cx.space);
+  for (size_t a = 0; a < cuts.size(); ++a) {
+    const int p = cuts[a].position;
+    if (kinds.count(CutKind::kSingle))
+      layouts.push_back({CutKind::kSingle,
+                         {{client, name(0), name(p - 1)}, {server, name(p), name(n - 1)}},
+                         all_codecs});
+    if (kinds.count(CutKind::kUShape))
+      for (size_t b = a + 1; b < cuts.size(); ++b) {
+        const int q = cuts[b].position;
+        layouts.push_back({CutKind::kUShape,
+                           {{client, name(0), name(p - 1)},
+                            {server, name(p), name(q - 1)},
+                            {client, name(q), name(n - 1)}},
+                           all_codecs});
+      }
+  }
+  return layouts;
+}
+
+// A kstage partition the DP chose for one codec, chunk count, schedule and
+// bandwidth.
+struct KStageLayout {
+  Layout layout;
+  int64_t chunks;
+  Schedule schedule;
+  double bandwidth_bit_per_s;
+};
+
+void check_stage_parties(const Context& cx) {
+  const std::vector<std::string>& parties = cx.space.stage_parties;
+  if (std::set<std::string>(parties.begin(), parties.end()).size() != parties.size())
+    throw InputError("$.stage_parties", "kstage needs one distinct party per stage");
+  for (const auto& party : parties)
+    if (cx.devices.count(party) == 0)
+      throw InputError("$.stage_parties",
+                       "no device for party \"" + party + "\" in the scenario's $.devices");
+}
+
+// The kstage DP for every codec, chunk count, schedule and bandwidth; each
+// DP run counts as enumerated, one that finds no partition as rejected.
+std::vector<KStageLayout> kstage_layouts(const Context& cx, ExploreResult* result) {
+  check_stage_parties(cx);
+  std::vector<KStageLayout> out;
+  for (size_t ci = 0; ci < cx.codecs.size(); ++ci)
+    for (int64_t m : cx.chunks)
+      for (Schedule s : cx.schedules)
+        for (double bw : cx.bandwidths) {
+          if (m > cx.base.batch_size) continue;
+          ExploreSpace one = cx.space;
+          one.chunks = {m};
+          one.schedules = {s};
+          one.bandwidths_bit_per_s = bw > 0 ? std::vector<double>{bw} : std::vector<double>{};
+          Layout l{CutKind::kKStage, {}, {ci}};
+          double bottleneck = 0;
+          ++result->enumerated;
+          if (kstage_partition(cx.base, cx.model, cx.devices, one, cx.codecs[ci], &l.parts,
+                               &bottleneck))
+            out.push_back({l, m, s, bw});
+          else
+            ++result->rejected_by_constraints;
+        }
+  return out;
+}
+
+// The client's share of the candidate's plan: its MACs, peak memory and
+// share of all MACs, and the bytes on the wire per batch.
+void add_client_figures(Candidate* c) {
+  const std::string& client = c->plan.stages.front().party;
+  int64_t total_macs = 0;
+  std::vector<int> client_stages;
+  for (size_t k = 0; k < c->plan.stages.size(); ++k) {
+    const PlanStage& st = c->plan.stages[k];
+    const int64_t macs = st.fwd_per_batch.macs() + st.bwd_per_batch.macs();
+    total_macs += macs;
+    if (st.party != client) continue;
+    c->client_macs_per_batch += macs;
+    client_stages.push_back(static_cast<int>(k));
+  }
+  c->client_memory_bytes = party_peak_memory_bytes(c->plan, client_stages);
+  c->client_mac_share = total_macs > 0 ? static_cast<double>(c->client_macs_per_batch) /
+                                             static_cast<double>(total_macs)
+                                       : 0;
+  for (const auto& b : c->plan.boundaries)
+    c->wire_bytes_per_batch += b.forward.wire_bytes_per_batch + b.backward.wire_bytes_per_batch;
+}
+
+// The candidate of layout `l` with codec option `ci`, `m` chunks, schedule
+// `s` and bandwidth `bw` (0: the scenario's), planned, with its client
+// figures; false when the codec does not apply at one of its boundaries.
+bool make_candidate(const Context& cx, const Layout& l, size_t ci, int64_t m, Schedule s, double bw,
+                    Candidate* out) {
+  const int count = static_cast<int>(l.parts.size()) - 1;
+  std::vector<BoundaryCodecs> comp(count);
+  for (int k = 0; k < count; ++k) {
+    const int last = cx.model.index_of(l.parts[k].to);
+    if (!instantiate_codec(cx.codecs[ci], cx.model.units[last].output_shape, k, count, &comp[k]))
+      return false;
+  }
+  Candidate& c = *out;
+  c.kind = l.kind;
+  c.codec_label = cx.codecs[ci].label;
+  c.partition = l.parts;
+  c.compression = comp;
+  c.chunks = m;
+  c.schedule = s;
+  const Scenario sc = ei::with_choices(cx.base, l.parts, comp, m, s, bw);
+  c.bandwidth_bit_per_s = sc.network.bandwidth_bit_per_s;
+  std::string cut_names;
+  for (int k = 1; k <= count; ++k) cut_names += (k > 1 ? "|" : "") + l.parts[k].from;
+  c.label = std::string(cut_kind_name(l.kind)) + " " + cut_names + " " + c.codec_label +
+            " chunks=" + std::to_string(m) + " " + schedule_name(s) + " " +
+            format_number(c.bandwidth_bit_per_s) + "bit/s";
+  c.plan = apply_calibration(make_plan(sc, cx.model, cx.devices, c.label), cx.space.calibration);
+  add_client_figures(&c);
+  return true;
+}
+
+bool breaks_constraints(const Candidate& c, const ExploreSpace& space) {
+  return (space.client_memory_bytes > 0 && c.client_memory_bytes > space.client_memory_bytes) ||
+         c.client_mac_share > space.max_client_mac_share + 1e-12;
+}
+
+// Enumerates the candidate (unless its codec does not apply), and keeps it
+// with its bounds unless it breaks a constraint.
+void add_candidate(const Context& cx, const Layout& l, size_t ci, int64_t m, Schedule s, double bw,
+                   ExploreResult* result) {
+  Candidate c;
+  if (!make_candidate(cx, l, ci, m, s, bw, &c)) return;
+  ++result->enumerated;
+  if (breaks_constraints(c, cx.space)) {
+    ++result->rejected_by_constraints;
+    return;
+  }
+  const Bounds bounds = screen_bounds(c.plan);
+  c.lower_bound_s = bounds.lower_s;
+  c.upper_bound_s = bounds.upper_s;
+  result->candidates.push_back(std::move(c));
+}
+
+}  // namespace
+
 ExploreResult explore(const Scenario& base, const ModelProfile& model,
                       const std::map<std::string, DeviceProfile>& devices,
                       const ExploreSpace& space) {
   check_space(space);
-  const int n = static_cast<int>(model.units.size());
-  const std::vector<CodecOption> codecs =
-      space.codecs.empty() ? default_codec_options() : space.codecs;
-  const std::vector<int64_t> chunks =
-      space.chunks.empty() ? std::vector<int64_t>{base.chunks} : space.chunks;
-  const std::vector<Schedule> schedules =
-      space.schedules.empty() ? std::vector<Schedule>{base.schedule} : space.schedules;
-  const std::vector<double> bws = space.bandwidths_bit_per_s.empty() ? std::vector<double>{0.0}
-                                                                     // the scenario's network
-                                                                     : space.bandwidths_bit_per_s;
-  const std::vector<CutPoint> cuts = valid_cuts(model);
-  auto name = [&](int i) { return model.units[i].name; };
-
-  // (kind, partition, codec option index) before chunks, schedules, bandwidths.
-  struct Layout {
-    CutKind kind;
-    std::vector<PartSpec> parts;
-    std::vector<size_t> codec_options;  // all, or the one the DP used
-  };
-  std::vector<Layout> layouts;
-  std::vector<size_t> all_codecs(codecs.size());
-  for (size_t i = 0; i < codecs.size(); ++i) all_codecs[i] = i;
+  const Context cx = make_context(base, model, devices, space);
   const std::set<CutKind> kinds(space.kinds.begin(), space.kinds.end());
-  if (kinds.count(CutKind::kSingle) || kinds.count(CutKind::kUShape)) {
-    const auto [client, server] = client_server(base, devices, space);
-    for (size_t a = 0; a < cuts.size(); ++a) {
-      const int p = cuts[a].position;
-      if (kinds.count(CutKind::kSingle))
-        layouts.push_back({CutKind::kSingle,
-                           {{client, name(0), name(p - 1)}, {server, name(p), name(n - 1)}},
-                           all_codecs});
-      if (kinds.count(CutKind::kUShape))
-        for (size_t b = a + 1; b < cuts.size(); ++b) {
-          const int q = cuts[b].position;
-          layouts.push_back({CutKind::kUShape,
-                             {{client, name(0), name(p - 1)},
-                              {server, name(p), name(q - 1)},
-                              {client, name(q), name(n - 1)}},
-                             all_codecs});
-        }
-    }
-  }
+  const std::vector<Layout> layouts = cut_layouts(cx, kinds);
   ExploreResult result;
-  std::vector<std::tuple<Layout, int64_t, Schedule, double>> kstage;
-  if (kinds.count(CutKind::kKStage)) {
-    std::set<std::string> distinct(space.stage_parties.begin(), space.stage_parties.end());
-    if (distinct.size() != space.stage_parties.size())
-      throw InputError("$.stage_parties", "kstage needs one distinct party per stage");
-    for (const auto& party : space.stage_parties)
-      if (devices.count(party) == 0)
-        throw InputError("$.stage_parties",
-                         "no device for party \"" + party + "\" in the scenario's $.devices");
-    for (size_t ci = 0; ci < codecs.size(); ++ci)
-      for (int64_t m : chunks)
-        for (Schedule s : schedules)
-          for (double bw : bws) {
-            if (m > base.batch_size) continue;
-            ExploreSpace one = space;
-            one.chunks = {m};
-            one.schedules = {s};
-            one.bandwidths_bit_per_s = bw > 0 ? std::vector<double>{bw} : std::vector<double>{};
-            Layout l{CutKind::kKStage, {}, {ci}};
-            double bottleneck = 0;
-            ++result.enumerated;
-            if (kstage_partition(base, model, devices, one, codecs[ci], &l.parts, &bottleneck))
-              kstage.emplace_back(l, m, s, bw);
-            else
-              ++result.rejected_by_constraints;
-          }
-  }
-
-  auto add = [&](const Layout& l, size_t ci, int64_t m, Schedule s, double bw) {
-    const int count = static_cast<int>(l.parts.size()) - 1;
-    std::vector<BoundaryCodecs> comp(count);
-    for (int k = 0; k < count; ++k) {
-      const int last = model.index_of(l.parts[k].to);
-      if (!instantiate_codec(codecs[ci], model.units[last].output_shape, k, count, &comp[k]))
-        return;
-    }
-    ++result.enumerated;
-    Candidate c;
-    c.kind = l.kind;
-    c.codec_label = codecs[ci].label;
-    c.partition = l.parts;
-    c.compression = comp;
-    c.chunks = m;
-    c.schedule = s;
-    const Scenario sc = ei::with_choices(base, l.parts, comp, m, s, bw);
-    c.bandwidth_bit_per_s = sc.network.bandwidth_bit_per_s;
-    std::string cut_names;
-    for (int k = 1; k <= count; ++k) cut_names += (k > 1 ? "|" : "") + l.parts[k].from;
-    c.label = std::string(cut_kind_name(l.kind)) + " " + cut_names + " " + c.codec_label +
-              " chunks=" + std::to_string(m) + " " + schedule_name(s) + " " +
-              short_number(c.bandwidth_bit_per_s) + "bit/s";
-    c.plan = apply_calibration(make_plan(sc, model, devices, c.label), space.calibration);
-    const std::string& client = c.plan.stages.front().party;
-    int64_t total_macs = 0;
-    std::vector<int> client_stages;
-    for (size_t k = 0; k < c.plan.stages.size(); ++k) {
-      const PlanStage& st = c.plan.stages[k];
-      const int64_t macs = st.fwd_per_batch.macs() + st.bwd_per_batch.macs();
-      total_macs += macs;
-      if (st.party != client) continue;
-      c.client_macs_per_batch += macs;
-      client_stages.push_back(static_cast<int>(k));
-    }
-    c.client_memory_bytes = party_peak_memory_bytes(c.plan, client_stages);
-    c.client_mac_share = total_macs > 0 ? static_cast<double>(c.client_macs_per_batch) /
-                                              static_cast<double>(total_macs)
-                                        : 0;
-    for (const auto& b : c.plan.boundaries)
-      c.wire_bytes_per_batch += b.forward.wire_bytes_per_batch + b.backward.wire_bytes_per_batch;
-    if ((space.client_memory_bytes > 0 && c.client_memory_bytes > space.client_memory_bytes) ||
-        c.client_mac_share > space.max_client_mac_share + 1e-12) {
-      ++result.rejected_by_constraints;
-      return;
-    }
-    const Bounds bounds = screen_bounds(c.plan);
-    c.lower_bound_s = bounds.lower_s;
-    c.upper_bound_s = bounds.upper_s;
-    result.candidates.push_back(std::move(c));
-  };
+  std::vector<KStageLayout> kstage;
+  if (kinds.count(CutKind::kKStage)) kstage = kstage_layouts(cx, &result);
   for (const auto& l : layouts)
     for (size_t ci : l.codec_options)
-      for (int64_t m : chunks)
-        for (Schedule s : schedules)
-          for (double bw : bws)
-            if (m <= base.batch_size) add(l, ci, m, s, bw);
-  for (const auto& [l, m, s, bw] : kstage) {
+      for (int64_t m : cx.chunks)
+        for (Schedule s : cx.schedules)
+          for (double bw : cx.bandwidths)
+            if (m <= base.batch_size) add_candidate(cx, l, ci, m, s, bw, &result);
+  for (const auto& k : kstage) {
     --result.enumerated;  // counted when the DP ran
-    add(l, l.codec_options.front(), m, s, bw);
+    add_candidate(cx, k.layout, k.layout.codec_options.front(), k.chunks, k.schedule,
+                  k.bandwidth_bit_per_s, &result);
   }
   if (result.candidates.empty())
     throw InputError("--kinds", "no candidate fits: " + std::to_string(result.enumerated) +

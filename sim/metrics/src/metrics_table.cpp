@@ -7,38 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "splitsim/costmodel/format.h"
+
 namespace splitsim {
 namespace {
 
-// 1234567 -> "1.23M" (decimal prefixes).
-std::string si(double v) {
-  const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
-  int p = 0;
-  while (v >= 1000 && p < 5) {
-    v /= 1000;
-    ++p;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, p == 0 ? "%.0f%s" : "%.2f%s", v, prefixes[p]);
-  return buf;
-}
-
-std::string seconds(double s) {
-  char buf[32];
-  if (s >= 1)
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (s >= 1e-3)
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  return buf;
-}
-
-std::string percent(double f) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * f);
-  return buf;
-}
+// The table's short forms (format.h): "1.23M", "12.300 ms", "26%".
+std::string si(double v) { return format_si(v); }
+std::string seconds(double s) { return format_seconds(s); }
+std::string percent(double f) { return format_percent(f); }
 
 // The parties shown in the table: with several clients, client0 stands for
 // every client ("client0 (each)"); every other party as itself.

@@ -87,4 +87,10 @@ int64_t cooldown_batches(Schedule schedule, int K, int64_t m);
 // True iff the schedule ends each iteration with a barrier (ddg, fr).
 bool has_iteration_barrier(Schedule schedule);
 
+// True iff every batch ends before the next begins, with the weights
+// updated in between (sequential, gpipe, 1f1b: the model between two
+// batches is a model to evaluate); false for those that overlap batches
+// (pipedream, ddg, fr).
+bool is_synchronous(Schedule schedule);
+
 }  // namespace splitsim

@@ -26,7 +26,7 @@
 #include "splitsim/validate/exec_pair.h"
 #include "splitsim/validate/netns_link.h"
 #include "splitsim/validate/profile_cache.h"
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 

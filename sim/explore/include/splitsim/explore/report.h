@@ -16,7 +16,7 @@ std::string progress_line(const ExploreProgress& p);
 
 // The numbers of the run, the Pareto front and the first `top` of the
 // ranking; `validation` (the report of validate_top(),
-// exec/validate/include/splitsim/validate/validate_top.h) is shown when it
+// exec/validate/include/splitsim/validate/ranking_check.h) is shown when it
 // is not null, and so is `accuracy` (accuracy_ranking_json(), accuracy.h:
 // the ranking by time to a target accuracy). `scenario` names the scenario
 // in the heading / the JSON.

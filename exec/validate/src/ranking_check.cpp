@@ -1,11 +1,9 @@
 // explore --validate-top: the top plans through `splitsim validate --matrix`.
-#include "splitsim/validate/validate_top.h"
+#include "splitsim/validate/ranking_check.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,46 +12,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "splitsim/costmodel/subprocess.h"
+
 namespace splitsim {
 namespace {
-
-// Runs argv (argv[0] a path) with this process's stdin, stderr and process
-// group (Ctrl-C reaches it, so validate removes its namespaces), and returns
-// its stdout and exit code (-1 when it could not start, 128 + signal).
-int run_capturing_stdout(const std::vector<std::string>& argv, std::string* out) {
-  int fds[2];
-  if (::pipe(fds) != 0) return -1;
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return -1;
-  }
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out->append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::string this_binary() {
   char exe[4096];

@@ -1,4 +1,4 @@
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 #include <unistd.h>
 
@@ -15,6 +15,7 @@
 #include <ostream>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 
 namespace splitsim {
 namespace {
@@ -31,18 +32,6 @@ MetricError make_error(const std::string& name, double predicted, double measure
 }
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
-
-std::string si(double v) {
-  const char* prefixes[] = {"", "k", "M", "G", "T"};
-  int p = 0;
-  while (std::fabs(v) >= 1000 && p < 4) {
-    v /= 1000;
-    ++p;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g%s", v, prefixes[p]);
-  return buf;
-}
 
 }  // namespace
 
@@ -151,10 +140,7 @@ DeviceProfile median_profile(const std::vector<DeviceProfile>& profiles) {
 }
 
 std::string format_error_percent(double error) {
-  if (!std::isfinite(error)) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * error);
-  return buf;
+  return std::isfinite(error) ? format_signed_percent(error, 1) : "n/a";
 }
 
 void print_comparison(std::ostream& os, const std::vector<MetricError>& rows) {
@@ -164,7 +150,7 @@ void print_comparison(std::ostream& os, const std::vector<MetricError>& rows) {
   os << line;
   for (const auto& r : rows) {
     std::snprintf(line, sizeof line, "%-42s %14s %14s %9s\n", r.metric.c_str(),
-                  si(r.predicted).c_str(), si(r.measured).c_str(),
+                  format_si_digits(r.predicted, 4).c_str(), format_si_digits(r.measured, 4).c_str(),
                   format_error_percent(r.error).c_str());
     os << line;
   }

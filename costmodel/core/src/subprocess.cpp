@@ -1,20 +1,26 @@
-#include "splitsim/validate/subprocess.h"
+#include "splitsim/costmodel/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
+
+extern "C" char** environ;
 
 namespace splitsim {
 namespace {
@@ -226,6 +232,67 @@ std::vector<int> wait_all(const std::vector<pid_t>& pids, double timeout_s, bool
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return codes;
+}
+
+int spawn_light(const std::string& exe, const std::vector<std::string>& argv,
+                const LightSpawnOptions& options, pid_t* pid) {
+  auto args = c_argv(argv);
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    bool replaced = false;
+    for (const std::string& set : options.env)
+      replaced |= var.substr(0, var.find('=') + 1) == set.substr(0, set.find('=') + 1);
+    if (!replaced) env.push_back(*e);
+  }
+  for (const std::string& set : options.env) env.push_back(const_cast<char*>(set.c_str()));
+  env.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (options.stdin_fd >= 0) posix_spawn_file_actions_adddup2(&fa, options.stdin_fd, STDIN_FILENO);
+  if (options.stdout_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, options.stdout_fd, STDOUT_FILENO);
+  if (options.discard_stdout)
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  if (options.discard_stderr)
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  const int rc = ::posix_spawn(pid, exe.c_str(), &fa, nullptr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&fa);
+  return rc;
+}
+
+int wait_exit_code(pid_t pid, int64_t* peak_rss_bytes) {
+  int status = 0;
+  rusage usage{};
+  pid_t r;
+  while ((r = ::wait4(pid, &status, 0, &usage)) < 0 && errno == EINTR) {
+  }
+  if (peak_rss_bytes != nullptr) *peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  return r < 0 ? -1 : decode_status(status);
+}
+
+int run_capturing_stdout(const std::vector<std::string>& argv, std::string* out) {
+  int fds[2];
+  if (argv.empty() || pipe2(fds, O_CLOEXEC) != 0) return -1;
+  LightSpawnOptions options;
+  options.stdout_fd = fds[1];
+  std::fflush(nullptr);
+  pid_t pid = -1;
+  const int rc = spawn_light(argv[0], argv, options, &pid);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return -1;
+  }
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  return wait_exit_code(pid);
 }
 
 std::string file_tail(const std::string& path, size_t max_chars) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 namespace {

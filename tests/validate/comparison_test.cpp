@@ -1,5 +1,5 @@
 // The pure part of validate: link rates, errors, quantiles, reports.
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

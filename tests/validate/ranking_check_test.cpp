@@ -2,7 +2,7 @@
 // report with the explorer's ranking (compare_top), and the run of the
 // validate command on the top plans (validate_top, here with a stand-in
 // script for the binary, so no root and no real runs).
-#include "splitsim/validate/validate_top.h"
+#include "splitsim/validate/ranking_check.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "splitsim/validate/validate.h"
+#include "splitsim/validate/validate_command.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/validate/profile_cache.h"
 #include "splitsim/validate/safe_files.h"
-#include "splitsim/validate/validation.h"
+#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 namespace {
