@@ -74,10 +74,10 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
       throw InputError("plan", "exec needs boundary i between stages i and i+1");
   if (options.eval_every > 0) {
     if (!options.eval_data || options.eval_batches < 1)
-      throw InputError("--eval-every", "evaluation needs held-out data and at least one batch");
+      throw InputError("eval_every", "evaluation needs held-out data and at least one batch");
     if (plan.schedule != Schedule::kSequential && plan.schedule != Schedule::kGpipe &&
         plan.schedule != Schedule::k1F1B)
-      throw InputError("--eval-every",
+      throw InputError("eval_every",
                        "held-out evaluation runs between batches: schedule sequential, gpipe or "
                        "1f1b, not " +
                            std::string(schedule_name(plan.schedule)));
@@ -95,7 +95,7 @@ RunResult run_party(const Scenario& scenario, const Plan& plan, Transport& trans
   ctx.act_dtype = activation_dtype(scenario.precision);
   if (options.device == "cuda") ctx.device = torch::Device(torch::kCUDA);
   if (options.eval_every > 0 && ctx.topo.clients != 1)
-    throw InputError("--eval-every", "held-out evaluation runs with one client");
+    throw InputError("eval_every", "held-out evaluation runs with one client");
   const int K = static_cast<int>(plan.stages.size());
   ctx.batches = plan.iterations + cooldown_batches(plan.schedule, K, plan.chunks());
   // Only the units of this rank's stages are built: each unit's weights

@@ -45,10 +45,10 @@ struct Setup {
 };
 
 void check_options(const TrainOptions& o) {
-  if (o.epochs < 1) throw InputError("--epochs", "must be at least 1");
-  if (o.train_samples < 0) throw InputError("--train-samples", "must not be negative");
-  if (o.test_samples < 0) throw InputError("--test-samples", "must not be negative");
-  if (o.eval_every < 0) throw InputError("--eval-every", "must not be negative");
+  if (o.epochs < 1) throw InputError("epochs", "must be at least 1");
+  if (o.train_samples < 0) throw InputError("train_samples", "must not be negative");
+  if (o.test_samples < 0) throw InputError("test_samples", "must not be negative");
+  if (o.eval_every < 0) throw InputError("eval_every", "must not be negative");
 }
 
 // The train and test splits by dataset, read once for every variant.
@@ -61,7 +61,7 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   s.label = v.label;
   s.dataset = o.dataset.empty() ? s.scenario.dataset : o.dataset;
   if (s.dataset != "fashion_mnist" && s.dataset != "cifar10")
-    throw InputError(o.dataset.empty() ? "$.dataset" : "--dataset",
+    throw InputError(o.dataset.empty() ? "$.dataset" : "dataset",
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
                      "not \"" +
                          s.dataset + "\"");
@@ -97,11 +97,11 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   s.batches_per_epoch = s.train.labels.size(0) / batch;
   s.test_batches = s.test.labels.size(0) / batch;
   if (s.batches_per_epoch < 1)
-    throw InputError("--train-samples", std::to_string(s.train.labels.size(0)) +
+    throw InputError("train_samples", std::to_string(s.train.labels.size(0)) +
                                             " training samples make no batch of " +
                                             std::to_string(batch));
   if (s.test_batches < 1)
-    throw InputError("--test-samples", std::to_string(s.test.labels.size(0)) +
+    throw InputError("test_samples", std::to_string(s.test.labels.size(0)) +
                                            " test samples make no batch of " +
                                            std::to_string(batch));
   s.scenario.dataset = s.dataset;
@@ -109,7 +109,7 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   s.eval_every = o.eval_every > 0 ? o.eval_every : s.batches_per_epoch;
   s.evaluations = s.plan.iterations / s.eval_every;
   if (s.evaluations < 1)
-    throw InputError("--eval-every", std::to_string(s.eval_every) +
+    throw InputError("eval_every", std::to_string(s.eval_every) +
                                          " batches is more than the whole training (" +
                                          std::to_string(s.plan.iterations) + " batches)");
   s.scenario.warmup = s.plan.warmup = 0;

@@ -207,9 +207,9 @@ size_t match_row(const std::vector<Plan>& plans, const MeasuredRow& row) {
 
 CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<MeasuredRow>& rows,
                          const CalibrateOptions& options) {
-  if (rows.empty()) throw InputError("--measured", "no measured rows");
+  if (rows.empty()) throw InputError("measured", "no measured rows");
   if (rows.size() > kMaxMeasuredRows)
-    throw InputError("--measured", std::to_string(rows.size()) +
+    throw InputError("measured", std::to_string(rows.size()) +
                                        " measured rows in all; the limit is " +
                                        std::to_string(kMaxMeasuredRows));
   // One plan per row (a row's own copy: rows may repeat a variant).
