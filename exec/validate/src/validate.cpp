@@ -1,6 +1,7 @@
 #include "splitsim/validate/validate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -153,6 +154,17 @@ bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Lo
   os << out.str();
   return std::none_of(runs.begin(), runs.end(),
                       [](const ValidationRun& r) { return !r.failure.empty(); });
+}
+
+Validator::Log stamped_log(std::ostream& err) {
+  const auto start = std::chrono::steady_clock::now();
+  return [start, &err](const std::string& line) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char stamp[32];
+    std::snprintf(stamp, sizeof stamp, "validate [%6.1f s]: ", s);
+    err << stamp << line << "\n";
+  };
 }
 
 }  // namespace splitsim
