@@ -1,12 +1,9 @@
-// `splitsim bench`: how fast the simulator is (run_simulator_bench,
-// sim/include/splitsim/sim/bench.h), on the plans of a scenario (by default
-// the shipped MobileNetV2 U-shape, found in data_dir()); the model is
+// `splitsim bench`: how fast the simulator is, on the plans of a scenario (by
+// default the shipped MobileNetV2 U-shape, found in data_dir()); the model is
 // measured once, outside the timings. Then how fast and how small `plan` is
 // on the shipped big models (a 7B decoder, a 1.3B encoder), each run a
-// process of its own whose peak RSS the kernel reports.
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
+// process of its own whose peak RSS the kernel reports. The figures:
+// run_bench (sim/include/splitsim/sim/bench.h).
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -17,27 +14,12 @@
 
 #include "commands.h"
 #include "flag_checks.h"
-#include "splitsim/costmodel/data_dir.h"
-#include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/subprocess.h"
 #include "splitsim/costmodel/workspace.h"
 #include "splitsim/sim/bench.h"
 
 namespace splitsim {
 namespace {
-
-struct BenchArgs {
-  std::string scenario;  // "": default_scenario_file()
-  int repeat = 3;
-  int jobs = 0;
-  std::string what = "all";  // sim | plan | all
-};
-
-const ScenarioVariant& find_variant(const Workspace& ws, const std::string& label) {
-  for (const auto& v : ws.variants())
-    if (v.label.find(label) != std::string::npos) return v;
-  return ws.variants().front();
-}
 
 // Runs this executable with `args`, its output discarded; throws unless it
 // exits 0. Returns the child's peak resident set size in bytes.
@@ -61,72 +43,18 @@ int64_t run_self(const std::vector<std::string>& args) {
   return peak_rss_bytes;
 }
 
-// `plan` on the shipped big models: the median wall time of `repeat` runs
-// (min..max) and the largest peak RSS, beside the targets.
-void run_plan_bench(int repeat) {
-  struct Case {
-    const char* file;  // in data_dir()
-    const char* variant;
-    double target_s;
-    double target_gb;  // 0: none
-  };
-  const Case cases[] = {{"big_models/llama_7b_ushape.json", "lora", 10, 2},
-                        {"big_models/roberta_1_3b_split.json", "none", 5, 0}};
-  std::cout << "planning big models (`splitsim plan FILE --variant V`, a process each, " << repeat
-            << " runs):\n";
-  for (const Case& c : cases) {
-    const std::string file = (std::filesystem::path(data_dir()) / c.file).string();
-    std::vector<double> wall;
-    int64_t rss = 0;
-    for (int r = 0; r < repeat; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      rss = std::max(rss, run_self({"plan", file, "--variant", c.variant}));
-      wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(wall.begin(), wall.end());
-    const double median = wall[wall.size() / 2], gb = static_cast<double>(rss) / 1e9;
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "  %-36s %6.2f s (%.2f..%.2f)   (target <= %.0f s%s)   peak RSS %.2f GB", c.file,
-                  median, wall.front(), wall.back(), c.target_s,
-                  median <= c.target_s ? "" : ", MISSED", gb);
-    std::cout << line;
-    if (c.target_gb > 0)
-      std::cout << "   (target <= " << c.target_gb << " GB" << (gb <= c.target_gb ? "" : ", MISSED")
-                << ")";
-    std::cout << "\n" << std::flush;
-  }
-}
-
-int run_bench(const BenchArgs& args) {
-  if (args.repeat < 1) throw InputError("--repeat", "must be at least 1");
-  if (args.what == "plan") {
-    run_plan_bench(args.repeat);
-    return 0;
-  }
-  Workspace ws(args.scenario.empty() ? default_scenario_file() : args.scenario,
-               [](const std::string& line) { std::cerr << line << "\n"; });
-  BenchPlans plans;
-  plans.base = ws.plan(find_variant(ws, "chunks=1 compression=none"));
-  plans.chunked = ws.plan(find_variant(ws, "chunks=8 compression=none"));
-  for (const auto& v : ws.variants()) plans.variants.push_back(ws.plan(v));
-  // The explorer's default search as a user runs it: a process of its own,
-  // the model measured in it (the target is for the whole command).
-  const std::string scenario = args.scenario.empty() ? default_scenario_file() : args.scenario;
-  const std::vector<std::string> explore = {"explore", scenario,   "--kinds",
-                                            "ushape",  "--chunks", "1,4,8"};
-  std::vector<BenchCommand> commands = {
-      {"`splitsim explore SCENARIO --kinds ushape --chunks 1,4,8`",
-       [explore] { run_self(explore); }, 3.0}};
-  run_simulator_bench(plans, args.repeat, args.jobs, std::cout, commands);
-  if (args.what == "all") run_plan_bench(args.repeat);
-  return 0;
+// Every variant's plan, the model measured once (progress on stderr).
+std::vector<Plan> plans_of(const std::string& file) {
+  Workspace ws(file, [](const std::string& line) { std::cerr << line << "\n"; });
+  std::vector<Plan> plans;
+  for (const auto& v : ws.variants()) plans.push_back(ws.plan(v));
+  return plans;
 }
 
 }  // namespace
 
 Command add_bench_command(CLI::App& app) {
-  auto args = std::make_shared<BenchArgs>();
+  auto args = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand(
       "bench",
       "Time the simulator (wall clock, medians): one scenario of 100 batches, one CIFAR-10 epoch "
@@ -145,7 +73,10 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"sim", "plan", "all"}));
   sub->add_option("--jobs", args->jobs, "parallel simulations in the sweeps (default: CPU count)")
       ->check(int_range(1, 1024));
-  return {sub, [args] { return run_bench(*args); }};
+  return {sub, [args] {
+            run_bench(*args, plans_of, run_self, std::cout);
+            return 0;
+          }};
 }
 
 }  // namespace splitsim

@@ -1,13 +1,11 @@
 // `splitsim calibrate FILE --measured FILES... -o OUT`: fit a calibration
 // (splitsim.calibration/1) to measured runs of FILE's variants (calibrate,
 // sim/calibrate) and print the parameters, the rows and the leave-one-out
-// errors.
-#include <cmath>
-#include <iomanip>
+// errors (print_calibration_fit).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "commands.h"
@@ -27,40 +25,6 @@ struct CalibrateArgs {
   int jobs = 0;
 };
 
-std::string pct(double predicted, double measured) {
-  if (!std::isfinite(predicted)) return "-";
-  std::ostringstream os;
-  os << std::showpos << std::fixed << std::setprecision(1)
-     << (predicted - measured) / measured * 100 << "%";
-  return os.str();
-}
-
-void print_fit(std::ostream& out, const CalibrationFit& fit) {
-  out << "parameter                          value         ±1 sigma      \n";
-  for (const FittedParameter& p : fit.parameters) {
-    out << std::left << std::setw(34) << p.name << " " << std::setw(13) << std::setprecision(5)
-        << p.value << " ";
-    if (p.fitted) {
-      std::ostringstream sigma;
-      sigma << std::setprecision(3) << p.sigma;
-      out << std::setw(13) << (std::isfinite(p.sigma) ? sigma.str() : "unknown") << " fitted\n";
-    } else
-      out << "-             held: " << p.why << "\n";
-  }
-  out << "\nvariant / metric: measured, error uncalibrated -> calibrated, left out\n";
-  for (const RowResult& r : fit.rows)
-    out << "  " << r.label << " / " << r.metric << ": " << r.measured << " s, "
-        << pct(r.uncalibrated, r.measured) << " -> " << pct(r.calibrated, r.measured) << ", "
-        << pct(r.left_out, r.measured) << "\n";
-  out << "leave-one-out |error| of time per batch: ";
-  if (std::isfinite(fit.loo_median_abs_pct))
-    out << "median " << std::setprecision(3) << fit.loo_median_abs_pct << "%, max "
-        << fit.loo_max_abs_pct << "%\n";
-  else
-    out << "not run (needs 2 rows with time_per_batch_s)\n";
-  for (const std::string& w : fit.warnings) out << "warning: " << w << "\n";
-}
-
 int run_calibrate(const CalibrateArgs& args) {
   check_output_path(args.output, "-o");  // before the fit
   std::vector<MeasuredRow> rows;
@@ -76,7 +40,7 @@ int run_calibrate(const CalibrateArgs& args) {
   o.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
   const CalibrationFit fit = calibrate(plans, rows, o);
   write_output_file(args.output, calibration_file_json(fit).dump(2) + "\n", "-o");
-  print_fit(std::cout, fit);
+  print_calibration_fit(std::cout, fit);
   std::cout << "calibration written to " << args.output << "\n";
   return 0;
 }

@@ -1,7 +1,8 @@
-// `splitsim explore SCENARIO` (sim/explore/README.md): its flags, the space
-// they give (make_space), one call to run_exploration() (search cut points,
-// codecs, chunk counts, schedules and bandwidths; simulate the candidates the
-// closed-form screen keeps; Pareto front and ranking), and its report.
+// `splitsim explore SCENARIO` (sim/explore/README.md): its flags, bound to an
+// ExploreRequest, and one call to explore_scenario()
+// (sim/explore/include/splitsim/explore/explore_request.h: search cut
+// points, codecs, chunk counts, schedules and bandwidths; simulate the
+// candidates the closed-form screen keeps; Pareto front, ranking, report).
 #include <unistd.h>
 
 #include <iostream>
@@ -9,92 +10,41 @@
 
 #include "commands.h"
 #include "flag_checks.h"
-#include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/output_file.h"
 #include "splitsim/costmodel/workspace.h"
-#include "splitsim/explore/accuracy.h"
-#include "splitsim/explore/exploration.h"
-#include "splitsim/explore/report.h"
-#include "splitsim/explore/space_flags.h"
+#include "splitsim/explore/explore_request.h"
 #include "splitsim/validate/ranking_check.h"
 
 namespace splitsim {
 namespace {
 
-struct ExploreArgs {
-  std::string scenario, variant, emit_best;
-  SpaceFlags space;
-  ExploreOptions options;
-  ValidateTopRequest validate;
-  int top = 10;
-  bool json = false, csv = false;
-  std::string accuracy;  // a train report
-  double target_accuracy_pct = -1, max_accuracy_drop_pct = -1;
-  double spread_pct = -1;  // -1: the device profiles' timing spread
-};
+void log(const std::string& line) { std::cerr << line << "\n"; }
 
-int run_explore(ExploreArgs a) {
-  if (a.top < 1) throw InputError("--top", "must be >= 1");
-  if (!a.accuracy.empty() && a.target_accuracy_pct < 0)
-    throw InputError("--target-accuracy", "--accuracy ranks by the time to a target: give it");
-  if (a.accuracy.empty() && (a.target_accuracy_pct >= 0 || a.max_accuracy_drop_pct >= 0))
-    throw InputError("--accuracy",
-                     "--target-accuracy and --max-accuracy-drop need the report "
-                     "of splitsim train (--accuracy FILE)");
-  if (!a.emit_best.empty()) check_output_path(a.emit_best, "--emit-best");  // before the search
-  std::vector<MeasuredAccuracy> measured;
-  if (!a.accuracy.empty()) measured = read_accuracy_report(a.accuracy);
-  auto log = [](const std::string& line) { std::cerr << line << "\n"; };
-  Workspace ws(a.scenario, log, ScenarioNeeds::kModel);  // explore picks the partition
-  if (!a.variant.empty()) ws.select_one(a.variant, "explore searches around");
+// The scenario measured: the variant --variant picks, else the first.
+ExploreSubject load_subject(const ExploreRequest& r) {
+  Workspace ws(r.scenario, log, ScenarioNeeds::kModel);  // explore picks the partition
+  if (!r.variant.empty()) ws.select_one(r.variant, "explore searches around");
   const ScenarioVariant& v = ws.variants().front();
   if (ws.variants().size() > 1)
     std::cerr << "explore: the scenario has a sweep; exploring around its first variant \""
               << v.label << "\" (--variant TEXT picks another)\n";
-  const ExploreSpace space = make_space(a.space, v.scenario);
-  // A terminal gets one line rewritten in place; a log one line per step.
-  const bool tty = ::isatty(STDERR_FILENO) == 1;
-  a.options.progress = [tty](const ExploreProgress& p) {
-    std::cerr << (tty ? "\r" : "") << progress_line(p) << (tty ? "" : "\n") << std::flush;
-  };
-  a.options.spread_top = static_cast<size_t>(a.top);
-  if (a.spread_pct >= 0) a.options.spread = a.spread_pct / 100;
-  const Exploration e = run_exploration(v.scenario, ws.model(v), ws.devices(v), space, a.options);
-  if (tty) std::cerr << "\n";
-  const Candidate* best = &e.result.candidates[e.ranking.front()];
-  nlohmann::json accuracy;
-  if (!measured.empty()) {
-    const AccuracyRanking ranked = rank_by_time_to_accuracy(
-        e, measured, a.target_accuracy_pct / 100,
-        a.max_accuracy_drop_pct < 0 ? -1.0 : a.max_accuracy_drop_pct / 100);
-    accuracy = accuracy_ranking_json(e, measured, ranked, static_cast<size_t>(a.top));
-    if (!ranked.rows.empty())
-      best = &e.result.candidates[ranked.rows.front().candidate];
-    else
-      std::cerr << "explore: no candidate has measured codecs that reach the target within the "
-                   "allowed drop; the best by "
-                << objective_name(e.objective) << " stands\n";
-  }
-  if (!a.emit_best.empty()) {
-    write_output_file(a.emit_best, candidate_scenario_json(v.json, *best).dump(2) + "\n",
-                      "--emit-best");
-    std::cerr << "best plan written to " << a.emit_best << "\n";
-  }
-  nlohmann::json validation;
-  if (a.validate.top > 0) validation = validate_top(e, v.json, a.validate, log);
-  if (a.json)
-    write_explore_json(std::cout, v.scenario.name, e, a.top, validation, accuracy);
-  else if (a.csv)
-    write_explore_csv(std::cout, e);
-  else
-    write_explore_table(std::cout, v.scenario.name, e, a.top, validation, accuracy);
+  return {v, ws.model(v), ws.devices(v)};
+}
+
+int run_explore(ExploreRequest r) {
+  r.progress_in_place = ::isatty(STDERR_FILENO) == 1;
+  explore_scenario(
+      r, [&r] { return load_subject(r); },
+      [&r](const Exploration& e, const nlohmann::json& base_json) {
+        return validate_top(e, base_json, {r.validate_top, r.validate_repeat, ""}, log);
+      },
+      std::cout, std::cerr);
   return 0;
 }
 
 }  // namespace
 
 Command add_explore_command(CLI::App& app) {
-  auto a = std::make_shared<ExploreArgs>();
+  auto a = std::make_shared<ExploreRequest>();
   SpaceFlags& s = a->space;
   CLI::App* sub = app.add_subcommand(
       "explore",
@@ -142,7 +92,7 @@ Command add_explore_command(CLI::App& app) {
                   "it, then renamed)");
   sub->add_option("--jobs", a->options.jobs, "simulations at once (default: the CPU count)")
       ->check(int_range(1, 1024));
-  sub->add_option("--validate-top", a->validate.top,
+  sub->add_option("--validate-top", a->validate_top,
                   "run `splitsim validate --matrix` on the top N plans (interleaved) and say "
                   "whether the measured best is the predicted best, within the measured spread")
       ->check(int_range(0, 100));
@@ -157,7 +107,7 @@ Command add_explore_command(CLI::App& app) {
                   "with --accuracy: leave out codecs whose best test accuracy is more than this "
                   "many percentage points below the uncompressed run's")
       ->check(number_range(0, 100));
-  sub->add_option("--validate-repeat", a->validate.repeat,
+  sub->add_option("--validate-repeat", a->validate_repeat,
                   "with --validate-top: real runs per plan")
       ->capture_default_str()
       ->check(int_range(1, 100));

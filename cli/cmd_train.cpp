@@ -2,25 +2,22 @@
 // images with a held-out evaluation after every epoch (run_train,
 // exec/include/splitsim/exec/train.h), every selected variant in this
 // process or, with --role, one variant as one party of a two-process run
-// over c10d Gloo; adds the simulator's time per batch for the scenario's
-// deployment and, with --target-accuracy, the time to reach it. stdout: the
-// report with --json (splitsim.train/1, or splitsim.train_sweep/1 for
-// several variants), else a table; progress on stderr. Exit codes: 0 ok, 1
-// the run failed (the report so far still written), 2 bad input.
-#include <cstdio>
+// over c10d Gloo; train_report (train_report.h there) adds the simulator's
+// time per batch for the deployment and, with --target-accuracy, the time to
+// reach it. stdout: the report with --json (splitsim.train/1, or
+// splitsim.train_sweep/1 for several variants), else a table; progress on
+// stderr. Exit codes: 0 ok, 1 the run failed (the report so far still
+// written), 2 bad input.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "commands.h"
 #include "flag_checks.h"
-#include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/output_file.h"
 #include "splitsim/exec/party_exit.h"
 #include "splitsim/exec/train.h"
-#include "splitsim/sim/metrics.h"
-#include "splitsim/sim/simulator.h"
+#include "splitsim/exec/train_report.h"
 
 namespace splitsim {
 namespace {
@@ -32,123 +29,18 @@ struct TrainArgs {
   double target_accuracy_pct = -1;
 };
 
-std::string table(const nlohmann::json& r) {
-  std::ostringstream os;
-  char line[200];
-  os << "train " << r["scenario"].get<std::string>() << " [" << r["variant"].get<std::string>()
-     << "] on " << r["dataset"].get<std::string>() << " (" << r["mode"].get<std::string>()
-     << ")\n  epoch  batches  train loss  train acc  test loss  test acc   train s\n";
-  for (const auto& e : r["evaluations"]) {
-    std::snprintf(line, sizeof line, "  %5.2f  %7lld  %10.4f  %8.2f%%  %9.4f  %7.2f%%  %8.1f\n",
-                  e["epoch"].get<double>(), e["batches"].get<long long>(),
-                  e["train_loss"].get<double>(), 100 * e["train_accuracy"].get<double>(),
-                  e["test_loss"].get<double>(), 100 * e["test_accuracy"].get<double>(),
-                  e["train_s"].get<double>());
-    os << line;
-  }
-  std::snprintf(line, sizeof line,
-                "best test accuracy %.2f%% (after %lld batches); wire %.0f B/batch; predicted %.4f "
-                "s/batch for the scenario's deployment\n",
-                100 * r["best_test_accuracy"].get<double>(),
-                r["best_after_batches"].get<long long>(), r["wire_bytes_per_batch"].get<double>(),
-                r["predicted_time_per_batch_s"].get<double>());
-  os << line;
-  if (r.contains("time_to_accuracy")) {
-    const auto& t = r["time_to_accuracy"];
-    if (t["batches"].get<int64_t>() < 0)
-      std::snprintf(line, sizeof line, "%.2f%% test accuracy: not reached\n",
-                    100 * t["target"].get<double>());
-    else
-      std::snprintf(line, sizeof line,
-                    "%.2f%% test accuracy after %lld batches: predicted %.1f s on the deployment\n",
-                    100 * t["target"].get<double>(), t["batches"].get<long long>(),
-                    t["predicted_s"].get<double>());
-    os << line;
-  }
-  return os.str();
-}
-
-// The simulator's time per batch for the deployment and, with a target,
-// the time to reach it, added to one run's report.
-void add_prediction(const Plan& plan, double target_pct, nlohmann::json* r) {
-  const Metrics m = compute_metrics(simulate(plan), plan, plan.warmup);
-  (*r)["predicted_time_per_batch_s"] = m.time_per_batch_s;
-  if (target_pct < 0) return;
-  const double target = target_pct / 100;
-  const int64_t batches = batches_to_accuracy(*r, target);
-  nlohmann::json t = {{"target", target},
-                      {"batches", batches},
-                      {"predicted_s", batches < 0 ? nlohmann::json(nullptr)
-                                                  : nlohmann::json(static_cast<double>(batches) *
-                                                                   m.time_per_batch_s)}};
-  if (r->value("mode", "") == "two_process" && batches >= 0) {
-    // The real run's own time: its training up to that evaluation.
-    double s = 0;
-    for (const auto& e : (*r)["evaluations"])
-      if (e["batches"].get<int64_t>() <= batches) s += e["train_s"].get<double>();
-    t["measured_s"] = s;
-  }
-  (*r)["time_to_accuracy"] = t;
-}
-
-// One row per variant: the sweep at a glance.
-std::string sweep_table(const nlohmann::json& runs) {
-  std::ostringstream os;
-  char line[300];
-  os << "   best acc  last acc   wire B/batch  predicted s/batch  to target: batches  "
-        "predicted s  variant\n";
-  for (const auto& r : runs) {
-    const auto& evals = r["evaluations"];
-    const double last = evals.empty() ? 0 : evals.back()["test_accuracy"].get<double>();
-    std::string batches = "-", seconds = "-";
-    if (r.contains("time_to_accuracy") && r["time_to_accuracy"]["batches"].get<int64_t>() >= 0) {
-      batches = std::to_string(r["time_to_accuracy"]["batches"].get<int64_t>());
-      std::snprintf(line, sizeof line, "%.1f", r["time_to_accuracy"]["predicted_s"].get<double>());
-      seconds = line;
-    }
-    std::snprintf(line, sizeof line, "  %8.2f%%  %7.2f%%  %13.0f  %17.4f  %18s  %11s  %s\n",
-                  100 * r["best_test_accuracy"].get<double>(), 100 * last,
-                  r["wire_bytes_per_batch"].get<double>(),
-                  r["predicted_time_per_batch_s"].get<double>(), batches.c_str(), seconds.c_str(),
-                  r["variant"].get<std::string>().c_str());
-    os << line;
-  }
-  return os.str();
-}
-
 int run_train_command(const TrainArgs& args) {
   // Refused now rather than after the training.
   if (!args.report.empty()) check_output_path(args.report, "--report");
-  const std::vector<TrainOutcome> outs =
-      run_train(args.options, [](const std::string& line) { std::cerr << line << "\n"; });
-  nlohmann::json runs = nlohmann::json::array();
-  bool complete = true;
-  std::string error;
-  for (const TrainOutcome& o : outs) {
-    nlohmann::json r = o.report;
-    if (r.contains("evaluations")) add_prediction(o.plan, args.target_accuracy_pct, &r);
-    runs.push_back(r);
-    if (!o.complete) {
-      complete = false;
-      error = o.error;
-    }
-  }
-  const bool sweep = runs.size() > 1;
-  const nlohmann::json report = sweep ? nlohmann::json{{"schema", "splitsim.train_sweep/1"},
-                                                       {"scenario", args.options.scenario},
-                                                       {"runs", runs}}
-                                      : runs.front();
-  if (!args.report.empty()) write_output_file(args.report, report.dump(2) + "\n", "--report");
-  if (args.json)
-    std::cout << report.dump(2) << "\n";
-  else if (sweep)
-    std::cout << sweep_table(runs);
-  else if (report.contains("evaluations"))
-    std::cout << table(report);
+  const TrainReport report = train_report(
+      run_train(args.options, [](const std::string& line) { std::cerr << line << "\n"; }),
+      args.options.scenario, args.target_accuracy_pct);
+  if (!args.report.empty()) write_output_file(args.report, report.json.dump(2) + "\n", "--report");
+  std::cout << (args.json ? report.json.dump(2) + "\n" : train_table(report.json));
   std::cout.flush();
-  if (!complete) {
-    if (!args.options.role.empty()) exit_after_failed_party(error);
-    std::cerr << "error: " << error << "\n";
+  if (!report.complete) {
+    if (!args.options.role.empty()) exit_after_failed_party(report.error);
+    std::cerr << "error: " << report.error << "\n";
     return 1;
   }
   std::cerr << "train: done\n";

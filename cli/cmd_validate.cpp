@@ -4,9 +4,6 @@
 // this machine's measured profile, platform and link rate, run them for
 // real, repeated and interleaved, and print predicted vs measured per metric
 // (one variant) or the matrix summary (`--matrix`).
-#include <cctype>
-#include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -16,18 +13,6 @@
 #include "splitsim/validate/validate_command.h"
 
 namespace splitsim {
-namespace {
-
-// Progress on stderr, each line with the seconds since validate started.
-void log(const std::string& line) {
-  static const auto start = std::chrono::steady_clock::now();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  char stamp[32];
-  std::snprintf(stamp, sizeof stamp, "validate [%6.1f s]: ", s);
-  std::cerr << stamp << line << "\n";
-}
-
-}  // namespace
 
 Command add_validate_command(CLI::App& app) {
   auto args = std::make_shared<ValidateRequest>();
@@ -108,7 +93,7 @@ Command add_validate_command(CLI::App& app) {
   sub->add_option("--exec-bin", o.exec_bin,
                   "binary to run as `BIN exec ...` and `BIN link-probe ...` (default "
                   "$SPLITSIM_EXEC_BIN, else this one; for tests)");
-  return {sub, [args] { return validate(*args, std::cout, log) ? 0 : 1; }};
+  return {sub, [args] { return validate(*args, std::cout, stamped_log(std::cerr)) ? 0 : 1; }};
 }
 
 }  // namespace splitsim

@@ -38,8 +38,9 @@ CLI::Validator congestion_control_name() {
       [](std::string& name) -> std::string {
         bool ok = !name.empty() && name.size() <= 15;
         for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-        return ok ? "" : "not a TCP congestion control name (e.g. cubic, reno, bbr): \"" +
-                             name.substr(0, 40) + "\"";
+        return ok ? ""
+                  : "not a TCP congestion control name (e.g. cubic, reno, bbr): \"" +
+                        name.substr(0, 40) + "\"";
       },
       "NAME");
 }
@@ -70,6 +71,17 @@ CLI::Validator number_range(double lo, double hi, bool lo_open) {
         return "";
       },
       "NUM in " + std::string(lo_open ? "(" : "[") + show(lo) + ", " + show(hi) + "]");
+}
+
+InputError as_flag_error(const CLI::App& sub, const InputError& e) {
+  const std::string& field = e.where();
+  if (field.empty() ||
+      field.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    return e;
+  std::string flag = "--" + field;
+  for (char& c : flag) c = c == '_' ? '-' : c;
+  if (sub.get_option_no_throw(flag) == nullptr) return e;
+  return InputError(flag, e.message());
 }
 
 std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "splitsim/costmodel/errors.h"
+
 namespace splitsim {
 
 // An integer in [lo, hi], in decimal digits (CLI11 alone reads "0x10" as 16).
@@ -23,6 +25,12 @@ constexpr double kMinTimeoutS = 0.001;
 CLI::Validator congestion_control_name();
 // exec's and link-probe's --tcp-congestion-control NAME into `name`.
 void add_congestion_control_flag(CLI::App* sub, std::string* name);
+
+// `e` as the user should read it from `sub`: a library names an input field
+// in snake_case ("train_samples"), and when `sub` has that flag
+// ("--train-samples") the error names the flag instead. Any other where (a
+// JSON path, a file, a flag) stays.
+InputError as_flag_error(const CLI::App& sub, const InputError& e);
 
 // Names the subcommand in argv[1] when it is not one of `app`'s and not a
 // flag, with the valid ones: "unknown subcommand "x"; valid: plan, ...".

@@ -81,11 +81,15 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  const splitsim::Command* command = nullptr;
+  for (const auto& c : commands)
+    if (c.app->parsed()) command = &c;
+  if (command == nullptr) return 1;
   try {
-    for (const auto& command : commands)
-      if (command.app->parsed()) return command.run();
+    return command->run();
   } catch (const splitsim::InputError& e) {
-    std::cerr << "error: " << visible(e.what()) << "\n";
+    // The library names the input field; the user reads the flag.
+    std::cerr << "error: " << visible(splitsim::as_flag_error(*command->app, e).what()) << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory\n";
@@ -94,5 +98,4 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << visible(one_line(e.what())) << "\n";
     return 1;
   }
-  return 1;
 }

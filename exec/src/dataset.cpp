@@ -145,7 +145,7 @@ LabeledImages read_cifar10(const std::vector<std::string>& files) {
     labels.push_back(raw.select(1, 0).to(torch::kLong));
     images.push_back(raw.slice(1, 1).reshape({n, 3, 32, 32}).to(torch::kFloat).div_(255.0));
   }
-  if (images.empty()) throw InputError("--data", "no CIFAR-10 batch files given");
+  if (images.empty()) throw InputError("data", "no CIFAR-10 batch files given");
   return {torch::cat(images), torch::cat(labels)};
 }
 
@@ -181,7 +181,7 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
   if (dataset == "fashion_mnist") {
     const std::string dir = data_dir.empty() ? installed_fashion_mnist_dir() : data_dir;
     if (dir.empty())
-      throw InputError("--data",
+      throw InputError("data",
                        "Fashion-MNIST not found: apt-get install dataset-fashion-mnist "
                        "or pass --data DIR with train-images-idx3-ubyte[.gz]");
     auto pick = [&](const std::string& base) {
@@ -193,7 +193,7 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
   }
   if (dataset == "cifar10") {
     if (data_dir.empty())
-      throw InputError("--data", "dataset cifar10 needs --data DIR with data_batch_1.bin ...");
+      throw InputError("data", "dataset cifar10 needs --data DIR with data_batch_1.bin ...");
     std::vector<std::string> files;
     if (test) {
       if (fs::exists(data_dir + "/test_batch.bin")) files.push_back(data_dir + "/test_batch.bin");
@@ -205,7 +205,7 @@ LabeledImages load_labeled_images(const std::string& dataset, const std::string&
     }
     if (files.empty())
       throw InputError(
-          "--data",
+          "data",
           std::string("no ") + (test ? "test_batch.bin" : "data_batch_*.bin") + " in " + data_dir);
     return read_cifar10(files);
   }
@@ -227,7 +227,7 @@ std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const
                                                int64_t distinct_batches) {
   if (dataset == "synthetic") return make_synthetic_source(model, seed, distinct_batches);
   if (distinct_batches > 0)
-    throw InputError("--distinct-batches",
+    throw InputError("distinct_batches",
                      "applies to synthetic data; this scenario's dataset is " + dataset +
                          " (leave the flag out)");
   if (model.task != TaskKind::kImageClassification)

@@ -131,12 +131,12 @@ GlooOptions party_gloo_options(const ExecTopology& topo, const std::string& role
   go.world_size = topo.world_size();
   go.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   if (go.rank == 0 && listen.empty())
-    throw InputError("--listen", "rank 0 (party \"" + topo.server_party +
+    throw InputError("listen", "rank 0 (party \"" + topo.server_party +
                                      "\") listens: pass --listen ADDR:PORT");
   if (go.rank != 0 && connect.empty())
-    throw InputError("--connect",
+    throw InputError("connect",
                      "party \"" + role + "\" connects to the server: pass --connect ADDR:PORT");
-  parse_address(go.rank == 0 ? listen : connect, go.rank == 0 ? "--listen" : "--connect", &go.host,
+  parse_address(go.rank == 0 ? listen : connect, go.rank == 0 ? "listen" : "connect", &go.host,
                 &go.port);
   return go;
 }

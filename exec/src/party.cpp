@@ -64,7 +64,7 @@ void write_outputs(const ExecPartyOptions& o, const RunSpec& spec, const RunResu
   out.flush();
   if (o.trace.empty()) return;
   try {
-    write_output_stream(o.trace, "--trace",
+    write_output_stream(o.trace, "trace",
                         [&r](std::ostream& trace) { write_chrome_trace(r.timeline, trace); });
   } catch (const InputError& e) {
     if (r.complete) throw;  // exit 2; an incomplete run's own failure comes first
@@ -201,7 +201,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
                             const std::function<void(const std::string&)>& progress) {
   hold_freed_heap_memory();  // as the profile measured (heap.h)
   torch::set_num_threads(args.threads);
-  if (!args.trace.empty()) check_output_path(args.trace, "--trace");  // before the run
+  if (!args.trace.empty()) check_output_path(args.trace, "trace");  // before the run
   const RunSpec spec = select_run(args, progress);
   const std::string token = shared_token(args.token);
   GlooOptions go = party_gloo_options(spec.topology, args.role, args.client_index, args.listen,
@@ -210,7 +210,7 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   go.token = token;
   const RunOptions ro = exec_run_options(args, go, spec.plan.iterations, progress);
   if (args.device == "cuda" && !torch::cuda::is_available())
-    throw InputError("--device",
+    throw InputError("device",
                      "cuda requested but this LibTorch build or machine has no CUDA "
                      "device; use --device cpu");
   announce(args, go, spec, progress);
@@ -232,17 +232,17 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
 PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostream& out) {
   hold_freed_heap_memory();  // the probe's compute loop as exec's (heap.h)
   if (args.role != "server" && args.role != "client")
-    throw InputError("--role", "expected server or client, got \"" + args.role + "\"");
+    throw InputError("role", "expected server or client, got \"" + args.role + "\"");
   const bool server = args.role == "server";
   GlooOptions go;
   go.rank = server ? 0 : 1;
   go.world_size = 2;
   go.timeout = std::chrono::milliseconds(static_cast<int64_t>(args.timeout_s * 1000));
   if (server && args.listen.empty())
-    throw InputError("--listen", "the server listens: pass --listen ADDR:PORT");
+    throw InputError("listen", "the server listens: pass --listen ADDR:PORT");
   if (!server && args.connect.empty())
-    throw InputError("--connect", "the client connects: pass --connect ADDR:PORT");
-  parse_address(server ? args.listen : args.connect, server ? "--listen" : "--connect", &go.host,
+    throw InputError("connect", "the client connects: pass --connect ADDR:PORT");
+  parse_address(server ? args.listen : args.connect, server ? "listen" : "connect", &go.host,
                 &go.port);
   LinkProbeOptions o;
   o.message_bytes = static_cast<int64_t>(args.message_kib * 1024);

@@ -70,14 +70,14 @@ void check_supported(const RunSpec& spec, const RunOptions& options) {
       throw InputError("plan", "exec needs boundary i between stages i and i+1");
   if (options.eval_every > 0) {
     if (!options.eval_data || options.eval_batches < 1)
-      throw InputError("--eval-every", "evaluation needs held-out data and at least one batch");
+      throw InputError("eval_every", "evaluation needs held-out data and at least one batch");
     if (!is_synchronous(plan.schedule))
-      throw InputError("--eval-every",
+      throw InputError("eval_every",
                        "held-out evaluation runs between batches: schedule sequential, gpipe or "
                        "1f1b, not " +
                            std::string(schedule_name(plan.schedule)));
     if (spec.topology.clients != 1)
-      throw InputError("--eval-every", "held-out evaluation runs with one client");
+      throw InputError("eval_every", "held-out evaluation runs with one client");
   }
 }
 

@@ -84,7 +84,7 @@ std::string shared_token(const std::string& flag_value) {
     if (const char* env = std::getenv("SPLITSIM_TOKEN"); env != nullptr) token = env;
   }
   if (token.size() > kMaxTokenBytes)
-    throw InputError(flag_value.empty() ? "SPLITSIM_TOKEN" : "--token",
+    throw InputError(flag_value.empty() ? "SPLITSIM_TOKEN" : "token",
                      "the token is " + std::to_string(token.size()) + " bytes; the limit is " +
                          std::to_string(kMaxTokenBytes));
   return token;

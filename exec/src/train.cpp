@@ -42,10 +42,10 @@ struct Setup {
 };
 
 void check_options(const TrainOptions& o) {
-  if (o.epochs < 1) throw InputError("--epochs", "must be at least 1");
-  if (o.train_samples < 0) throw InputError("--train-samples", "must not be negative");
-  if (o.test_samples < 0) throw InputError("--test-samples", "must not be negative");
-  if (o.eval_every < 0) throw InputError("--eval-every", "must not be negative");
+  if (o.epochs < 1) throw InputError("epochs", "must be at least 1");
+  if (o.train_samples < 0) throw InputError("train_samples", "must not be negative");
+  if (o.test_samples < 0) throw InputError("test_samples", "must not be negative");
+  if (o.eval_every < 0) throw InputError("eval_every", "must not be negative");
 }
 
 // The train and test splits by dataset, read once for every variant.
@@ -55,7 +55,7 @@ using SplitCache = std::map<std::string, std::pair<LabeledImages, LabeledImages>
 // `dataset` into an image classifier, one client, a synchronous schedule.
 void check_trainable(const Scenario& sc, const std::string& dataset, bool dataset_given) {
   if (dataset != "fashion_mnist" && dataset != "cifar10")
-    throw InputError(dataset_given ? "--dataset" : "$.dataset",
+    throw InputError(dataset_given ? "dataset" : "$.dataset",
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
                      "not \"" +
                          dataset + "\"");
@@ -93,11 +93,11 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   s.batches_per_epoch = s.train.labels.size(0) / batch;
   s.test_batches = s.test.labels.size(0) / batch;
   if (s.batches_per_epoch < 1)
-    throw InputError("--train-samples", std::to_string(s.train.labels.size(0)) +
+    throw InputError("train_samples", std::to_string(s.train.labels.size(0)) +
                                             " training samples make no batch of " +
                                             std::to_string(batch));
   if (s.test_batches < 1)
-    throw InputError("--test-samples", std::to_string(s.test.labels.size(0)) +
+    throw InputError("test_samples", std::to_string(s.test.labels.size(0)) +
                                            " test samples make no batch of " +
                                            std::to_string(batch));
   RunChanges changes;
@@ -109,7 +109,7 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   s.eval_every = o.eval_every > 0 ? o.eval_every : s.batches_per_epoch;
   s.evaluations = s.run.plan.iterations / s.eval_every;
   if (s.evaluations < 1)
-    throw InputError("--eval-every", std::to_string(s.eval_every) +
+    throw InputError("eval_every", std::to_string(s.eval_every) +
                                          " batches is more than the whole training (" +
                                          std::to_string(s.run.plan.iterations) + " batches)");
   s.identity = s.run.identity;

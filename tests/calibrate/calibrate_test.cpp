@@ -420,7 +420,7 @@ TEST(MeasuredTest, RowsAreBoundedAndRefusedQuickly) {
     calibrate({}, many, CalibrateOptions{});
     ADD_FAILURE() << "accepted " << many.size() << " rows";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--measured");
+    EXPECT_EQ(e.where(), "measured");
     EXPECT_NE(e.message().find("257 measured rows in all; the limit is 256"), std::string::npos)
         << e.what();
   }

@@ -406,7 +406,7 @@ TEST(ScenarioTest, AVariantFilterThatMatchesNothingQuotesAFewLabels) {
   std::vector<std::string> labels;
   for (int i = 0; i < 30; ++i) labels.push_back("bw" + std::to_string(i));
   const InputError e = no_variant_matches("q9", labels);
-  EXPECT_EQ(e.where(), "--variant");
+  EXPECT_EQ(e.where(), "variant");
   const std::string m = e.message();
   EXPECT_NE(m.find("no variant label contains \"q9\""), std::string::npos) << m;
   EXPECT_NE(m.find("\"bw11\" and 18 more"), std::string::npos) << m;

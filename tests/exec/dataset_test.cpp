@@ -102,7 +102,7 @@ TEST(DatasetTest, SyntheticDataRepeatsAfterDistinctBatches) {
     make_batch_source("cifar10", model, "", 5, 2);
     ADD_FAILURE() << "--distinct-batches taken for a real dataset";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--distinct-batches");
+    EXPECT_EQ(e.where(), "distinct_batches");
   }
 }
 

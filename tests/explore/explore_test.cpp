@@ -211,13 +211,13 @@ TEST(ExploreTest, BadSpacesNameTheFlagOrPath) {
   expect_error_at([] { parse_objective("fast", "--objective"); }, "--objective");
   ExploreSpace s;
   s.max_client_mac_share = 0;
-  expect_error_at([&] { check_space(s); }, "--max-client-mac-share");
+  expect_error_at([&] { check_space(s); }, "max_client_mac_share");
   s = {};
   s.client_memory_bytes = -5;
-  expect_error_at([&] { check_space(s); }, "--client-memory-bytes");
+  expect_error_at([&] { check_space(s); }, "client_memory_bytes");
   s = {};
   s.bandwidths_bit_per_s = {-1};
-  expect_error_at([&] { check_space(s); }, "--bandwidth-bit-per-s");
+  expect_error_at([&] { check_space(s); }, "bandwidth_bit_per_s");
 }
 
 // Runs `fn`, expecting InputError at `where` with `phrase` in its message.
@@ -250,7 +250,7 @@ TEST(ExploreTest, SpaceFileValuesAreNamedByTheFileAndPathNotAFlag) {
   expect_error_saying([&] { make_space(flags, Scenario{}); }, f + " $.bandwidths_bit_per_s[0]",
                       "got 1e+20");
   std::ofstream(f) << R"({"schema": "splitsim.explore/1", "chunks": [1], "chunks": [2]})";
-  expect_error_saying([&] { make_space(flags, Scenario{}); }, "--space", "duplicate key");
+  expect_error_saying([&] { make_space(flags, Scenario{}); }, "space", "duplicate key");
   write_space({{"schema", "splitsim.explore/1"}, {"chunks", {1, 4}}});
   EXPECT_EQ(make_space(flags, Scenario{}).chunks, (std::vector<int64_t>{1, 4}));
   std::filesystem::remove(f);
@@ -279,14 +279,14 @@ TEST(ExploreTest, FlagListsAreDecimal) {
   SpaceFlags flags;
   for (const char* bad : {"0x10", "1.5", "4,inf", "1e1"}) {
     flags.chunks = bad;
-    expect_error_saying([&] { make_space(flags, Scenario{}); }, "--chunks",
+    expect_error_saying([&] { make_space(flags, Scenario{}); }, "chunks",
                         "is not a positive decimal integer");
   }
   flags.chunks = "16";
   EXPECT_EQ(make_space(flags, Scenario{}).chunks, (std::vector<int64_t>{16}));
   for (const char* bad : {"0x1p30", "inf", "nan", "1e9,-4e9"}) {
     flags.bandwidths = bad;
-    expect_error_saying([&] { make_space(flags, Scenario{}); }, "--bandwidth-bit-per-s",
+    expect_error_saying([&] { make_space(flags, Scenario{}); }, "bandwidth_bit_per_s",
                         "is not a positive decimal number");
   }
   flags.bandwidths = "1e9,4e9";

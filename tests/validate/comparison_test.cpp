@@ -25,13 +25,13 @@ TEST(LinkRate, ParsesTcStyleRates) {
   EXPECT_DOUBLE_EQ(parse_link_rate("100000bit"), 1e5);
 }
 
-TEST(LinkRate, RejectsBadRatesNamingTheFlag) {
+TEST(LinkRate, RejectsBadRatesNamingTheField) {
   for (const char* bad : {"", "fast", "200mb", "200 mbit", "-5mbit", "0mbit", "mbit", "1e400"}) {
     try {
       parse_link_rate(bad);
       ADD_FAILURE() << "accepted \"" << bad << "\"";
     } catch (const InputError& e) {
-      EXPECT_EQ(e.where(), "--link-rate") << bad;
+      EXPECT_EQ(e.where(), "link_rate") << bad;
       EXPECT_NE(std::string(e.what()).find("200mbit"), std::string::npos) << e.what();
     }
   }

@@ -49,7 +49,7 @@ TEST(HardeningValidateTest, LinkRateIsBoundedByWhatTcShapes) {
       parse_link_rate(bad);
       ADD_FAILURE() << bad << " accepted";
     } catch (const InputError& e) {
-      EXPECT_EQ(e.where(), "--link-rate");
+      EXPECT_EQ(e.where(), "link_rate");
       EXPECT_NE(std::string(e.what()).find("8kbit to 100gbit"), std::string::npos) << e.what();
     }
   }

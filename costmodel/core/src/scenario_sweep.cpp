@@ -313,7 +313,7 @@ std::string quote_labels(const std::vector<std::string>& labels) {
 
 InputError no_variant_matches(const std::string& filter, const std::vector<std::string>& labels) {
   return InputError(
-      "--variant", "no variant label contains \"" + filter + "\"; labels: " + quote_labels(labels));
+      "variant", "no variant label contains \"" + filter + "\"; labels: " + quote_labels(labels));
 }
 
 }  // namespace splitsim

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <thread>
 
 #include <torch/torch.h>
 
 #include "splitsim/costmodel/codec_module.h"
+#include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/median.h"
 #include "splitsim/costmodel/model_zoo.h"
@@ -235,6 +237,59 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
   }
   d.timing_spread = timing_spread_of({round_s});
   return d;
+}
+
+namespace {
+
+// True iff `e` is an allocation failure: std::bad_alloc, or LibTorch's
+// c10::Error from its CPU allocator ("DefaultCPUAllocator: can't allocate
+// memory", "not enough memory").
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  const std::string what = e.what();
+  return what.find("can't allocate memory") != std::string::npos ||
+         what.find("not enough memory") != std::string::npos ||
+         what.find("out of memory") != std::string::npos;
+}
+
+// The request's model with its defaults; errors name the request's field
+// ("$.image_size" -> "image_size", "$.name" -> "model").
+ModelSpec requested_model(const ProfileRequest& r) {
+  if (r.model.empty()) throw InputError("model", "give --model NAME or --scenario FILE");
+  ModelSpec spec;
+  spec.name = r.model;
+  spec.image_size = r.image_size;
+  spec.seq_len = r.seq_len;
+  spec.num_classes = r.num_classes;
+  try {
+    return resolve_model_defaults(spec, "$");
+  } catch (const InputError& e) {
+    const std::string field = e.where().substr(std::min<size_t>(2, e.where().size()));
+    throw InputError(field == "name" ? "model" : field, e.message());
+  }
+}
+
+}  // namespace
+
+MeasuredDevice profile_this_machine(const ProfileRequest& r,
+                                    const std::function<void(const std::string&)>& progress) {
+  ModelSpec spec;
+  ProfileOptions options = r.options;
+  if (!r.scenario.empty()) {
+    const auto variants = load_scenario_file(r.scenario);
+    spec = variants.front().scenario.model;
+    options.optimizer = variants.front().scenario.optimizer;
+  } else {
+    spec = requested_model(r);
+  }
+  try {
+    return measure_this_machine(spec, options, r.name, progress);
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw InputError("batch", "batch " + std::to_string(options.batch) +
+                                  " is too large for this machine's memory (the model's "
+                                  "tensors could not be allocated); give a smaller --batch");
+  }
 }
 
 }  // namespace splitsim

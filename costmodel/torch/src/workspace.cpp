@@ -46,7 +46,7 @@ const ScenarioVariant& Workspace::select_one(const std::string& filter, const st
   if (variants_.size() != 1) {
     std::vector<std::string> labels;
     for (const auto& v : variants_) labels.push_back(v.label);
-    throw InputError("--variant", who + " exactly one variant, " + std::to_string(labels.size()) +
+    throw InputError("variant", who + " exactly one variant, " + std::to_string(labels.size()) +
                                       " match; pick one of " + quote_labels(labels));
   }
   return variants_.front();

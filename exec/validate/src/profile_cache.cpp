@@ -182,7 +182,7 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
   if (!data.empty()) device.efficiency = fit_efficiency(device, data).efficiency;
   try {
     prepare_cache_dir(cache_dir);
-    write_output_file(file, nlohmann::json(device).dump(2) + "\n", "--profile-cache");
+    write_output_file(file, nlohmann::json(device).dump(2) + "\n", "profile_cache");
     return {device, "measured now, cached in " + file};
   } catch (const std::exception& e) {
     return {device, "measured now (not cached: " + std::string(e.what()) + ")"};

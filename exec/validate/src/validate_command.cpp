@@ -1,6 +1,7 @@
 #include "splitsim/validate/validate_command.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -79,9 +80,8 @@ void print_single(std::ostream& os, const ValidationRun& r) {
 bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Log& log) {
   ValidatorOptions o = args.validator;
   o.link_rate_bit_per_s = 0;
-  if (!args.link_rate.empty())
-    o.link_rate_bit_per_s = parse_link_rate(args.link_rate, "--link-rate");
-  if (!args.report.empty()) check_output_path(args.report, "--report");  // before the runs
+  if (!args.link_rate.empty()) o.link_rate_bit_per_s = parse_link_rate(args.link_rate, "link_rate");
+  if (!args.report.empty()) check_output_path(args.report, "report");  // before the runs
   o.exec_bin = exec_binary(o.exec_bin);
   if (o.profile_cache.empty()) o.profile_cache = default_profile_cache_dir();
   o.platform_model = !args.no_platform_model;
@@ -110,21 +110,21 @@ bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Lo
     const double rate = o.link_rate_bit_per_s > 0
                             ? o.link_rate_bit_per_s
                             : it.variant->scenario.network.bandwidth_bit_per_s;
-    check_link_rate(rate, o.link_rate_bit_per_s > 0 ? "--link-rate"
+    check_link_rate(rate, o.link_rate_bit_per_s > 0 ? "link_rate"
                                                     : "$.network.bandwidth_bit_per_s (variant \"" +
                                                           it.variant->label + "\")");
   }
   if (items.empty())
-    throw InputError("--variant",
+    throw InputError("variant",
                      "no variant of the given scenario(s) contains \"" + args.variant + "\"");
   if (!args.matrix && items.size() > 1) {
     std::string labels;
     for (const auto& it : items)
       labels += (labels.empty() ? "\"" : ", \"") + it.variant->label + "\"";
-    throw InputError("--variant", std::to_string(items.size()) +
-                                      " variants are selected; pick one with --variant or run "
-                                      "them all with --matrix (labels: " +
-                                      labels + ")");
+    throw InputError("variant", std::to_string(items.size()) +
+                                    " variants are selected; pick one with --variant or run "
+                                    "them all with --matrix (labels: " +
+                                    labels + ")");
   }
   Validator validator(o, log);
   std::vector<ValidationRun> runs = validator.run(items);
@@ -150,10 +150,21 @@ bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Lo
     else
       print_single(out, runs.front());
   }
-  if (!args.report.empty()) write_output_file(args.report, report, "--report");
+  if (!args.report.empty()) write_output_file(args.report, report, "report");
   os << out.str();
   return std::none_of(runs.begin(), runs.end(),
                       [](const ValidationRun& r) { return !r.failure.empty(); });
+}
+
+Validator::Log stamped_log(std::ostream& err) {
+  const auto start = std::chrono::steady_clock::now();
+  return [start, &err](const std::string& line) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char stamp[32];
+    std::snprintf(stamp, sizeof stamp, "validate [%6.1f s]: ", s);
+    err << stamp << line << "\n";
+  };
 }
 
 }  // namespace splitsim

@@ -322,7 +322,7 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   s.platform = platform;
   if (options_.iterations > 0) s.iterations = options_.iterations;
   if (s.warmup >= s.iterations)
-    throw InputError("--iterations", "must be more than the scenario's warm-up (" +
+    throw InputError("iterations", "must be more than the scenario's warm-up (" +
                                          std::to_string(s.warmup) + " batches)");
   p->iterations = s.iterations;
   // The plan's boundaries name the codecs to time; then plan again with them.

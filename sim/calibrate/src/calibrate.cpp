@@ -207,9 +207,9 @@ size_t match_row(const std::vector<Plan>& plans, const MeasuredRow& row) {
 // residual per measured metric of a row.
 Problem make_problem(const std::vector<Plan>& plans, const std::vector<MeasuredRow>& rows,
                      const CalibrateOptions& options) {
-  if (rows.empty()) throw InputError("--measured", "no measured rows");
+  if (rows.empty()) throw InputError("measured", "no measured rows");
   if (rows.size() > kMaxMeasuredRows)
-    throw InputError("--measured", std::to_string(rows.size()) +
+    throw InputError("measured", std::to_string(rows.size()) +
                                        " measured rows in all; the limit is " +
                                        std::to_string(kMaxMeasuredRows));
   std::vector<Plan> row_plans;

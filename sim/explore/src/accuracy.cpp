@@ -139,7 +139,7 @@ AccuracyRanking rank_by_time_to_accuracy(const Exploration& e,
     }
   if (n > 0) r.reference = sum / n;
   if (max_drop >= 0 && std::isnan(r.reference))
-    throw InputError("--max-accuracy-drop",
+    throw InputError("max_accuracy_drop",
                      "the accuracy report has no uncompressed run (every codec none) to "
                      "measure the drop against");
   std::vector<std::pair<AccuracyRow, size_t>> rows;  // with the exploration's rank

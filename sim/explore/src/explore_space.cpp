@@ -148,24 +148,24 @@ int64_t space_combinations(const ExploreSpace& s) {
 }
 
 void check_space(const ExploreSpace& s) {
-  if (s.kinds.empty()) throw InputError("--kinds", "give at least one cut kind");
+  if (s.kinds.empty()) throw InputError("kinds", "give at least one cut kind");
   for (int64_t c : s.chunks)
     if (c < 1 || c > limits::kMaxChunks)
-      throw InputError("--chunks", "chunk counts must be from 1 to " +
+      throw InputError("chunks", "chunk counts must be from 1 to " +
                                        std::to_string(limits::kMaxChunks) + ", got " +
                                        std::to_string(c));
   for (double b : s.bandwidths_bit_per_s)
     if (!(b >= limits::kMinBandwidthBitPerS && b <= limits::kMaxBandwidthBitPerS))
-      throw InputError("--bandwidth-bit-per-s",
+      throw InputError("bandwidth_bit_per_s",
                        "bandwidths must be from 1e3 to 1e15 bit/s (scenarios/FORMAT.md, "
                        "\"Input limits\")");
   if (s.client_memory_bytes < 0)
-    throw InputError("--client-memory-bytes", "must be >= 0 (0 = no limit)");
+    throw InputError("client_memory_bytes", "must be >= 0 (0 = no limit)");
   if (!(s.max_client_mac_share > 0 && s.max_client_mac_share <= 1))
-    throw InputError("--max-client-mac-share", "must be a number in (0, 1]");
+    throw InputError("max_client_mac_share", "must be a number in (0, 1]");
   for (CutKind k : s.kinds)
     if (k == CutKind::kKStage && s.stage_parties.size() < 2)
-      throw InputError("--stages",
+      throw InputError("stages",
                        "kstage needs at least two stage parties (--stages K or the space "
                        "file's \"stage_parties\")");
 }

@@ -87,7 +87,7 @@ ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
     try {
       j = parse_json_file(a.space_file, "explore space file");
     } catch (const InputError& e) {
-      throw InputError("--space", e.what());
+      throw InputError("space", e.what());
     }
     try {
       space = parse_space(j);
@@ -96,7 +96,7 @@ ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
                        e.message());
     }
   }
-  if (!a.objective.empty()) space.objective = parse_objective(a.objective, "--objective");
+  if (!a.objective.empty()) space.objective = parse_objective(a.objective, "objective");
   if (!a.calibration.empty()) space.calibration = load_calibration_file(a.calibration);
   if (!a.kinds.empty()) {
     space.kinds.clear();
@@ -111,19 +111,19 @@ ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
       if (std::find(parties.begin(), parties.end(), party) == parties.end())
         parties.push_back(party);
     if (static_cast<int>(parties.size()) < a.stages)
-      throw InputError("--stages", "the scenario has " + std::to_string(parties.size()) +
+      throw InputError("stages", "the scenario has " + std::to_string(parties.size()) +
                                        " parties in $.devices, fewer than " +
                                        std::to_string(a.stages) + " stages");
     parties.resize(a.stages);
     space.stage_parties = parties;
   }
-  if (!a.chunks.empty()) space.chunks = parse_list<int64_t>(a.chunks, "--chunks");
+  if (!a.chunks.empty()) space.chunks = parse_list<int64_t>(a.chunks, "chunks");
   if (!a.bandwidths.empty())
-    space.bandwidths_bit_per_s = parse_list<double>(a.bandwidths, "--bandwidth-bit-per-s");
+    space.bandwidths_bit_per_s = parse_list<double>(a.bandwidths, "bandwidth_bit_per_s");
   if (a.client_memory_bytes >= 0) space.client_memory_bytes = a.client_memory_bytes;
   if (a.max_client_mac_share >= 0) space.max_client_mac_share = a.max_client_mac_share;
   if (a.max_client_mac_share == 0)
-    throw InputError("--max-client-mac-share", "must be a number in (0, 1]");
+    throw InputError("max_client_mac_share", "must be a number in (0, 1]");
   check_space(space);
   check_space_size(space, a, j);
   return space;

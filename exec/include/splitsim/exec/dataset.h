@@ -72,7 +72,7 @@ std::unique_ptr<BatchSource> make_synthetic_source(const SplitModel& model, uint
 // The labeled images of `dataset` ("fashion_mnist" | "cifar10"), `split`
 // "train" or "test" (Fashion-MNIST t10k-*, CIFAR-10 test_batch.bin).
 // `data_dir` (--data) overrides the default location; cifar10 requires it.
-// Throws InputError naming --data or $.dataset.
+// Throws InputError naming "data" or $.dataset.
 LabeledImages load_labeled_images(const std::string& dataset, const std::string& data_dir,
                                   const std::string& split);
 
@@ -85,7 +85,7 @@ void check_model_classes(const std::string& dataset, const ModelSpec& spec);
 // The source for `dataset` ("synthetic" | "fashion_mnist" | "cifar10").
 // `data_dir` (--data) overrides the default location; cifar10 requires it.
 // `distinct_batches` > 0 (--distinct-batches) applies to synthetic data only.
-// Throws InputError naming --data, --distinct-batches or $.dataset.
+// Throws InputError naming "data", "distinct_batches" or $.dataset.
 std::unique_ptr<BatchSource> make_batch_source(const std::string& dataset, const SplitModel& model,
                                                const std::string& data_dir, uint64_t seed,
                                                int64_t distinct_batches = 0);

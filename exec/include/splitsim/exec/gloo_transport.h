@@ -57,7 +57,7 @@ void parse_address(const std::string& address, const std::string& flag, std::str
 // The Gloo options of the party `role` (client `client_index` of several)
 // of `topo` in a run of `command` ("exec", "train"): its rank, rank 0
 // listening on `listen`, the others connecting to `connect`. Throws
-// InputError naming --role, --listen or --connect, or $.partition when the
+// InputError naming "role", "listen" or "connect", or $.partition when the
 // plan has fewer than two parties.
 GlooOptions party_gloo_options(const ExecTopology& topo, const std::string& role, int client_index,
                                const std::string& listen, const std::string& connect,

@@ -47,7 +47,7 @@ struct TrainOutcome {
 // Trains every selected variant in turn, as `options` says (with a role:
 // the one variant). Progress lines (one per epoch) go to `progress`. Stops
 // after a failed variant (its outcome last). Throws InputError for bad input
-// (naming the flag or JSON path) before anything trains.
+// (naming the options field, e.g. "epochs", or the JSON path) before anything trains.
 std::vector<TrainOutcome> run_train(const TrainOptions& options,
                                     const std::function<void(const std::string&)>& progress);
 

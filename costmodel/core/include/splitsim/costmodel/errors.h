@@ -6,8 +6,11 @@
 namespace splitsim {
 
 // A mistake in something the user gave us. `where()` names the JSON path
-// ("$.partition[1].to") or the flag ("--threads"); what() is the full message
-// "<where>: <what is wrong>; <what is allowed>". The CLI turns it into exit code 2.
+// ("$.partition[1].to"), the file, or the input field of an options struct
+// in snake_case ("train_samples"); libraries never name a front end's flag,
+// the CLI shows a field as its flag ("--train-samples"). what() is the full
+// message "<where>: <what is wrong>; <what is allowed>". The CLI turns it into
+// exit code 2.
 class InputError : public std::runtime_error {
  public:
   InputError(const std::string& where, const std::string& message)

@@ -18,7 +18,7 @@ struct ProfileOptions {
   int64_t batch = 32;
   int threads = 1;
   int warmup = 1;
-  int repeats = 5;          // median of these
+  int repeats = 5;  // median of these
   // Micro-batches whose activations are held at once: each round runs the
   // forwards of `in_flight` micro-batches, then their backwards in reverse
   // (GPipe's order), so a backward reads activations written long before,
@@ -69,5 +69,22 @@ MeasuredDevice measure_this_machine(const ModelSpec& spec, const ProfileOptions&
 nlohmann::json measured_device_json(const MeasuredDevice& m);
 // The peak rates, the fitted efficiencies and the fit's error, one line each.
 void print_measured_device(std::ostream& out, const MeasuredDevice& m);
+
+// `splitsim profile` as values: the model, by zoo name and sizes or as a
+// scenario names it (with its optimizer), and how to time it.
+struct ProfileRequest {
+  std::string model;     // zoo name (when `scenario` is "")
+  std::string scenario;  // take the model and optimizer from this scenario file
+  int64_t image_size = 0, seq_len = 0, num_classes = 0;  // 0: the model's default
+  std::string name = "cpu_this_machine";                 // the device's name
+  ProfileOptions options;
+};
+
+// measure_this_machine on the request's model. Throws InputError naming
+// the request's field: "model" (none, or not a model), "image_size",
+// "seq_len", "num_classes" (out of range), "batch" (too large for this
+// machine's memory); or a path in the scenario file.
+MeasuredDevice profile_this_machine(const ProfileRequest& r,
+                                    const std::function<void(const std::string&)>& progress);
 
 }  // namespace splitsim

@@ -32,9 +32,9 @@ class Workspace {
 
   const std::vector<ScenarioVariant>& variants() const { return variants_; }
   // Keeps only the variants whose label contains `filter`; throws InputError
-  // (naming --variant and the labels) when none does.
+  // (naming "variant" and the labels) when none does.
   void select(const std::string& filter);
-  // As select(), then throws InputError (naming --variant, `who` — "exec
+  // As select(), then throws InputError (naming "variant", `who` — "exec
   // runs", say — and the labels that match) unless exactly one variant is left.
   const ScenarioVariant& select_one(const std::string& filter, const std::string& who);
 

@@ -26,7 +26,7 @@ namespace splitsim {
 // number of bit/s ("1e8") -> bit/s (decimal prefixes, as tc). Throws
 // InputError naming `flag` and the accepted forms for anything else or a
 // rate <= 0.
-double parse_link_rate(const std::string& text, const std::string& flag = "--link-rate");
+double parse_link_rate(const std::string& text, const std::string& flag = "link_rate");
 // The rates validate shapes a link to: tc's range (htb or tbf) on a veth pair.
 constexpr double kMinLinkRateBitPerS = 8e3;
 constexpr double kMaxLinkRateBitPerS = 1e11;

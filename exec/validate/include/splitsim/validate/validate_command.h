@@ -34,4 +34,8 @@ constexpr size_t kQuickStride = 7;
 // for bad input, before anything runs.
 bool validate(const ValidateRequest& request, std::ostream& out, const Validator::Log& log);
 
+// A Log writing each line to `err` after "validate [  12.3 s]: ", the
+// seconds since the Log was made.
+Validator::Log stamped_log(std::ostream& err);
+
 }  // namespace splitsim

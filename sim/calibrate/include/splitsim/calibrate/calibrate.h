@@ -7,6 +7,7 @@
 // here. No LibTorch: it takes Plans.
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -83,5 +84,10 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
 // The calibration file: the Calibration, with the fit's parameters, rows and
 // warnings under "fit" (kept for the reader; not read back).
 nlohmann::json calibration_file_json(const CalibrationFit& fit);
+
+// Each parameter with its value and uncertainty (or why it was held), each
+// row's error before and after the fit and left out, the leave-one-out
+// error and the warnings, as `splitsim calibrate` prints them.
+void print_calibration_fit(std::ostream& out, const CalibrationFit& fit);
 
 }  // namespace splitsim

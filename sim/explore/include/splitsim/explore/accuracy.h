@@ -37,9 +37,9 @@ struct MeasuredAccuracy {
 std::string codecs_key(const std::vector<BoundaryCodecs>& codecs);
 
 // The runs of a train report (one run) or a train sweep report. Throws
-// InputError naming `flag` (or the file's JSON path) when the file is not one.
+// InputError naming `field` (or the file's JSON path) when the file is not one.
 std::vector<MeasuredAccuracy> read_accuracy_report(const std::string& file,
-                                                   const std::string& flag = "--accuracy");
+                                                   const std::string& field = "accuracy");
 
 // Training batches before the first evaluation at or above `target`; -1
 // when none reached it.
@@ -66,7 +66,7 @@ struct AccuracyRanking {
 };
 
 // Ranks the simulated candidates of `e` (in its ranking) by the time to
-// `target`. Throws InputError("--max-accuracy-drop") when a drop is asked for
+// `target`. Throws InputError("max_accuracy_drop") when a drop is asked for
 // and the runs have no uncompressed one.
 AccuracyRanking rank_by_time_to_accuracy(const Exploration& e,
                                          const std::vector<MeasuredAccuracy>& runs, double target,

@@ -26,7 +26,7 @@ struct SpaceFlags {
 // The space of `flags.space_file` (or the default one) with the flags
 // applied, checked (check_space()). --stages K takes the parties of `base`'s
 // partition in order, then the other parties of its devices, the first K.
-// Throws InputError naming the flag, or "FILE $.path" for the space file.
+// Throws InputError naming the field ("chunks", "space"), or "FILE $.path" for the space file.
 ExploreSpace make_space(const SpaceFlags& flags, const Scenario& base);
 
 }  // namespace splitsim
