@@ -1,6 +1,6 @@
 #pragma once
 // The Plan's fields, listed once: every codec of a Plan walks these lists
-// (the plan file's JSON writer and reader, costmodel/core/src/plan_json.h;
+// (the plan file's JSON writer, costmodel/core/src/plan.cpp, and reader, plan_parse.cpp;
 // the simulator's binary codec, sim/src/plan_codec.cpp), so that a new field
 // is one line here. Each line names the field's key in a plan file, how the
 // file's reader checks it (a plan_json:: reader), and when the file leaves it
