@@ -416,7 +416,7 @@ ExploreResult explore(const Scenario& base, const ModelProfile& model,
                   k.bandwidth_bit_per_s, &result);
   }
   if (result.candidates.empty())
-    throw InputError("--kinds", "no candidate fits: " + std::to_string(result.enumerated) +
+    throw InputError("kinds", "no candidate fits: " + std::to_string(result.enumerated) +
                                     " enumerated, " +
                                     std::to_string(result.rejected_by_constraints) +
                                     " broke a constraint; relax the constraints or widen the "
