@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "codec_seconds.h"
+#include "planner_internal.h"
 #include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/limits.h"
@@ -115,45 +115,6 @@ void check_counts_fit(const Scenario& sc, const ModelProfile& model) {
                        std::to_string(static_cast<long long>(most)));
 }
 
-// A 64-bit mix of x (splitmix64's finaliser): one independent stream per
-// (seed, group, field).
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// FNV-1a: a stable number for a group's name.
-uint64_t name_hash(const std::string& name) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
-// `count` values of `d`, drawn with the stream of (seed, group name,
-// field): adding or moving a group leaves the others' draws alone. A
-// lognormal draw is clamped to [lo, hi], the range the scenario allows.
-std::vector<double> draw(const DrawnValue& d, int64_t count, uint64_t seed,
-                         const std::string& group, int field, double lo, double hi) {
-  std::vector<double> out;
-  std::mt19937_64 rng(mix(seed ^ mix(name_hash(group) * 2 + static_cast<uint64_t>(field))));
-  auto uniform01 = [&rng] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
-  if (!d.values.empty()) return d.values;  // listed per client
-  for (int64_t i = 0; i < count; ++i) {
-    if (d.distribution.empty()) {
-      out.push_back(d.value);
-    } else if (d.distribution == "uniform") {
-      out.push_back(d.min + (d.max - d.min) * uniform01());
-    } else {  // lognormal: median x exp(sigma x z), z standard normal (Box-Muller)
-      const double u1 = uniform01(), u2 = uniform01();
-      const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
-      out.push_back(std::clamp(d.median * std::exp(d.sigma * z), lo, hi));
-    }
-  }
-  return out;
-}
-
 // The wire tensors of the receives a stage has posted ahead at most at
 // once. A transport posts each receive ahead of the op that takes it (exec:
 // the receives of the next 2m + 2 ops, exec/src/stage_instance.cpp), so that
@@ -181,23 +142,8 @@ int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m) {
 
 }  // namespace
 
-namespace {
+namespace planner_internal {
 
-// What every stage's and boundary's numbers depend on besides its own cut.
-struct PlanContext {
-  const Scenario& sc;
-  const ModelProfile& model;
-  const std::map<std::string, DeviceProfile>& devices;  // at the compute precision
-  int64_t m = 1;                                        // micro-batches
-  int64_t b_max = 1;                                    // the largest micro-batch
-  WireDType act = WireDType::kF32;
-  int64_t state_copies = 0;
-  // Activations at the compute precision. Mixed precision (exec's autocast)
-  // computes matmuls and convolutions in half precision, and what the units
-  // keep of them halves (x0.5); the loss runs on FP32 logits, and what a
-  // stage receives is decoded to FP32.
-  double halves = 1;
-};
 
 int64_t unit_stash(const PlanContext& c, const UnitProfile& u) {
   return std::llround(c.halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
@@ -208,8 +154,6 @@ int64_t unit_work(const PlanContext& c, const UnitProfile& u) {
          u.loss_bwd_work_bytes_per_sample;
 }
 
-// The seconds of stage `st`'s units per micro-batch of `sizes` on `dev`
-// (codecs come later), and their op classes' shares.
 void time_units(const ModelProfile& model, const DeviceProfile& dev,
                 const std::vector<int64_t>& sizes, PlanStage& st) {
   const int first = st.first_unit, last = st.last_unit;
@@ -296,9 +240,6 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
   return st;
 }
 
-// Boundary `bd`'s codec seconds per micro-batch of `sizes`, the sender on
-// `sdev` and the receiver on `rdev`: kept on the boundary and added to the
-// two stages' compute.
 void price_codecs(const std::vector<int64_t>& sizes, const DeviceProfile& sdev,
                   const DeviceProfile& rdev, PlanBoundary& bd, PlanStage& sender,
                   PlanStage& receiver) {
@@ -371,8 +312,6 @@ void plan_boundary(const PlanContext& c, Plan& plan, int k, std::pair<int, int> 
   plan.boundaries.push_back(bd);
 }
 
-// Stage `st`'s optimizer step on `dev`: its units' measured update times
-// where `dev` has them for every unit, else the formula.
 double update_seconds(const PlanContext& c, const DeviceProfile& dev, const PlanStage& st) {
   const ModelProfile& model = c.model;
   double update = 0;
@@ -421,66 +360,10 @@ void finish_stage(const PlanContext& c, Plan& plan, int k) {
                          std::max(st.activation_bytes(), st.step_bytes);
 }
 
-// The client-role stages' costs with the client role on `device` (a
-// client group's), the other parties on theirs: each priced as make_plan
-// prices it (its units, its side of its boundaries' codecs, its update)
-// and calibrated as the plan is. `plan`: planned, not calibrated.
-std::vector<PlanStageCosts> client_stage_costs(const PlanContext& c, const Plan& plan,
-                                               const DeviceProfile& device) {
-  const std::string& client = plan.stages.front().party;
-  auto device_of = [&](const PlanStage& st) -> const DeviceProfile& {
-    return st.party == client ? device : c.devices.at(st.party);
-  };
-  Plan on = plan;  // of its other stages only the client-role ones are read
-  for (PlanStage& st : on.stages)
-    if (st.party == client) time_units(c.model, device, on.microbatch_sizes, st);
-  for (PlanBoundary& bd : on.boundaries) {
-    PlanStage& sender = on.stages[bd.from_stage];
-    PlanStage& receiver = on.stages[bd.to_stage];
-    if (sender.party != client && receiver.party != client) continue;
-    for (auto* v :
-         {&bd.forward.encode_s, &bd.forward.decode_s, &bd.backward.encode_s, &bd.backward.decode_s})
-      v->clear();
-    price_codecs(on.microbatch_sizes, device_of(sender), device_of(receiver), bd, sender, receiver);
-  }
-  for (PlanStage& st : on.stages)
-    if (st.party == client) st.update_s = update_seconds(c, device, st);
-  if (!c.sc.calibration_file.empty()) on = apply_calibration(on, *c.sc.calibration);
-  std::vector<PlanStageCosts> out;
-  for (size_t k = 0; k < on.stages.size(); ++k)
-    if (on.stages[k].party == client)
-      out.push_back(
-          {static_cast<int>(k), on.stages[k].fwd_s, on.stages[k].bwd_s, on.stages[k].update_s});
-  return out;
-}
+}  // namespace planner_internal
 
-// Client group i of the scenario: its clients' links (drawn) and, on a
-// device of its own, the client-role stages' costs on it.
-PlanClientGroup client_group(const PlanContext& c, const Plan& plan, size_t i) {
-  const Scenario& sc = c.sc;
-  const ClientGroupSpec& g = sc.client_groups[i];
-  const std::string at = "$.clients[" + std::to_string(i) + "]";
-  PlanClientGroup pg;
-  pg.name = g.name;
-  pg.count = g.count;
-  pg.device = plan.stages.front().device;
-  if (g.has_bandwidth)
-    pg.bandwidth_bit_per_s = draw(g.bandwidth_bit_per_s, g.count, sc.seed, g.name, 0,
-                                  limits::kMinBandwidthBitPerS, limits::kMaxBandwidthBitPerS);
-  if (g.has_latency)
-    pg.latency_s = draw(g.latency_s, g.count, sc.seed, g.name, 1, 0, limits::kMaxLatencyS);
-  if (!g.device.empty()) {
-    const auto dev = c.devices.find(client_group_device_key(g));
-    if (dev == c.devices.end())
-      throw InputError(at + ".device", "no device profile \"" + g.device +
-                                           "\" was loaded for the group (a Workspace loads it)");
-    pg.device = dev->second.name;
-    pg.stage_costs = client_stage_costs(c, plan, dev->second);
-  }
-  return pg;
-}
+using namespace planner_internal;  // NOLINT: this file's own steps
 
-}  // namespace
 
 Plan make_plan(const Scenario& sc, const ModelProfile& model,
                const std::map<std::string, DeviceProfile>& devices_as_given,

@@ -1,0 +1,55 @@
+#pragma once
+// make_plan's steps that planner.cpp (stages, boundaries, memory) and
+// planner_clients.cpp (client groups on devices of their own) share.
+// Internal to costmodel/core.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "splitsim/costmodel/codec.h"
+#include "splitsim/costmodel/device.h"
+#include "splitsim/costmodel/model_profile.h"
+#include "splitsim/costmodel/plan.h"
+#include "splitsim/costmodel/scenario.h"
+
+namespace splitsim::planner_internal {
+
+// What every stage's and boundary's numbers depend on besides its own cut.
+struct PlanContext {
+  const Scenario& sc;
+  const ModelProfile& model;
+  const std::map<std::string, DeviceProfile>& devices;  // at the compute precision
+  int64_t m = 1;                                        // micro-batches
+  int64_t b_max = 1;                                    // the largest micro-batch
+  WireDType act = WireDType::kF32;
+  int64_t state_copies = 0;
+  // Activations at the compute precision. Mixed precision (exec's autocast)
+  // computes matmuls and convolutions in half precision, and what the units
+  // keep of them halves (x0.5); the loss runs on FP32 logits, and what a
+  // stage receives is decoded to FP32.
+  double halves = 1;
+};
+
+// The seconds of stage `st`'s units per micro-batch of `sizes` on `dev`
+// (codecs come later), and their op classes' shares.
+void time_units(const ModelProfile& model, const DeviceProfile& dev,
+                const std::vector<int64_t>& sizes, PlanStage& st);
+
+// Boundary `bd`'s codec seconds per micro-batch of `sizes`, the sender on
+// `sdev` and the receiver on `rdev`: kept on the boundary and added to the
+// two stages' compute.
+void price_codecs(const std::vector<int64_t>& sizes, const DeviceProfile& sdev,
+                  const DeviceProfile& rdev, PlanBoundary& bd, PlanStage& sender,
+                  PlanStage& receiver);
+
+// Stage `st`'s optimizer step on `dev`: its units' measured update times
+// where `dev` has them for every unit, else the formula.
+double update_seconds(const PlanContext& c, const DeviceProfile& dev, const PlanStage& st);
+
+// Client group i of the scenario: its clients' links (drawn) and, on a
+// device of its own, the client-role stages' costs on it
+// (planner_clients.cpp).
+PlanClientGroup client_group(const PlanContext& c, const Plan& plan, size_t i);
+
+}  // namespace splitsim::planner_internal
