@@ -24,12 +24,10 @@ struct SimulateArgs {
 
 int run_simulate(const SimulateArgs& args) {
   auto load = [&args] {
-    std::vector<Plan> plans = load_plans(args.file, args.variant);
-    if (!args.calibration.empty()) {
-      const Calibration c = load_calibration_file(args.calibration);
-      for (Plan& p : plans) p = apply_calibration(p, c);
-    }
-    return plans;
+    std::shared_ptr<const Calibration> calibration;
+    if (!args.calibration.empty())
+      calibration = std::make_shared<const Calibration>(load_calibration_file(args.calibration));
+    return load_plans(args.file, args.variant, calibration);
   };
   simulate_and_report(args.request, load, std::cout, std::cerr);
   return 0;

@@ -8,16 +8,19 @@
 
 namespace splitsim {
 
-std::vector<Plan> load_plans(const std::string& file, const std::string& variant) {
+std::vector<Plan> load_plans(const std::string& file, const std::string& variant,
+                             const std::shared_ptr<const Calibration>& calibration) {
   nlohmann::json j;
   try {
     j = parse_json_file(file, "scenario or plan file");
   } catch (const InputError&) {
     // Not readable JSON: the scenario reader says why, in its own words.
-    return scenario_plans(file, variant);
+    return scenario_plans(file, variant, calibration);
   }
-  if (!is_plan_json(j)) return scenario_plans(file, variant);
+  if (!is_plan_json(j)) return scenario_plans(file, variant, calibration);
   std::vector<Plan> plans = load_plan_file(file);
+  if (calibration)  // planned already: the calibration goes on top
+    for (Plan& p : plans) p = apply_calibration(p, *calibration);
   if (variant.empty()) return plans;
   std::vector<Plan> kept;
   std::vector<std::string> labels;

@@ -6,7 +6,8 @@
 
 namespace splitsim {
 
-std::vector<Plan> scenario_plans(const std::string& file, const std::string& variant) {
+std::vector<Plan> scenario_plans(const std::string& file, const std::string& variant,
+                                 const std::shared_ptr<const Calibration>&) {
   parse_json_file(file, "plan file");  // an unreadable file or bad JSON: that error
   throw InputError(file,
                    "not a plan file (no \"schema\": \"splitsim.plan/1\"); this build of splitsim "

@@ -7,11 +7,15 @@
 
 namespace splitsim {
 
-std::vector<Plan> scenario_plans(const std::string& file, const std::string& variant) {
+std::vector<Plan> scenario_plans(const std::string& file, const std::string& variant,
+                                 const std::shared_ptr<const Calibration>& calibration) {
   Workspace ws(file, [](const std::string& line) { std::cerr << line << "\n"; });
   ws.select(variant);
   std::vector<Plan> plans;
-  for (const auto& v : ws.variants()) plans.push_back(ws.plan(v));
+  for (ScenarioVariant v : ws.variants()) {
+    v.scenario.command_calibration = calibration;
+    plans.push_back(ws.plan(v));
+  }
   return plans;
 }
 

@@ -7,57 +7,13 @@
 #include <memory>
 #include <optional>
 
-#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
+#include "toy_plan.h"
 
 namespace splitsim {
 namespace {
 
-// Four units, each 1000 fwd / 2000 bwd matmul MACs per sample, output [8,4,4].
-ModelProfile toy_model() {
-  ModelProfile p;
-  p.model = "toy";
-  p.input_shape = {8, 4, 4};
-  p.measured_batch = 2;
-  for (int i = 0; i < 4; ++i) {
-    UnitProfile u;
-    u.name = "u" + std::to_string(i);
-    u.inputs = {i - 1};
-    u.output_shape = {8, 4, 4};
-    u.fwd.matmul_macs = 1000;
-    u.bwd.matmul_macs = 2000;
-    u.param_count = 100;
-    u.param_bytes = 400;
-    u.stash_bytes_per_sample = 512;
-    p.units.push_back(u);
-  }
-  return p;
-}
-
-DeviceProfile device(const std::string& name, double peak_flops) {
-  DeviceProfile d;
-  d.name = name;
-  d.peak_flops = peak_flops;
-  d.memory_bandwidth_Bps = 1e9;
-  d.efficiency.matmul = 1.0;
-  return d;
-}
-
-Scenario ushape() {
-  Scenario s;
-  s.name = "toy";
-  s.batch_size = 8;
-  s.chunks = 2;
-  s.schedule = Schedule::kGpipe;
-  s.partition = {{"client", "u0", "u0"}, {"server", "u1", "u2"}, {"client", "u3", "u3"}};
-  s.compression.resize(2);
-  s.devices = {{"client", "c"}, {"server", "s"}};
-  return s;
-}
-
-std::map<std::string, DeviceProfile> devices() {
-  return {{"client", device("c", 2e6)}, {"server", device("s", 2e7)}};
-}
+using namespace toy_plan;  // NOLINT: the fixtures
 
 TEST(PlannerTest, StagesCarryUnitsMacsAndSeconds) {
   const Plan plan = make_plan(ushape(), toy_model(), devices());
@@ -445,64 +401,6 @@ TEST(PlannerTest, ComputePrecisionUsesTheDevicesPeak) {
   EXPECT_DOUBLE_EQ(fp16.stages[0].fwd_s[0], fp32.stages[0].fwd_s[0]);  // the client has none
   s.compute_precision = "bf16";
   EXPECT_DOUBLE_EQ(make_plan(s, toy_model(), devs).stages[1].fwd_s[0], fp32.stages[1].fwd_s[0]);
-}
-
-// A client group on a device of its own: its client-role stages cost what
-// they cost in the plan with the client role on that device (codecs on its
-// side and the calibration's per-party scales included).
-TEST(PlannerTest, AClientGroupsStagesCostWhatTheClientRoleCostsOnItsDevice) {
-  Scenario s = ushape();
-  s.compression[0].forward.method = CodecMethod::kQuantize;
-  s.compression[1].backward.method = CodecMethod::kTopK;
-  s.compression[1].backward.keep_ratio = 0.25;
-  auto cal = std::make_shared<Calibration>();
-  PartyCalibration client;
-  client.compute_scale = 1.5;
-  client.op_overhead_s = 1e-4;
-  client.codec_scale = 3;
-  client.op_class_scale.matmul = 0.5;
-  cal->parties["client"] = client;
-  cal->parties["*"].compute_scale = 2;
-  for (const bool calibrated : {false, true}) {
-    Scenario alike = s;
-    if (calibrated) {
-      alike.calibration_file = "calibration.json";
-      alike.calibration = cal;
-    }
-    Scenario grouped = alike;
-    ClientGroupSpec slow, same;
-    slow.name = "slow";
-    slow.count = 2;
-    slow.device = "pi";
-    same.name = "same";
-    grouped.client_groups = {slow, same};
-    grouped.clients = 3;
-    auto devs = devices();
-    devs[client_group_device_key(slow)] = device("pi", 5e5);
-    const Plan plan = make_plan(grouped, toy_model(), devs);
-    ASSERT_EQ(plan.client_groups.size(), 2u);
-    EXPECT_TRUE(plan.client_groups[1].stage_costs.empty());
-    EXPECT_EQ(plan.client_groups[0].device, "pi");
-
-    auto on_pi = devices();
-    on_pi["client"] = device("pi", 5e5);
-    const Plan theirs = make_plan(alike, toy_model(), on_pi);
-    const Plan ours = make_plan(alike, toy_model(), devices());
-    const auto& costs = plan.client_groups[0].stage_costs;
-    ASSERT_EQ(costs.size(), 2u);
-    for (const PlanStageCosts& c : costs) {
-      const PlanStage& st = theirs.stages[static_cast<size_t>(c.stage)];
-      EXPECT_EQ(c.fwd_s, st.fwd_s) << "stage " << c.stage << ", calibrated " << calibrated;
-      EXPECT_EQ(c.bwd_s, st.bwd_s) << "stage " << c.stage << ", calibrated " << calibrated;
-      EXPECT_EQ(c.update_s, st.update_s) << "stage " << c.stage << ", calibrated " << calibrated;
-    }
-    // The plan's own stages are the alike plan's.
-    for (size_t k = 0; k < ours.stages.size(); ++k) {
-      EXPECT_EQ(plan.stages[k].fwd_s, ours.stages[k].fwd_s);
-      EXPECT_EQ(plan.stages[k].bwd_s, ours.stages[k].bwd_s);
-      EXPECT_EQ(plan.stages[k].update_s, ours.stages[k].update_s);
-    }
-  }
 }
 
 }  // namespace

@@ -360,6 +360,17 @@ void finish_stage(const PlanContext& c, Plan& plan, int k) {
                          std::max(st.activation_bytes(), st.step_bytes);
 }
 
+Plan calibrated(const Plan& plan, const Scenario& sc) {
+  if (!sc.calibration_file.empty() && !sc.calibration)
+    throw InputError("$.calibration", "\"" + sc.calibration_file +
+                                          "\" was not loaded (read the scenario with "
+                                          "load_scenario_file or expand_scenario)");
+  Plan out = plan;
+  if (!sc.calibration_file.empty()) out = apply_calibration(out, *sc.calibration);
+  if (sc.command_calibration) out = apply_calibration(out, *sc.command_calibration);
+  return out;
+}
+
 }  // namespace planner_internal
 
 using namespace planner_internal;  // NOLINT: this file's own steps
@@ -399,14 +410,10 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   for (int k = 0; k < K; ++k) plan.stages.push_back(plan_stage(c, plan, k, K, ranges[k]));
   for (int k = 0; k + 1 < K; ++k) plan_boundary(c, plan, k, ranges[k]);
   for (int k = 0; k < K; ++k) finish_stage(c, plan, k);
-  if (!sc.calibration_file.empty() && !sc.calibration)
-    throw InputError("$.calibration", "\"" + sc.calibration_file +
-                                          "\" was not loaded (read the scenario with "
-                                          "load_scenario_file or expand_scenario)");
   // Each group calibrated on its own costs, before the plan's own are.
   std::vector<PlanClientGroup> groups;
   for (size_t i = 0; i < sc.client_groups.size(); ++i) groups.push_back(client_group(c, plan, i));
-  if (!sc.calibration_file.empty()) plan = apply_calibration(plan, *sc.calibration);
+  plan = calibrated(plan, sc);
   plan.client_groups = std::move(groups);
   return plan;
 }

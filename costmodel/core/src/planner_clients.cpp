@@ -5,7 +5,6 @@
 #include <random>
 
 #include "planner_internal.h"
-#include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/limits.h"
 
@@ -76,7 +75,7 @@ std::vector<PlanStageCosts> client_stage_costs(const PlanContext& c, const Plan&
   }
   for (PlanStage& st : on.stages)
     if (st.party == client) st.update_s = update_seconds(c, device, st);
-  if (!c.sc.calibration_file.empty()) on = apply_calibration(on, *c.sc.calibration);
+  on = calibrated(on, c.sc);
   std::vector<PlanStageCosts> out;
   for (size_t k = 0; k < on.stages.size(); ++k)
     if (on.stages[k].party == client)

@@ -47,6 +47,11 @@ void price_codecs(const std::vector<int64_t>& sizes, const DeviceProfile& sdev,
 // where `dev` has them for every unit, else the formula.
 double update_seconds(const PlanContext& c, const DeviceProfile& dev, const PlanStage& st);
 
+// `plan` with the scenario's calibrations applied: its "calibration", then
+// a command's (Scenario::command_calibration). The one door through which
+// calibration enters a planned Plan.
+Plan calibrated(const Plan& plan, const Scenario& sc);
+
 // Client group i of the scenario: its clients' links (drawn) and, on a
 // device of its own, the client-role stages' costs on it
 // (planner_clients.cpp).

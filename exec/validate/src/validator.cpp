@@ -331,8 +331,8 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   for (const auto& [party, name] : s.devices) devices.emplace(party, device);
   add_codec_timings(make_plan(s, item.workspace->model(v), devices, v.label), &device);
   for (auto& [party, d] : devices) d = device;
-  p->plan = apply_calibration(make_plan(s, item.workspace->model(v), devices, v.label),
-                              options_.calibration);
+  s.command_calibration = std::make_shared<const Calibration>(options_.calibration);
+  p->plan = make_plan(s, item.workspace->model(v), devices, v.label);
   log_("simulating \"" + v.label + "\" at " + format_link_rate(p->rate));
   r.predicted = compute_metrics(simulate(p->plan), p->plan, p->plan.warmup);
   r.predicted_spread = {r.predicted.time_per_batch_s, r.predicted.time_per_batch_s};

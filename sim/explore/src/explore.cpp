@@ -365,7 +365,7 @@ bool make_candidate(const Context& cx, const Layout& l, size_t ci, int64_t m, Sc
   c.label = std::string(cut_kind_name(l.kind)) + " " + cut_names + " " + c.codec_label +
             " chunks=" + std::to_string(m) + " " + schedule_name(s) + " " +
             format_number(c.bandwidth_bit_per_s) + "bit/s";
-  c.plan = apply_calibration(make_plan(sc, cx.model, cx.devices, c.label), cx.space.calibration);
+  c.plan = make_plan(sc, cx.model, cx.devices, c.label);
   add_client_figures(&c);
   return true;
 }
@@ -398,7 +398,9 @@ ExploreResult explore(const Scenario& base, const ModelProfile& model,
                       const std::map<std::string, DeviceProfile>& devices,
                       const ExploreSpace& space) {
   check_space(space);
-  const Context cx = make_context(base, model, devices, space);
+  Scenario calibrated = base;  // every candidate's plan: make_plan calibrates it
+  calibrated.command_calibration = std::make_shared<const Calibration>(space.calibration);
+  const Context cx = make_context(calibrated, model, devices, space);
   const std::set<CutKind> kinds(space.kinds.begin(), space.kinds.end());
   const std::vector<Layout> layouts = cut_layouts(cx, kinds);
   ExploreResult result;

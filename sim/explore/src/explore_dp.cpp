@@ -96,10 +96,8 @@ class StageCosts {
       boundary(k, j + 1, &bc);
       comp.push_back(bc);
     }
-    const Plan plan =
-        apply_calibration(make_plan(ei::with_choices(base_, parts, comp, chunks_, schedule_, bw_),
-                                    model_, devices_, "dp"),
-                          space_.calibration);
+    const Plan plan = make_plan(ei::with_choices(base_, parts, comp, chunks_, schedule_, bw_),
+                                model_, devices_, "dp");
     const PlanStage& st = plan.stages[self];
     double s = st.update_s;
     for (double t : st.fwd_s) s += t;

@@ -210,6 +210,11 @@ struct Scenario {
   // expand_scenario); parse_scenario only reads the name.
   std::string calibration_file;
   std::shared_ptr<const Calibration> calibration;
+  // A command's --calibration (simulate, explore, validate): make_plan
+  // applies it after `calibration`, to the plan and to each client group's
+  // own costs alike. Calibration enters a plan only through make_plan (and,
+  // for a plan file, its loader).
+  std::shared_ptr<const Calibration> command_calibration;
 
   // loss_scale, or by default 128 under fp16 compute (fairseq's initial
   // scale) and 1 otherwise (bf16 has FP32's range).

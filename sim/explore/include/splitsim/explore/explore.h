@@ -66,8 +66,8 @@ struct ExploreSpace {
   double max_client_mac_share = 1.0;  // in (0, 1]
   Objective objective = Objective::kTime;
   bool prune = true;  // kstage DP: drop dominated partial plans
-  // Applied to every candidate's plan (apply_calibration), so that screening
-  // and ranking use the calibrated costs. Not in the space file: the
+  // Applied to every candidate's plan (as Scenario::command_calibration),
+  // so that screening and ranking use the calibrated costs. Not in the space file: the
   // command's --calibration.
   Calibration calibration;
 };
