@@ -5,10 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <ostream>
-#include <type_traits>
 
+#include "plan_json_writer.h"
 #include "splitsim/costmodel/format.h"
-#include "splitsim/costmodel/plan_schema.h"
 
 namespace splitsim {
 
@@ -72,106 +71,21 @@ nlohmann::json platform_json(const PlatformSpec& p) {
   return j;
 }
 
-// Writes a plan file's object by the field lists of plan_schema.h.
-class JsonWriter {
- public:
-  nlohmann::json j = nlohmann::json::object();
-
-  template <class T>
-  void required(const char* key, const T& m, plan_json::JsonCodec<T> c, const char*) {
-    put(key, m, c);
-  }
-  template <class T>
-  void optional(const char* key, const T& m, plan_json::JsonCodec<T> c) {
-    put(key, m, c);
-  }
-  template <class T>
-  void if_any(const char* key, const T& m, plan_json::JsonCodec<T> c) {
-    if (!m.empty()) put(key, m, c);
-  }
-  template <class E>
-  void per_microbatch(const char* key, const std::vector<E>& m, plan_json::JsonCodec<E> c,
-                      const char*) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const E& e : m) {
-      nlohmann::json one;
-      put_value(one, e, c);
-      list.push_back(one);
-    }
-    j[key] = list;
-  }
-  template <class E>
-  void per_microbatch_if_any(const char* key, const std::vector<E>& m, plan_json::JsonCodec<E> c) {
-    if (!m.empty()) per_microbatch(key, m, c, "");
-  }
-  void total(const char* key, const std::vector<double>& parts) { j[key] = sum(parts); }
-  void count_of(const char* key, int64_t value, const char*) { j[key] = value; }
-  void complement(const char* key, const int64_t& whole, const int64_t& part) {
-    j[key] = whole - part;
-  }
-  void sum_of(const char* key, const int64_t& m, const std::vector<int64_t>&, const char*) {
-    j[key] = m;
-  }
-  template <class S>
-  void nested(const char* key, const S& m, const char*) {
-    j[key] = write(m);
-  }
-  template <class S>
-  void objects(const char* key, const std::vector<S>& m) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const S& s : m) list.push_back(write(s));
-    j[key] = list;
-  }
-  template <class S>
-  void objects_if_any(const char* key, const std::vector<S>& m) {
-    if (!m.empty()) objects(key, m);
-  }
-  void schedule(const char* key, Schedule s) { j[key] = schedule_name(s); }
-  void scenario_object(const char* key, const NetworkSpec& n) { j[key] = network_json(n); }
-  void scenario_object(const char* key, const PlatformSpec& p) { j[key] = platform_json(p); }
-  template <class T>
-  void binary(const T&) {}
-
-  template <class S>
-  static nlohmann::json write(const S& s) {
-    JsonWriter w;
-    plan_schema::fields(w, const_cast<S&>(s));  // NOLINT: writers only read
-    return w.j;
-  }
-  // A transfer repeats its codec's method and description.
-  static nlohmann::json write(const PlanTransfer& t) {
-    JsonWriter w;
-    plan_schema::fields(w, const_cast<PlanTransfer&>(t));  // NOLINT: writers only read
-    w.j["method"] = method_name(t.codec.method);
-    w.j["description"] = describe(t.codec);
-    return w.j;
-  }
-
- private:
-  template <class T>
-  static void put_value(nlohmann::json& out, const T& m, plan_json::JsonCodec<T> c) {
-    if constexpr (std::is_constructible_v<nlohmann::json, const T&>) {
-      if (c.write == nullptr) {
-        out = m;
-        return;
-      }
-    }
-    c.write(out, m);
-  }
-  template <class T>
-  void put(const char* key, const T& m, plan_json::JsonCodec<T> c) {
-    put_value(j[key], m, c);
-  }
-};
-
 // 1234567 -> "1.23 MB" (the plan table's: a space before prefix and unit).
 std::string si(double v, const char* unit) { return format_si(v, unit, " "); }
 std::string seconds(double s) { return format_seconds(s); }
 
 }  // namespace
 
+void plan_fields::JsonWriter::scenario_object(const char* key, const NetworkSpec& n) {
+  j[key] = network_json(n);
+}
+void plan_fields::JsonWriter::scenario_object(const char* key, const PlatformSpec& p) {
+  j[key] = platform_json(p);
+}
+
 void to_json(nlohmann::json& j, const Plan& p) {
-  j = JsonWriter::write(p);
+  j = plan_fields::JsonWriter::write(p);
   j["schema"] = kPlanSchema;
 }
 

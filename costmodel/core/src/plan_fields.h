@@ -1,7 +1,8 @@
 #pragma once
-// Private to plan_parse.cpp and plan_fields.cpp: how one value of a plan file is read and
-// checked (bytes, work, seconds, op-class shares, per-micro-batch lists and
-// the totals that repeat them), each error an InputError at its JSON path.
+// Private to plan_parse.cpp, plan_json_reader.h and plan_fields.cpp: how one
+// value of a plan file is read and checked (bytes, work, seconds, op-class
+// shares, per-micro-batch lists and the totals that repeat them), each error
+// an InputError at its JSON path.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>

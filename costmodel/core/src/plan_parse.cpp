@@ -12,6 +12,7 @@
 
 #include "json_read.h"
 #include "plan_fields.h"
+#include "plan_json_reader.h"
 #include "scenario_internal.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/input_file.h"
@@ -26,156 +27,6 @@ namespace jr = json_read;
 using nlohmann::json;
 using namespace plan_fields;  // NOLINT: the plan's value readers
 using plan_json::JsonCodec;
-
-// The keys of a plan file's object, from plan_schema.h's list.
-class KeyCollector {
- public:
-  std::vector<std::string> keys;
-  template <class T, class... Rest>
-  void required(const char* key, T&, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class T, class... Rest>
-  void optional(const char* key, T&, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class T, class... Rest>
-  void if_any(const char* key, T&, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class T, class... Rest>
-  void per_microbatch(const char* key, T&, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class T, class... Rest>
-  void per_microbatch_if_any(const char* key, T&, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void total(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void count_of(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void complement(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void sum_of(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void nested(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void objects(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void objects_if_any(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void schedule(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class... Rest>
-  void scenario_object(const char* key, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class T>
-  void binary(T&) {}
-};
-
-template <class S>
-std::vector<std::string> keys_of() {
-  S s;
-  KeyCollector c;
-  plan_schema::fields(c, s);
-  return c.keys;
-}
-
-// Three passes over one object's list: every required key there, then each
-// value read, then the totals that repeat other values checked.
-enum class Pass { kRequire, kRead, kCheck };
-
-template <class S>
-void read_fields(const json& j, const std::string& path, size_t m, S* s);
-void read_object(const json& j, const std::string& path, size_t m, PlanTransfer* t);
-
-class FieldReader {
- public:
-  FieldReader(Pass pass, const json& j, const std::string& path, size_t m)
-      : pass_(pass), j_(j), path_(path), m_(m) {}
-
-  template <class T>
-  void required(const char* key, T& v, JsonCodec<T> c, const char* need) {
-    if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
-    if (pass_ == Pass::kRead) v = c.read(j_.at(key), at(key));
-  }
-  template <class T>
-  void optional(const char* key, T& v, JsonCodec<T> c) {
-    if (pass_ == Pass::kRead && j_.contains(key)) v = c.read(j_.at(key), at(key));
-  }
-  template <class T>
-  void if_any(const char* key, T& v, JsonCodec<T> c) {
-    optional(key, v, c);
-  }
-  template <class E>
-  void per_microbatch(const char* key, std::vector<E>& v, JsonCodec<E> c, const char* need) {
-    if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
-    if (pass_ == Pass::kRead) v = plan_fields::per_microbatch<E>(j_, path_, key, m_, c.read);
-  }
-  template <class E>
-  void per_microbatch_if_any(const char* key, std::vector<E>& v, JsonCodec<E> c) {
-    if (pass_ == Pass::kRead && j_.contains(key))
-      v = plan_fields::per_microbatch<E>(j_, path_, key, m_, c.read);
-  }
-  void total(const char* key, const std::vector<double>& parts) {
-    if (pass_ == Pass::kCheck) check_seconds_total(j_, path_, key, parts);
-  }
-  void count_of(const char* key, int64_t value, const char* from) {
-    if (pass_ == Pass::kCheck) check_count_total(j_, path_, key, value, from);
-  }
-  void complement(const char* key, int64_t& whole, int64_t& part) {
-    if (pass_ != Pass::kRead) return;
-    const int64_t rest = j_.contains(key) ? read_count(j_.at(key), at(key)) : whole;
-    part = std::max<int64_t>(0, whole - rest);
-  }
-  void sum_of(const char* key, int64_t& v, const std::vector<int64_t>& parts, const char* from) {
-    if (pass_ != Pass::kCheck) return;
-    v = std::accumulate(parts.begin(), parts.end(), int64_t{0});
-    check_count_total(j_, path_, key, v, from);
-  }
-  template <class S>
-  void nested(const char* key, S& v, const char* need) {
-    if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
-    if (pass_ == Pass::kRead) read_object(j_.at(key), at(key), m_, &v);
-  }
-  template <class T>
-  void binary(T&) {}
-
- private:
-  std::string at(const char* key) const { return jr::member_path(path_, key); }
-  Pass pass_;
-  const json& j_;
-  const std::string& path_;
-  size_t m_;
-};
-
-// An object of type S at `path` by its field list (PlanStage, PlanTransfer,
-// PlanBoundary, PlanStageCosts); `m`: the micro-batch count.
-template <class S>
-void read_fields(const json& j, const std::string& path, size_t m, S* s) {
-  for (Pass pass : {Pass::kRequire, Pass::kRead, Pass::kCheck}) {
-    FieldReader r(pass, j, path, m);
-    plan_schema::fields(r, *s);
-  }
-}
 
 // A transfer's keys: its list's and the two that repeat its codec.
 std::vector<std::string> transfer_keys() {
@@ -246,7 +97,9 @@ PlanStage read_stage(const json& j, const std::string& path, size_t k, size_t m)
   return s;
 }
 
-void read_object(const json& j, const std::string& path, size_t m, PlanTransfer* t) {
+}  // namespace
+
+void plan_fields::read_object(const json& j, const std::string& path, size_t m, PlanTransfer* t) {
   jr::require_object(j, path,
                      "a transfer object such as {\"wire_bytes_per_microbatch\": [...], ...}");
   jr::check_keys(j, path, transfer_keys());
@@ -261,6 +114,8 @@ void read_object(const json& j, const std::string& path, size_t m, PlanTransfer*
   if (j.contains("description"))  // informational: describe(codec), not read back
     jr::read_string(j.at("description"), path + ".description", true);
 }
+
+namespace {
 
 PlanBoundary read_boundary(const json& j, const std::string& path, int b, size_t m) {
   jr::require_object(j, path,

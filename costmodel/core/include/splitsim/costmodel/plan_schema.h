@@ -1,10 +1,13 @@
 #pragma once
 // The Plan's fields, listed once: every codec of a Plan walks these lists
-// (the plan file's JSON writer, costmodel/core/src/plan.cpp, and reader, plan_parse.cpp;
-// the simulator's binary codec, sim/src/plan_codec.cpp), so that a new field
-// is one line here. Each line names the field's key in a plan file, how the
-// file's reader checks it (a plan_json:: reader), and when the file leaves it
-// out; the binary codec carries every stored member in the same order.
+// (the plan file's JSON writer, costmodel/core/src/plan_json_writer.h, and
+// reader, costmodel/core/src/plan_json_reader.h; the simulator's binary codec,
+// sim/src/plan_codec_binary.h), so that a new field is one line here
+// (tests/costmodel/plan_schema_test.cpp and tests/sim/plan_codec_test.cpp add
+// one by one line and check every codec carries it). Each line names the
+// field's key in a plan file, how the file's reader checks it (a plan_json::
+// reader), and when the file leaves it out; the binary codec carries every
+// stored member in the same order.
 //
 // A visitor V has these members (T: the member's type):
 //   required(key, T& m, JsonCodec<T>, need)  in every file; `need` says what
