@@ -121,16 +121,20 @@ class Binary {
     value(m);
   }
   template <class S>
-  void objects(const char*, std::vector<S>& m) {
+  void objects(const char*, std::vector<S>& m, const char*) {
     value(m);
   }
   template <class S>
   void objects_if_any(const char*, std::vector<S>& m) {
     value(m);
   }
-  void schedule(const char*, Schedule& m) { value(m); }
+  void schedule(const char*, Schedule& m, const char*) { value(m); }
   template <class S>
-  void scenario_object(const char*, S& m) {
+  void scenario_object(const char*, S& m, const char*) {
+    value(m);
+  }
+  template <class T>
+  void checked(const char*, T& m, const char*) {
     value(m);
   }
   template <class T>

@@ -77,10 +77,11 @@ std::string seconds(double s) { return format_seconds(s); }
 
 }  // namespace
 
-void plan_fields::JsonWriter::scenario_object(const char* key, const NetworkSpec& n) {
+void plan_fields::JsonWriter::scenario_object(const char* key, const NetworkSpec& n, const char*) {
   j[key] = network_json(n);
 }
-void plan_fields::JsonWriter::scenario_object(const char* key, const PlatformSpec& p) {
+void plan_fields::JsonWriter::scenario_object(const char* key, const PlatformSpec& p,
+                                              const char*) {
   j[key] = platform_json(p);
 }
 

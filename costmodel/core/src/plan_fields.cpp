@@ -33,6 +33,24 @@ using plan_fields::read_work_count;
 
 std::string read_text(const json& v, const std::string& path) { return jr::read_string(v, path); }
 
+std::string read_label(const json& v, const std::string& path) { return jr::read_label(v, path); }
+
+int64_t read_batch_size(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 1, limits::kMaxBatchSize);
+}
+
+int64_t read_iterations(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 1, limits::kMaxIterations);
+}
+
+int64_t read_clients(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 1, limits::kMaxClients);
+}
+
+std::string read_compute_precision(const json& v, const std::string& path) {
+  return jr::read_choice(v, path, "compute precision", {"fp32", "fp16", "bf16"});
+}
+
 std::string read_text_or_empty(const json& v, const std::string& path) {
   return jr::read_string(v, path, true);
 }

@@ -74,6 +74,10 @@ class KeyCollector {
     keys.push_back(key);
   }
   template <class... Rest>
+  void checked(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
   void scenario_object(const char* key, Rest&&...) {
     keys.push_back(key);
   }
@@ -149,6 +153,20 @@ class FieldReader {
     if (pass_ == Pass::kRequire) json_read::require_key(j_, path_, key, need);
     if (pass_ == Pass::kRead) read_object(j_.at(key), at(key), m_, &v);
   }
+  // Required here; the owner reads them.
+  template <class T>
+  void checked(const char* key, T&, const char* need) {
+    if (pass_ == Pass::kRequire) json_read::require_key(j_, path_, key, need);
+  }
+  template <class S>
+  void objects(const char* key, std::vector<S>& v, const char* need) {
+    checked(key, v, need);
+  }
+  template <class S>
+  void objects_if_any(const char*, std::vector<S>&) {}
+  void schedule(const char* key, Schedule& s, const char* need);
+  void scenario_object(const char* key, NetworkSpec& n, const char* need);
+  void scenario_object(const char* key, PlatformSpec& p, const char* need);
   template <class T>
   void binary(T&) {}
 

@@ -59,7 +59,7 @@ class JsonWriter {
     j[key] = write(m);
   }
   template <class S>
-  void objects(const char* key, const std::vector<S>& m) {
+  void objects(const char* key, const std::vector<S>& m, const char* = nullptr) {
     nlohmann::json list = nlohmann::json::array();
     for (const S& s : m) list.push_back(write(s));
     j[key] = list;
@@ -68,10 +68,14 @@ class JsonWriter {
   void objects_if_any(const char* key, const std::vector<S>& m) {
     if (!m.empty()) objects(key, m);
   }
-  void schedule(const char* key, Schedule s) { j[key] = schedule_name(s); }
+  template <class T>
+  void checked(const char* key, const T& m, const char*) {
+    j[key] = m;
+  }
+  void schedule(const char* key, Schedule s, const char*) { j[key] = schedule_name(s); }
   // In the scenario format's JSON (plan.cpp).
-  void scenario_object(const char* key, const NetworkSpec& n);
-  void scenario_object(const char* key, const PlatformSpec& p);
+  void scenario_object(const char* key, const NetworkSpec& n, const char*);
+  void scenario_object(const char* key, const PlatformSpec& p, const char*);
   template <class T>
   void binary(const T&) {}
 

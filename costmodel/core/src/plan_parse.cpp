@@ -147,6 +147,90 @@ bool is_plan_json(const json& j) {
   return first->is_object() && first->contains("schema") && first->at("schema") == kPlanSchema;
 }
 
+void plan_fields::FieldReader::schedule(const char* key, Schedule& s, const char* need) {
+  if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
+  if (pass_ != Pass::kRead) return;
+  const std::string name = jr::read_choice(j_.at(key), at(key), "schedule", schedule_names());
+  for (int k = 0; k <= static_cast<int>(Schedule::kFr); ++k)
+    if (name == schedule_name(static_cast<Schedule>(k))) s = static_cast<Schedule>(k);
+}
+
+void plan_fields::FieldReader::scenario_object(const char* key, NetworkSpec& n, const char* need) {
+  if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
+  if (pass_ == Pass::kRead) n = scenario_internal::parse_network(j_.at(key), at(key));
+}
+
+void plan_fields::FieldReader::scenario_object(const char* key, PlatformSpec& p,
+                                               const char* need) {
+  if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
+  if (pass_ == Pass::kRead) p = scenario_internal::parse_platform(j_.at(key), at(key));
+}
+
+namespace {
+
+// The micro-batch sizes, each a batch of its own, summing to the batch.
+std::vector<int64_t> read_microbatch_sizes(const json& j, const std::string& path,
+                                           const Plan& p) {
+  const std::string mb = path + ".microbatch_sizes";
+  jr::require_array(j.at("microbatch_sizes"), mb, "a list of micro-batch sizes", 1);
+  std::vector<int64_t> sizes =
+      read_list<int64_t>(j.at("microbatch_sizes"), mb, "a list of micro-batch sizes",
+                         [](const json& v, const std::string& at) {
+                           return jr::read_int(v, at, 1, limits::kMaxBatchSize);
+                         });
+  if (static_cast<int64_t>(sizes.size()) > limits::kMaxChunks)
+    throw InputError(mb, "has " + std::to_string(sizes.size()) + " micro-batches; the limit is " +
+                             std::to_string(limits::kMaxChunks));
+  const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  if (total != p.batch_size)
+    throw InputError(mb, "sums to " + std::to_string(total) + " samples; expected batch_size " +
+                             std::to_string(p.batch_size));
+  if (j.contains("chunks")) {
+    const int64_t chunks = jr::read_int(j.at("chunks"), path + ".chunks", 1, limits::kMaxChunks);
+    if (chunks != static_cast<int64_t>(sizes.size()))
+      throw InputError(path + ".chunks", "is " + std::to_string(chunks) + " but " + mb + " has " +
+                                             std::to_string(sizes.size()) + " entries");
+  }
+  return sizes;
+}
+
+// The stages, then the boundaries between them (one per adjacent pair).
+void read_stages_and_boundaries(const json& j, const std::string& path, Plan* p) {
+  const size_t m = p->microbatch_sizes.size();
+  const json& stages = j.at("stages");
+  jr::require_array(stages, path + ".stages", "a list of at least 1 stage", 1);
+  for (size_t k = 0; k < stages.size(); ++k)
+    p->stages.push_back(read_stage(stages[k], jr::index_path(path + ".stages", k), k, m));
+  const json& boundaries = j.at("boundaries");
+  jr::require_array(boundaries, path + ".boundaries", "a list of boundaries");
+  if (boundaries.size() + 1 != stages.size())
+    throw InputError(path + ".boundaries", "has " + std::to_string(boundaries.size()) +
+                                               " entries; " + std::to_string(stages.size()) +
+                                               " stages need " + std::to_string(stages.size() - 1) +
+                                               " (one between each adjacent pair)");
+  for (size_t b = 0; b < boundaries.size(); ++b)
+    p->boundaries.push_back(read_boundary(boundaries[b], jr::index_path(path + ".boundaries", b),
+                                          static_cast<int>(b), m));
+}
+
+// "client_groups", if given: their counts add up to the plan's clients.
+void read_client_groups(const json& j, const std::string& path, Plan* p) {
+  if (!j.contains("client_groups")) return;
+  const std::string at = path + ".client_groups";
+  jr::require_array(j.at("client_groups"), at, "a list of client groups", 1);
+  int64_t total = 0;
+  for (size_t i = 0; i < j.at("client_groups").size(); ++i) {
+    p->client_groups.push_back(
+        read_group(j.at("client_groups")[i], jr::index_path(at, i), *p, p->stages.front().party));
+    total += p->client_groups.back().count;
+  }
+  if (total != p->clients)
+    throw InputError(at, "the groups hold " + std::to_string(total) + " clients; $.clients is " +
+                             std::to_string(p->clients));
+}
+
+}  // namespace
+
 Plan parse_plan(const json& j, const std::string& path) {
   jr::require_object(j, path, "a plan object (what `splitsim plan --json` writes)");
   jr::require_key(j, path, "schema", std::string("\"") + kPlanSchema + "\"");
@@ -156,80 +240,16 @@ Plan parse_plan(const json& j, const std::string& path) {
   std::vector<std::string> top_keys = keys_of<Plan>();
   top_keys.insert(top_keys.begin(), "schema");
   jr::check_keys(j, path, top_keys);
-  const std::string again =
-      " (plan files written before the simulator read them lack it: write it again with "
-      "`splitsim plan --json`)";
-  for (const char* key : {"batch_size", "microbatch_sizes", "schedule", "stages", "boundaries",
-                          "network", "platform", "iterations", "warmup", "clients"})
-    jr::require_key(j, path, key, std::string("see the plan format") + again);
   Plan p;
-  if (j.contains("scenario")) p.scenario = jr::read_string(j.at("scenario"), path + ".scenario");
-  if (j.contains("variant")) p.variant = jr::read_label(j.at("variant"), path + ".variant");
-  if (j.contains("model")) p.model = jr::read_string(j.at("model"), path + ".model", true);
-  p.batch_size = jr::read_int(j.at("batch_size"), path + ".batch_size", 1, limits::kMaxBatchSize);
-  const std::string mb = path + ".microbatch_sizes";
-  jr::require_array(j.at("microbatch_sizes"), mb, "a list of micro-batch sizes", 1);
-  p.microbatch_sizes =
-      read_list<int64_t>(j.at("microbatch_sizes"), mb, "a list of micro-batch sizes",
-                         [](const json& v, const std::string& at) {
-                           return jr::read_int(v, at, 1, limits::kMaxBatchSize);
-                         });
-  if (p.chunks() > limits::kMaxChunks)
-    throw InputError(mb, "has " + std::to_string(p.chunks()) + " micro-batches; the limit is " +
-                             std::to_string(limits::kMaxChunks));
-  const int64_t total =
-      std::accumulate(p.microbatch_sizes.begin(), p.microbatch_sizes.end(), int64_t{0});
-  if (total != p.batch_size)
-    throw InputError(mb, "sums to " + std::to_string(total) + " samples; expected batch_size " +
-                             std::to_string(p.batch_size));
-  if (j.contains("chunks")) {
-    const int64_t chunks = jr::read_int(j.at("chunks"), path + ".chunks", 1, limits::kMaxChunks);
-    if (chunks != p.chunks())
-      throw InputError(path + ".chunks", "is " + std::to_string(chunks) + " but " + mb + " has " +
-                                             std::to_string(p.chunks()) + " entries");
+  // The list's plain values (plan_schema.h), then those that check others.
+  for (Pass pass : {Pass::kRequire, Pass::kRead}) {
+    FieldReader r(pass, j, path, 0);
+    plan_schema::fields(r, p);
   }
-  const std::string schedule =
-      jr::read_choice(j.at("schedule"), path + ".schedule", "schedule", schedule_names());
-  for (int s = 0; s <= static_cast<int>(Schedule::kFr); ++s)
-    if (schedule == schedule_name(static_cast<Schedule>(s))) p.schedule = static_cast<Schedule>(s);
-  if (j.contains("compute_precision"))
-    p.compute_precision = jr::read_choice(j.at("compute_precision"), path + ".compute_precision",
-                                          "compute precision", {"fp32", "fp16", "bf16"});
-  const size_t m = p.microbatch_sizes.size();
-
-  const json& stages = j.at("stages");
-  jr::require_array(stages, path + ".stages", "a list of at least 1 stage", 1);
-  for (size_t k = 0; k < stages.size(); ++k)
-    p.stages.push_back(read_stage(stages[k], jr::index_path(path + ".stages", k), k, m));
-  const json& boundaries = j.at("boundaries");
-  jr::require_array(boundaries, path + ".boundaries", "a list of boundaries");
-  if (boundaries.size() + 1 != stages.size())
-    throw InputError(path + ".boundaries", "has " + std::to_string(boundaries.size()) +
-                                               " entries; " + std::to_string(stages.size()) +
-                                               " stages need " + std::to_string(stages.size() - 1) +
-                                               " (one between each adjacent pair)");
-  for (size_t b = 0; b < boundaries.size(); ++b)
-    p.boundaries.push_back(read_boundary(boundaries[b], jr::index_path(path + ".boundaries", b),
-                                         static_cast<int>(b), m));
-
-  p.network = scenario_internal::parse_network(j.at("network"), path + ".network");
-  p.platform = scenario_internal::parse_platform(j.at("platform"), path + ".platform");
-  p.iterations = jr::read_int(j.at("iterations"), path + ".iterations", 1, limits::kMaxIterations);
+  p.microbatch_sizes = read_microbatch_sizes(j, path, p);
+  read_stages_and_boundaries(j, path, &p);
   p.warmup = jr::read_int(j.at("warmup"), path + ".warmup", 0, p.iterations - 1);
-  p.clients = jr::read_int(j.at("clients"), path + ".clients", 1, limits::kMaxClients);
-  if (j.contains("client_groups")) {
-    const std::string at = path + ".client_groups";
-    jr::require_array(j.at("client_groups"), at, "a list of client groups", 1);
-    int64_t total = 0;
-    for (size_t i = 0; i < j.at("client_groups").size(); ++i) {
-      p.client_groups.push_back(
-          read_group(j.at("client_groups")[i], jr::index_path(at, i), p, p.stages.front().party));
-      total += p.client_groups.back().count;
-    }
-    if (total != p.clients)
-      throw InputError(at, "the groups hold " + std::to_string(total) + " clients; $.clients is " +
-                               std::to_string(p.clients));
-  }
+  read_client_groups(j, path, &p);
   // Each factor is bounded: no overflow.
   const int64_t passes =
       p.iterations * p.chunks() * p.clients * static_cast<int64_t>(p.stages.size());

@@ -32,11 +32,19 @@
 //                                            a stored total of `parts`: written,
 //                                            computed when read, checked if given
 //   nested(key, S& m, need)                  a required object with its own list
-//   objects(key, std::vector<S>& m)          a list of such objects
-//   objects_if_any(key, std::vector<S>& m)   the same, written when non-empty
-//   schedule(key, Schedule& m)               by name (schedule_names())
-//   scenario_object(key, NetworkSpec& / PlatformSpec& m)
-//                                            in the scenario format's JSON
+//   objects(key, std::vector<S>& m, need)    a required list of such objects;
+//                                            its owner reads it (each object
+//                                            is checked against the others)
+//   objects_if_any(key, std::vector<S>& m)   the same, optional, written when
+//                                            non-empty
+//   checked(key, T& m, need)                 required, written as
+//                                            nlohmann::json converts it; its
+//                                            owner reads it, checking it
+//                                            against other values
+//   schedule(key, Schedule& m, need)         required, by name (schedule_names())
+//   scenario_object(key, NetworkSpec& / PlatformSpec& m, need)
+//                                            required, in the scenario
+//                                            format's JSON
 //   binary(T& m)                             not in plan files
 // Writers walk a const value through the same list (fields(v, const_cast...))
 // and never change it.
@@ -64,6 +72,11 @@ struct JsonCodec {
 
 // Readers of plan_fields.cpp.
 std::string read_text(const json& v, const std::string& path);  // non-empty
+std::string read_label(const json& v, const std::string& path);  // a variant's label
+int64_t read_batch_size(const json& v, const std::string& path);  // 1 to limits::kMaxBatchSize
+int64_t read_iterations(const json& v, const std::string& path);  // 1 to limits::kMaxIterations
+int64_t read_clients(const json& v, const std::string& path);     // 1 to limits::kMaxClients
+std::string read_compute_precision(const json& v, const std::string& path);  // fp32|fp16|bf16
 std::string read_text_or_empty(const json& v, const std::string& path);
 std::vector<std::string> read_texts(const json& v, const std::string& path);
 // Bytes, a shape's dimension, a count of parameters: non-negative, and small
@@ -87,6 +100,11 @@ CodecSpec read_codec(const json& v, const std::string& path);
 void write_codec(json& j, const CodecSpec& c);
 
 inline constexpr JsonCodec<std::string> kText{read_text};
+inline constexpr JsonCodec<std::string> kLabel{read_label};
+inline constexpr JsonCodec<int64_t> kBatchSize{read_batch_size};
+inline constexpr JsonCodec<int64_t> kIterations{read_iterations};
+inline constexpr JsonCodec<int64_t> kClients{read_clients};
+inline constexpr JsonCodec<std::string> kComputePrecision{read_compute_precision};
 inline constexpr JsonCodec<std::string> kTextOrEmpty{read_text_or_empty};
 inline constexpr JsonCodec<std::vector<std::string>> kTexts{read_texts};
 inline constexpr JsonCodec<int64_t> kCount{read_count};
@@ -218,30 +236,34 @@ void fields(V& v, PlatformSpec& f) {
   v.binary(f.parties);
 }
 
-// The top level. parse_plan reads it by hand, since its values check each
-// other (micro-batch sizes against the batch, warm-up against iterations,
-// boundaries against stages): the readers named here are not used; its
-// keys, the writer and the binary codec come from this list.
+// What a plan file written before the simulator read it lacks.
+inline constexpr const char* kWriteAgain =
+    "see the plan format (plan files written before the simulator read them lack it: write it "
+    "again with `splitsim plan --json`)";
+
+// The top level. Its plain values are read from this list; parse_plan
+// (plan_parse.cpp) reads the ones that check each other (micro-batch sizes
+// against the batch, warm-up against iterations, boundaries against
+// stages, groups against clients) and the chunk count they repeat.
 template <class V>
 void fields(V& v, Plan& p) {
   using namespace plan_json;  // NOLINT
   v.optional("scenario", p.scenario, kText);
-  v.optional("variant", p.variant, kText);
+  v.optional("variant", p.variant, kLabel);
   v.optional("model", p.model, kTextOrEmpty);
-  v.required("batch_size", p.batch_size, kCount, "see the plan format");
+  v.required("batch_size", p.batch_size, kBatchSize, kWriteAgain);
   v.count_of("chunks", p.chunks(), "microbatch_sizes");
-  v.required("microbatch_sizes", p.microbatch_sizes, JsonCodec<std::vector<int64_t>>{},
-             "see the plan format");
-  v.schedule("schedule", p.schedule);
-  v.objects("stages", p.stages);
-  v.objects("boundaries", p.boundaries);
-  v.scenario_object("network", p.network);
-  v.scenario_object("platform", p.platform);
-  v.required("iterations", p.iterations, kCount, "see the plan format");
-  v.required("warmup", p.warmup, kCount, "see the plan format");
-  v.required("clients", p.clients, kCount, "see the plan format");
+  v.checked("microbatch_sizes", p.microbatch_sizes, kWriteAgain);
+  v.schedule("schedule", p.schedule, kWriteAgain);
+  v.objects("stages", p.stages, kWriteAgain);
+  v.objects("boundaries", p.boundaries, kWriteAgain);
+  v.scenario_object("network", p.network, kWriteAgain);
+  v.scenario_object("platform", p.platform, kWriteAgain);
+  v.required("iterations", p.iterations, kIterations, kWriteAgain);
+  v.checked("warmup", p.warmup, kWriteAgain);
+  v.required("clients", p.clients, kClients, kWriteAgain);
   v.objects_if_any("client_groups", p.client_groups);
-  v.optional("compute_precision", p.compute_precision, kText);
+  v.optional("compute_precision", p.compute_precision, kComputePrecision);
 }
 
 }  // namespace plan_schema
