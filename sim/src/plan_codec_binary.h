@@ -96,10 +96,6 @@ class Binary {
     value(m);
   }
   template <class T, class... Rest>
-  void if_any(const char*, T& m, Rest&&...) {
-    value(m);
-  }
-  template <class T, class... Rest>
   void per_microbatch(const char*, T& m, Rest&&...) {
     value(m);
   }
@@ -135,6 +131,10 @@ class Binary {
   }
   template <class T>
   void checked(const char*, T& m, const char*) {
+    value(m);
+  }
+  template <class T>
+  void checked_if_any(const char*, T& m) {
     value(m);
   }
   template <class T>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "../explore/chain_model.h"
@@ -149,6 +150,45 @@ Plan plan_of(const nlohmann::json& j) {
     if (!g.device.empty()) devs[client_group_device_key(g)] = device(g.device, 1e6);
   s.schedule = Schedule::kGpipe;
   return make_plan(s, chain(), devs);
+}
+
+// A plan file's broken group is refused at its path (a scenario's:
+// BadGroupsAreRefusedNamingTheirPath below).
+TEST(ClientGroupsFormatTest, BrokenGroupsOfAPlanFileNameTheirPath) {
+  nlohmann::json s = chain_scenario_json();
+  s["clients"] = nlohmann::json::parse(R"([
+    {"name": "phones", "count": 3, "device": "phone", "latency_s": [0.01, 0.02, 0.03]},
+    {"name": "fast", "count": 2, "bandwidth_bit_per_s": 1e9}
+  ])");
+  const nlohmann::json j = plan_of(s);
+  ASSERT_EQ(j.at("client_groups").size(), 2u);
+  ASSERT_EQ(j.at("client_groups")[0].at("stage_costs").size(), 1u);
+  ASSERT_NO_THROW(parse_plan(j));
+  struct Broken {
+    const char* what;
+    std::function<void(nlohmann::json&)> change;
+    std::string where, says;
+  };
+  const std::vector<Broken> cases = {
+      {"no clients", [](auto& g) { g[0]["count"] = 0; }, "[0].count", "from 1 to"},
+      {"no name", [](auto& g) { g[1].erase("name"); }, "[1].name", "plan format"},
+      {"device not text", [](auto& g) { g[0]["device"] = 5; }, "[0].device", "got 5"},
+      {"short latency list", [](auto& g) { g[0]["latency_s"].erase(0); }, "[0].latency_s",
+       "one per client (3)"},
+      {"unknown key", [](auto& g) { g[1]["speed"] = 2; }, "[1].speed", ""},
+  };
+  for (const Broken& c : cases) {
+    nlohmann::json broken = j;
+    c.change(broken["client_groups"]);
+    const std::string where = "$.client_groups" + c.where;
+    try {
+      parse_plan(broken);
+      ADD_FAILURE() << c.what << ": accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), where) << c.what;
+      EXPECT_NE(e.message().find(c.says), std::string::npos) << c.what << ": " << e.message();
+    }
+  }
 }
 
 TEST(ClientGroupsFormatTest, GroupsDrawTheirLinksWithTheSeedAndPlanTheirDevices) {

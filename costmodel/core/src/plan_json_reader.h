@@ -30,10 +30,6 @@ class KeyCollector {
     keys.push_back(key);
   }
   template <class T, class... Rest>
-  void if_any(const char* key, T&, Rest&&...) {
-    keys.push_back(key);
-  }
-  template <class T, class... Rest>
   void per_microbatch(const char* key, T&, Rest&&...) {
     keys.push_back(key);
   }
@@ -78,6 +74,10 @@ class KeyCollector {
     keys.push_back(key);
   }
   template <class... Rest>
+  void checked_if_any(const char* key, Rest&&...) {
+    keys.push_back(key);
+  }
+  template <class... Rest>
   void scenario_object(const char* key, Rest&&...) {
     keys.push_back(key);
   }
@@ -117,10 +117,6 @@ class FieldReader {
   void optional(const char* key, T& v, plan_json::JsonCodec<T> c) {
     if (pass_ == Pass::kRead && j_.contains(key)) v = c.read(j_.at(key), at(key));
   }
-  template <class T>
-  void if_any(const char* key, T& v, plan_json::JsonCodec<T> c) {
-    optional(key, v, c);
-  }
   template <class E>
   void per_microbatch(const char* key, std::vector<E>& v, plan_json::JsonCodec<E> c,
                       const char* need) {
@@ -153,7 +149,8 @@ class FieldReader {
     if (pass_ == Pass::kRequire) json_read::require_key(j_, path_, key, need);
     if (pass_ == Pass::kRead) read_object(j_.at(key), at(key), m_, &v);
   }
-  // Required here; the owner reads them.
+  // Required here (checked, objects) or not (the _if_any); the owner reads
+  // them.
   template <class T>
   void checked(const char* key, T&, const char* need) {
     if (pass_ == Pass::kRequire) json_read::require_key(j_, path_, key, need);
@@ -162,6 +159,8 @@ class FieldReader {
   void objects(const char* key, std::vector<S>& v, const char* need) {
     checked(key, v, need);
   }
+  template <class T>
+  void checked_if_any(const char*, T&) {}
   template <class S>
   void objects_if_any(const char*, std::vector<S>&) {}
   void schedule(const char* key, Schedule& s, const char* need);

@@ -25,10 +25,6 @@ class JsonWriter {
   void optional(const char* key, const T& m, plan_json::JsonCodec<T> c) {
     put(key, m, c);
   }
-  template <class T>
-  void if_any(const char* key, const T& m, plan_json::JsonCodec<T> c) {
-    if (!m.empty()) put(key, m, c);
-  }
   template <class E>
   void per_microbatch(const char* key, const std::vector<E>& m, plan_json::JsonCodec<E> c,
                       const char*) {
@@ -71,6 +67,10 @@ class JsonWriter {
   template <class T>
   void checked(const char* key, const T& m, const char*) {
     j[key] = m;
+  }
+  template <class T>
+  void checked_if_any(const char* key, const T& m) {
+    if (!m.empty()) j[key] = m;
   }
   void schedule(const char* key, Schedule s, const char*) { j[key] = schedule_name(s); }
   // In the scenario format's JSON (plan.cpp).

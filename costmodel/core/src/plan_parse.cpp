@@ -42,11 +42,11 @@ PlanClientGroup read_group(const json& j, const std::string& path, const Plan& p
                            const std::string& client_party) {
   jr::require_object(j, path, "a client group such as {\"name\": \"g0\", \"count\": 3, ...}");
   jr::check_keys(j, path, keys_of<PlanClientGroup>());
-  for (const char* key : {"name", "count"}) jr::require_key(j, path, key, "see the plan format");
-  PlanClientGroup g;
-  g.name = jr::read_string(j.at("name"), path + ".name");
-  if (j.contains("device")) g.device = jr::read_string(j.at("device"), path + ".device", true);
-  g.count = jr::read_int(j.at("count"), path + ".count", 1, limits::kMaxClients);
+  PlanClientGroup g;  // the list's plain values, then those that check others
+  for (Pass pass : {Pass::kRequire, Pass::kRead}) {
+    FieldReader r(pass, j, path, 0);
+    plan_schema::fields(r, g);
+  }
   const auto per_client = [&](const char* key, const jr::NumberRange& range) {
     std::vector<double> v;
     if (!j.contains(key)) return v;

@@ -14,7 +14,6 @@
 //                                            a file without it lacks
 //   optional(key, T& m, JsonCodec<T>)        written always; a file without it
 //                                            leaves the default
-//   if_any(key, T& m, JsonCodec<T>)          written when non-empty
 //   per_microbatch(key, std::vector<E>& m, JsonCodec<E>, need)
 //                                            required, one entry per micro-batch
 //   per_microbatch_if_any(key, std::vector<E>& m, JsonCodec<E>)
@@ -41,6 +40,8 @@
 //                                            nlohmann::json converts it; its
 //                                            owner reads it, checking it
 //                                            against other values
+//   checked_if_any(key, T& m)                the same, optional, written when
+//                                            non-empty
 //   schedule(key, Schedule& m, need)         required, by name (schedule_names())
 //   scenario_object(key, NetworkSpec& / PlatformSpec& m, need)
 //                                            required, in the scenario
@@ -200,16 +201,17 @@ void fields(V& v, PlanStageCosts& c) {
   v.required("update_s_per_batch", c.update_s, kSeconds, "see the plan format");
 }
 
-// Read by plan_parse.cpp's read_group (per-client lists of `count`, stage
-// costs of the client role's stages), like the top level below.
+// Its plain values are read from this list; plan_parse.cpp's read_group
+// reads the per-client lists (`count` entries each) and the stage costs
+// (stages of the client role), like the top level below.
 template <class V>
 void fields(V& v, PlanClientGroup& g) {
   using namespace plan_json;  // NOLINT
   v.required("name", g.name, kText, "see the plan format");
   v.optional("device", g.device, kTextOrEmpty);
-  v.required("count", g.count, kCount, "see the plan format");
-  v.if_any("bandwidth_bit_per_s", g.bandwidth_bit_per_s, JsonCodec<std::vector<double>>{});
-  v.if_any("latency_s", g.latency_s, JsonCodec<std::vector<double>>{});
+  v.required("count", g.count, kClients, "see the plan format");
+  v.checked_if_any("bandwidth_bit_per_s", g.bandwidth_bit_per_s);  // one per client
+  v.checked_if_any("latency_s", g.latency_s);
   v.objects_if_any("stage_costs", g.stage_costs);
 }
 
