@@ -92,6 +92,7 @@ class Validator {
   // sets drift_.
   void median_profiles();
   std::vector<int> companion_cpus() const;
+  std::vector<int> all_cpus() const;  // both parties'
 
   ValidatorOptions options_;
   Log log_;
