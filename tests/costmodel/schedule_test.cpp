@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "splitsim/costmodel/planner.h"
+#include "toy_plan.h"
 
 namespace splitsim {
 namespace {
@@ -146,25 +147,7 @@ TEST(ScheduleTest, StashCountIsTheSteadyStatePeakOfTheOrder) {
 }
 
 // K units of 100 parameters; stash 512 bytes per sample each.
-ModelProfile chain_model(int K) {
-  ModelProfile p;
-  p.model = "chain";
-  p.input_shape = {8};
-  p.measured_batch = 1;
-  for (int i = 0; i < K; ++i) {
-    UnitProfile u;
-    u.name = "u" + std::to_string(i);
-    u.inputs = {i - 1};
-    u.output_shape = {8};
-    u.fwd.matmul_macs = 1000;
-    u.bwd.matmul_macs = 2000;
-    u.param_count = 100;
-    u.param_bytes = 400;
-    u.stash_bytes_per_sample = 512;
-    p.units.push_back(u);
-  }
-  return p;
-}
+ModelProfile chain_model(int K) { return toy_plan::chain_of("chain", K, {8}, 1); }
 
 TEST(ScheduleTest, PlannerKeepsTheOrdersPeakInFlightAtEveryStage) {
   for (int K = 1; K <= 5; ++K) {

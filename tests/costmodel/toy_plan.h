@@ -1,8 +1,9 @@
 #pragma once
 // A synthetic model with known costs and a U-shaped scenario on it, for the
-// planner's tests (planner_test.cpp, planner_calibration_test.cpp).
+// planner's tests (planner_test.cpp, planner_calibration_test.cpp, schedule_test.cpp).
 #include <map>
 #include <string>
+#include <vector>
 
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
@@ -10,17 +11,19 @@
 
 namespace splitsim::toy_plan {
 
-// Four units, each 1000 fwd / 2000 bwd matmul MACs per sample, output [8,4,4].
-inline ModelProfile toy_model() {
+// K units in a chain, each 1000 fwd / 2000 bwd matmul MACs per sample, 100
+// parameters and a 512-byte stash per sample; every output `shape`.
+inline ModelProfile chain_of(const std::string& name, int K, const std::vector<int64_t>& shape,
+                             int64_t measured_batch) {
   ModelProfile p;
-  p.model = "toy";
-  p.input_shape = {8, 4, 4};
-  p.measured_batch = 2;
-  for (int i = 0; i < 4; ++i) {
+  p.model = name;
+  p.input_shape = shape;
+  p.measured_batch = measured_batch;
+  for (int i = 0; i < K; ++i) {
     UnitProfile u;
     u.name = "u" + std::to_string(i);
     u.inputs = {i - 1};
-    u.output_shape = {8, 4, 4};
+    u.output_shape = shape;
     u.fwd.matmul_macs = 1000;
     u.bwd.matmul_macs = 2000;
     u.param_count = 100;
@@ -30,6 +33,9 @@ inline ModelProfile toy_model() {
   }
   return p;
 }
+
+// Four of them, output [8,4,4].
+inline ModelProfile toy_model() { return chain_of("toy", 4, {8, 4, 4}, 2); }
 
 inline DeviceProfile device(const std::string& name, double peak_flops) {
   DeviceProfile d;
