@@ -18,17 +18,15 @@ std::vector<Plan> load_plans(const std::string& file, const std::string& variant
     return scenario_plans(file, variant, calibration);
   }
   if (!is_plan_json(j)) return scenario_plans(file, variant, calibration);
-  std::vector<Plan> plans = load_plan_file(file);
-  if (calibration)  // planned already: the calibration goes on top
-    for (Plan& p : plans) p = apply_calibration(p, *calibration);
-  if (variant.empty()) return plans;
   std::vector<Plan> kept;
   std::vector<std::string> labels;
-  for (const Plan& p : plans) {
+  for (const Plan& p : load_plan_file(file)) {
     labels.push_back(p.variant);
     if (p.variant.find(variant) != std::string::npos) kept.push_back(p);
   }
   if (kept.empty()) throw no_variant_matches(variant, labels);
+  if (calibration)  // planned already: the calibration goes on top
+    for (Plan& p : kept) p = apply_calibration(p, *calibration);
   return kept;
 }
 
