@@ -212,13 +212,11 @@ class StageActor {
       receive_call(in, k - 1, false);
       expect(ctx_->fwd_inbox[id_].take(), op);
     }
-    const double dec = k > 0 ? plan.boundaries[k - 1].forward.decode_s[i] : 0.0;
-    const double enc = k + 1 < K ? plan.boundaries[k].forward.encode_s[i] : 0.0;
-    const double model = std::max(0.0, plan.fwd_s(k, in.client)[i] - dec - enc);
+    const PassSeconds pass = plan.forward_pass(k, in.client, i);
     compute(in, op,
-            {{EventKind::kDecode, dec, k - 1, false},
-             {EventKind::kForward, model},
-             {EventKind::kEncode, enc, k, false}});
+            {{EventKind::kDecode, pass.decode, k - 1, false},
+             {EventKind::kForward, pass.model},
+             {EventKind::kEncode, pass.encode, k, false}});
     if (k + 1 < K) send(in, op, k, false);
     let_go(in);
   }
@@ -231,21 +229,15 @@ class StageActor {
       receive_call(in, k, true);
       expect(ctx_->bwd_inbox[id_].take(), op);
     }
-    double replay = 0;  // fr: the stage's forward again, without the codec work
-    if (plan.schedule == Schedule::kFr) {
-      replay = plan.fwd_s(k, in.client)[i];
-      if (k > 0) replay -= plan.boundaries[k - 1].forward.decode_s[i];
-      if (k + 1 < K) replay -= plan.boundaries[k].forward.encode_s[i];
-      replay = std::max(0.0, replay);
-    }
-    const double dec = k + 1 < K ? plan.boundaries[k].backward.decode_s[i] : 0.0;
-    const double enc = k > 0 ? plan.boundaries[k - 1].backward.encode_s[i] : 0.0;
-    const double model = std::max(0.0, plan.bwd_s(k, in.client)[i] - dec - enc);
+    // fr: the stage's forward again, without the codec work.
+    const double replay =
+        plan.schedule == Schedule::kFr ? plan.forward_pass(k, in.client, i).model : 0.0;
+    const PassSeconds pass = plan.backward_pass(k, in.client, i);
     compute(in, op,
             {{EventKind::kRecompute, replay},
-             {EventKind::kDecode, dec, k, true},
-             {EventKind::kBackward, model},
-             {EventKind::kEncode, enc, k - 1, true}});
+             {EventKind::kDecode, pass.decode, k, true},
+             {EventKind::kBackward, pass.model},
+             {EventKind::kEncode, pass.encode, k - 1, true}});
     if (k > 0) send(in, op, k - 1, true);
     let_go(in);
   }

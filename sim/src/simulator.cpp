@@ -143,6 +143,10 @@ void check_client_groups(const Plan& plan) {
       check_seconds(c.fwd_s, g.name + " forward");
       check_seconds(c.bwd_s, g.name + " backward");
       check_seconds({c.update_s}, g.name + " update");
+      for (const auto* v : {&c.fwd_decode_s, &c.fwd_encode_s, &c.bwd_decode_s, &c.bwd_encode_s}) {
+        if (!v->empty()) check_length(v->size(), m, at + " codec seconds");
+        check_seconds(*v, g.name + " codec");
+      }
     }
   }
   if (total != plan.clients)

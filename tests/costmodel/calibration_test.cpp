@@ -33,16 +33,20 @@ Plan ushape() {
     b.forward.decode_s = {0.2, 0.2};
     b.backward.encode_s = {0.3, 0.3};
     b.backward.decode_s = {0.4, 0.4};
-    p.stages[k].fwd_s = {p.stages[k].fwd_s[0] + 0.1, p.stages[k].fwd_s[1] + 0.1};
-    p.stages[k].bwd_s = {p.stages[k].bwd_s[0] + 0.4, p.stages[k].bwd_s[1] + 0.4};
-    p.stages[k + 1].fwd_s = {p.stages[k + 1].fwd_s[0] + 0.2, p.stages[k + 1].fwd_s[1] + 0.2};
-    p.stages[k + 1].bwd_s = {p.stages[k + 1].bwd_s[0] + 0.3, p.stages[k + 1].bwd_s[1] + 0.3};
     p.boundaries.push_back(b);
   }
   p.network.bandwidth_factor = 0.5;
   p.network.per_message_overhead_s = 1e-4;
   p.platform.cpu_s_per_byte_received = 1e-9;
   return p;
+}
+
+// Stage k's whole forward / backward of micro-batch i: model and codec work.
+double whole_fwd(const Plan& p, int k, size_t i) {
+  return Plan::forward_total(p.forward_pass(k, Plan::kOwnCosts, i));
+}
+double whole_bwd(const Plan& p, int k, size_t i) {
+  return Plan::backward_total(p.backward_pass(k, Plan::kOwnCosts, i));
 }
 
 TEST(CalibrationTest, TheIdentityLeavesThePlanAsItWas) {
@@ -61,14 +65,14 @@ TEST(CalibrationTest, ScalesModelAndCodecPartsApartPerParty) {
   const Plan q = apply_calibration(ushape(), c);
   // Server (stage 1): model 1.0 and 2.0; codec forward 0.2 (decode) + 0.1
   // (encode), backward 0.3 (encode) + 0.4 (decode).
-  EXPECT_DOUBLE_EQ(q.stages[1].fwd_s[0], 1.0 * 3 + 0.01 + 0.3 * 2);
-  EXPECT_DOUBLE_EQ(q.stages[1].bwd_s[1], 2.0 * 3 + 0.01 + 0.7 * 2);
+  EXPECT_DOUBLE_EQ(whole_fwd(q, 1, 0), 1.0 * 3 + 0.01 + 0.3 * 2);
+  EXPECT_DOUBLE_EQ(whole_bwd(q, 1, 1), 2.0 * 3 + 0.01 + 0.7 * 2);
   EXPECT_DOUBLE_EQ(q.stages[1].update_s, 0.5 * 3 + 0.01);
   // Clients ("*"): stage 0 sends (codec 0.1 forward, 0.4 backward), stage 2 receives.
-  EXPECT_DOUBLE_EQ(q.stages[0].fwd_s[0], 1.0 * 0.5 + 0.1);
-  EXPECT_DOUBLE_EQ(q.stages[0].bwd_s[0], 2.0 * 0.5 + 0.4);
-  EXPECT_DOUBLE_EQ(q.stages[2].fwd_s[1], 1.0 * 0.5 + 0.2);
-  EXPECT_DOUBLE_EQ(q.stages[2].bwd_s[1], 2.0 * 0.5 + 0.3);
+  EXPECT_DOUBLE_EQ(whole_fwd(q, 0, 0), 1.0 * 0.5 + 0.1);
+  EXPECT_DOUBLE_EQ(whole_bwd(q, 0, 0), 2.0 * 0.5 + 0.4);
+  EXPECT_DOUBLE_EQ(whole_fwd(q, 2, 1), 1.0 * 0.5 + 0.2);
+  EXPECT_DOUBLE_EQ(whole_bwd(q, 2, 1), 2.0 * 0.5 + 0.3);
   EXPECT_DOUBLE_EQ(q.stages[2].update_s, 0.25);
   // The boundaries' codec seconds follow the party that runs them.
   EXPECT_DOUBLE_EQ(q.boundaries[0].forward.encode_s[0], 0.1);   // client sends
@@ -101,8 +105,8 @@ TEST(CalibrationTest, OpClassScalesActOnTheirSharesOfTheModelPart) {
   c.parties["server"].op_class_scale.elementwise = 4.0;
   const Plan q = apply_calibration(p, c);
   // Model 1.0 forward: 3 × (0.6 × 2 + 0.4 × 0.5); the codec part (0.3) as it was.
-  EXPECT_DOUBLE_EQ(q.stages[1].fwd_s[0], 1.0 * 3 * (0.6 * 2 + 0.4 * 0.5) + 0.3);
-  EXPECT_DOUBLE_EQ(q.stages[1].bwd_s[1], 2.0 * 3 * 2 + 0.7);
+  EXPECT_DOUBLE_EQ(whole_fwd(q, 1, 0), 1.0 * 3 * (0.6 * 2 + 0.4 * 0.5) + 0.3);
+  EXPECT_DOUBLE_EQ(whole_bwd(q, 1, 1), 2.0 * 3 * 2 + 0.7);
   // The update step is element-wise work.
   EXPECT_DOUBLE_EQ(q.stages[1].update_s, 0.5 * 3 * 4);
   // The clients are not named: as planned.

@@ -78,15 +78,19 @@ TEST(SpreadTest, BothEndsScaleEachPartysComputeButNotItsCodecWork) {
   PlanBoundary b;
   b.from_stage = 0;
   b.to_stage = 1;
-  b.forward.encode_s = {0.1};  // on the client's forward, inside its 1.0
+  b.forward.encode_s = {0.1};  // the client's forward beside its model's 0.9
+  p.stages[0].fwd_s = {0.9};
   b.forward.decode_s = {0.0};
   b.backward.encode_s = {0.0};
   b.backward.decode_s = {0.0};
   p.boundaries.push_back(b);
   const std::map<std::string, double> spreads = {{"client", 0.1}, {"server", 0.2}, {"*", 0.2}};
   const Plan fast = plan_at_spread(p, spreads, -1), slow = plan_at_spread(p, spreads, +1);
-  EXPECT_NEAR(fast.stages[0].fwd_s[0], 0.9 * 0.9 + 0.1, 1e-12);
-  EXPECT_NEAR(slow.stages[0].fwd_s[0], 0.9 * 1.1 + 0.1, 1e-12);
+  const auto client_forward = [](const Plan& q) {
+    return Plan::forward_total(q.forward_pass(0, Plan::kOwnCosts, 0));
+  };
+  EXPECT_NEAR(client_forward(fast), 0.9 * 0.9 + 0.1, 1e-12);
+  EXPECT_NEAR(client_forward(slow), 0.9 * 1.1 + 0.1, 1e-12);
   EXPECT_NEAR(fast.stages[1].bwd_s[0], 2.0 * 0.8, 1e-12);
   EXPECT_NEAR(slow.stages[1].bwd_s[0], 2.0 * 1.2, 1e-12);
   EXPECT_NEAR(slow.stages[1].update_s, 0.5 * 1.2, 1e-12);

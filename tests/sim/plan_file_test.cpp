@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/plan.h"
@@ -43,8 +44,8 @@ std::vector<Plan> sample_plans() {
     if (s == Schedule::kFr) p.stages[1].replay_bytes = 12345;
     plans.push_back(p);
   }
-  // U-shape with codecs (encode/decode seconds folded into the stages),
-  // uneven micro-batches, informational fields, asymmetric links.
+  // U-shape with codecs, uneven micro-batches, informational fields,
+  // asymmetric links.
   Plan u = ushape(2e-3, 3e-3, 1e-3, 1.5e-3, Schedule::kGpipe, 3);
   u.variant = "ushape q8";
   u.microbatch_sizes = {3, 3, 2};
@@ -57,10 +58,6 @@ std::vector<Plan> sample_plans() {
   u.boundaries[0].activation_shape = {8, 16, 8, 8};
   u.boundaries[0].forward.encode_s = {1e-4, 1e-4, 7e-5};
   u.boundaries[0].forward.decode_s = {5e-5, 5e-5, 3e-5};
-  for (size_t i = 0; i < 3; ++i) {
-    u.stages[0].fwd_s[i] += u.boundaries[0].forward.encode_s[i];
-    u.stages[1].fwd_s[i] += u.boundaries[0].forward.decode_s[i];
-  }
   u.stages[0].units = {"conv1", "layer1.0"};
   u.stages[0].device = "xeon_40core";
   u.stages[0].fwd_per_batch.conv_macs = 123456789;
@@ -124,6 +121,71 @@ TEST(PlanFileTest, ParsedPlansSimulateToTheSameMetrics) {
     EXPECT_GT(ma.at("time_per_batch_s").get<double>(), 0);
     EXPECT_EQ(ma, mb);
   }
+}
+
+// Three stages, codecs on both boundaries (the middle stage decodes and
+// encodes in each pass), a client group with codec work of its own.
+Plan codec_plan(double model, const std::vector<double>& codec) {
+  Plan p = equal_stages(3, 2, model, 2 * model, Schedule::kGpipe, 8, 3);
+  for (PlanBoundary& b : p.boundaries)
+    for (PlanTransfer* t : {&b.forward, &b.backward}) {
+      t->encode_s = {codec[0], codec[1]};
+      t->decode_s = {codec[2], codec[3]};
+    }
+  p.clients = 2;
+  PlanClientGroup own{"phones", "phone", 1, {}, {}, {{0, {3 * model, model}, {model, model}, 0}}};
+  own.stage_costs[0].fwd_encode_s = {codec[1], codec[0]};
+  own.stage_costs[0].bwd_decode_s = {codec[3], codec[2]};
+  p.client_groups = {{"alike", "", 1, {}, {}, {}}, own};
+  return p;
+}
+
+TEST(PlanFileTest, AFileStatesWholePassesAndReadsTheModelsPartBack) {
+  const Plan p = codec_plan(1e-3, {1e-4, 2e-4, 3e-4, 4e-4});
+  const json j = to_j(p);
+  // The middle stage's forward decodes (boundary 0) and encodes (boundary 1).
+  EXPECT_EQ(j.at("stages")[1].at("fwd_s_per_microbatch")[0].get<double>(), (1e-3 + 3e-4) + 1e-4);
+  EXPECT_EQ(j.at("stages")[1].at("bwd_s_per_microbatch")[1].get<double>(), (2e-3 + 2e-4) + 4e-4);
+  EXPECT_EQ(j.at("stages")[0].at("fwd_s_per_microbatch")[0].get<double>(), 1e-3 + 1e-4);
+  // The group's passes with its own codec work.
+  const json& own = j.at("client_groups")[1].at("stage_costs")[0];
+  EXPECT_EQ(own.at("fwd_s_per_microbatch")[0].get<double>(), 3e-3 + 2e-4);
+  EXPECT_EQ(own.at("bwd_s_per_microbatch")[1].get<double>(), 1e-3 + 3e-4);
+  const Plan back = parse_plan(j);
+  EXPECT_EQ(to_j(back), j);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(back.stages[k].fwd_s, p.stages[k].fwd_s) << "stage " << k;
+    EXPECT_EQ(back.stages[k].bwd_s, p.stages[k].bwd_s) << "stage " << k;
+  }
+  // The group's codec work where it differs from the plan's; the rest is
+  // the plan's, left out.
+  EXPECT_EQ(own.at("fwd_encode_s_per_microbatch"), json({2e-4, 1e-4}));
+  EXPECT_FALSE(own.contains("fwd_decode_s_per_microbatch"));
+  const PlanStageCosts& g = back.client_groups[1].stage_costs[0];
+  EXPECT_EQ(g.fwd_s, p.client_groups[1].stage_costs[0].fwd_s);
+  EXPECT_EQ(g.fwd_encode_s, (std::vector<double>{2e-4, 1e-4}));
+  EXPECT_EQ(Plan::forward_total(back.forward_pass(0, 1, 0)),
+            own.at("fwd_s_per_microbatch")[0].get<double>());
+}
+
+TEST(PlanFileTest, ModelPartsSumBackToTheFilesBytesForAnySeconds) {
+  // Model and codec seconds of any magnitudes: reading the file and writing
+  // it again gives its bytes, however the sums round.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> exponent(-9, 2);
+  auto any = [&] { return std::pow(10.0, exponent(rng)); };
+  for (int trial = 0; trial < 300; ++trial) {
+    const Plan p = codec_plan(any(), {any(), any(), any(), any()});
+    const json j = to_j(p);
+    EXPECT_EQ(to_j(parse_plan(j)), j) << "trial " << trial;
+  }
+}
+
+TEST(PlanFileTest, AStatedPassBelowItsCodecWorkLeavesNoModelWork) {
+  json j = to_j(codec_plan(1e-3, {1e-4, 2e-4, 3e-4, 4e-4}));
+  j["stages"][1]["fwd_s_per_microbatch"][0] = 1e-4;  // codec work alone is 4e-4
+  j["stages"][1].erase("fwd_s_per_batch");
+  EXPECT_EQ(parse_plan(j).stages[1].fwd_s[0], 0.0);
 }
 
 TEST(PlanFileTest, AnArrayOfPlansIsReadInOrder) {

@@ -120,6 +120,20 @@ TEST(SimulatorTopologyTest, AGroupComputesAtItsOwnDevicesCosts) {
   EXPECT_NEAR(m.time_per_batch_s, 10e-3 + 20e-3 + 5e-3, 1e-9);
 }
 
+TEST(SimulatorTopologyTest, AGroupsCodecWorkIsPricedOnItsOwnDevice) {
+  Plan p = equal_stages(2, 1, 1e-3, 2e-3, Schedule::kSequential, 12, 4, {"client", "server"});
+  p.stages[1].fwd_s = p.stages[1].bwd_s = {0.0};
+  p.boundaries[0].forward.encode_s = {1e-3};  // on the plan's client device
+  p.clients = 2;
+  PlanClientGroup slow{"slow", "phone", 1, {}, {}, {{0, {10e-3}, {20e-3}, 5e-3}}};
+  slow.stage_costs[0].fwd_encode_s = {4e-3};
+  slow.stage_costs[0].bwd_decode_s = {3e-3};
+  p.client_groups = {{"alike", "", 1, {}, {}, {}}, slow};
+  const Metrics m = simulate_in_worker(p);
+  EXPECT_NEAR(m.client_groups[0].busy_s_per_batch, 1e-3 + 1e-3 + 2e-3, 1e-12);
+  EXPECT_NEAR(m.client_groups[1].busy_s_per_batch, 10e-3 + 4e-3 + 3e-3 + 20e-3 + 5e-3, 1e-12);
+}
+
 TEST(SimulatorTopologyTest, GroupsMustHoldThePlansClients) {
   Plan p = link_bound(3, 1e9);
   p.client_groups = {{"a", "", 2, {}, {}, {}}};

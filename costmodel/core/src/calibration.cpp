@@ -37,21 +37,6 @@ const NumberRange kPerByte{0, false, limits::kMaxCpuSPerByte, false};
 
 }  // namespace
 
-CodecShare codec_share(const Plan& plan, int stage, size_t c) {
-  CodecShare s;
-  for (const PlanBoundary& b : plan.boundaries) {
-    if (b.from_stage == stage) {
-      s.fwd += b.forward.encode_s.at(c);
-      s.bwd += b.backward.decode_s.at(c);
-    }
-    if (b.to_stage == stage) {
-      s.fwd += b.forward.decode_s.at(c);
-      s.bwd += b.backward.encode_s.at(c);
-    }
-  }
-  return s;
-}
-
 PartyCalibration party_calibration(const Calibration& c, const std::string& party) {
   if (auto it = c.parties.find(party); it != c.parties.end()) return it->second;
   if (auto it = c.parties.find("*"); it != c.parties.end()) return it->second;
@@ -77,37 +62,38 @@ double class_factor(const std::vector<OpClassParts>& shares, size_t m, const OpC
   return f;
 }
 
+// Stage k's model seconds (its own, or a client group's on it) calibrated
+// by its party's `p`: × compute_scale × Σ_class share × scale, with the
+// stage's op-class shares, + op_overhead_s.
+void calibrate_model(const PlanStage& in, size_t k, const PartyCalibration& p,
+                     std::vector<double>& fwd_s, std::vector<double>& bwd_s, double& update_s) {
+  for (size_t m = 0; m < fwd_s.size(); ++m) {
+    const double fwd = p.compute_scale * class_factor(in.fwd_op_class_shares, m, p.op_class_scale,
+                                                      k, "fwd_op_class_shares_per_microbatch");
+    const double bwd = p.compute_scale * class_factor(in.bwd_op_class_shares, m, p.op_class_scale,
+                                                      k, "bwd_op_class_shares_per_microbatch");
+    fwd_s[m] = fwd_s[m] * fwd + p.op_overhead_s;
+    bwd_s[m] = bwd_s[m] * bwd + p.op_overhead_s;
+  }
+  update_s = update_s * p.compute_scale * p.op_class_scale.elementwise + p.op_overhead_s;
+}
+
 }  // namespace
 
 Plan apply_calibration(const Plan& plan, const Calibration& c) {
   Plan out = plan;
   for (size_t k = 0; k < out.stages.size(); ++k) {
-    const PlanStage& in = plan.stages[k];
     PlanStage& st = out.stages[k];
-    const PartyCalibration p = party_calibration(c, st.party);
-    for (size_t m = 0; m < st.fwd_s.size(); ++m) {
-      const CodecShare codec = codec_share(plan, static_cast<int>(k), m);
-      const double fwd = p.compute_scale * class_factor(in.fwd_op_class_shares, m, p.op_class_scale,
-                                                        k, "fwd_op_class_shares_per_microbatch");
-      const double bwd = p.compute_scale * class_factor(in.bwd_op_class_shares, m, p.op_class_scale,
-                                                        k, "bwd_op_class_shares_per_microbatch");
-      st.fwd_s[m] = (in.fwd_s[m] - codec.fwd) * fwd + p.op_overhead_s + codec.fwd * p.codec_scale;
-      st.bwd_s[m] = (in.bwd_s[m] - codec.bwd) * bwd + p.op_overhead_s + codec.bwd * p.codec_scale;
-    }
-    st.update_s = in.update_s * p.compute_scale * p.op_class_scale.elementwise + p.op_overhead_s;
+    calibrate_model(plan.stages[k], k, party_calibration(c, st.party), st.fwd_s, st.bwd_s,
+                    st.update_s);
   }
-  // A client group's own stage costs change as the plan's stage did (the
-  // calibration is the party's; the group's device only moves the base).
   for (PlanClientGroup& g : out.client_groups)
-    for (PlanStageCosts& sc : g.stage_costs) {
-      const PlanStage& in = plan.stages.at(static_cast<size_t>(sc.stage));
-      const PlanStage& st = out.stages.at(static_cast<size_t>(sc.stage));
-      auto ratio = [](double after, double before) { return before > 0 ? after / before : 1.0; };
-      for (size_t m = 0; m < sc.fwd_s.size() && m < in.fwd_s.size(); ++m) {
-        sc.fwd_s[m] *= ratio(st.fwd_s[m], in.fwd_s[m]);
-        sc.bwd_s[m] *= ratio(st.bwd_s[m], in.bwd_s[m]);
-      }
-      sc.update_s *= ratio(st.update_s, in.update_s);
+    for (PlanStageCosts& own : g.stage_costs) {
+      const size_t k = static_cast<size_t>(own.stage);
+      const PartyCalibration p = party_calibration(c, plan.stages.at(k).party);
+      calibrate_model(plan.stages.at(k), k, p, own.fwd_s, own.bwd_s, own.update_s);
+      for (auto* v : {&own.fwd_decode_s, &own.fwd_encode_s, &own.bwd_decode_s, &own.bwd_encode_s})
+        for (double& s : *v) s *= p.codec_scale;
     }
   for (PlanBoundary& b : out.boundaries) {
     const double sender = party_calibration(c, plan.stages.at(b.from_stage).party).codec_scale;

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <ostream>
 
+#include "plan_fields.h"
 #include "plan_json_writer.h"
 #include "splitsim/costmodel/format.h"
 
@@ -86,11 +87,12 @@ void plan_fields::JsonWriter::scenario_object(const char* key, const PlatformSpe
 }
 
 void to_json(nlohmann::json& j, const Plan& p) {
-  j = plan_fields::JsonWriter::write(p);
+  j = plan_fields::JsonWriter::write(plan_fields::with_whole_passes(p));
   j["schema"] = kPlanSchema;
 }
 
 const PlanClientGroup* Plan::group_of(int64_t c) const {
+  if (c < 0) return nullptr;  // kOwnCosts
   for (const PlanClientGroup& g : client_groups) {
     if (c < g.count) return &g;
     c -= g.count;
@@ -139,14 +141,56 @@ double Plan::client_latency_s(int64_t c) const {
   return (own != nullptr ? *own : network.latency_s) + network.server_latency_s;
 }
 
-const std::vector<double>& Plan::fwd_s(int stage, int64_t c) const {
-  const PlanStageCosts* s = group_costs(*this, stage, c);
-  return s != nullptr ? s->fwd_s : stages[static_cast<size_t>(stage)].fwd_s;
+namespace {
+
+// A group's own value where it lists one, else the plan's.
+double own_or(const std::vector<double>& v, size_t i, double plans) {
+  return v.empty() ? plans : v[i];
 }
 
-const std::vector<double>& Plan::bwd_s(int stage, int64_t c) const {
-  const PlanStageCosts* s = group_costs(*this, stage, c);
-  return s != nullptr ? s->bwd_s : stages[static_cast<size_t>(stage)].bwd_s;
+}  // namespace
+
+PassSeconds Plan::forward_pass(int stage, int64_t c, size_t i) const {
+  const size_t k = static_cast<size_t>(stage);
+  PassSeconds p{k > 0 ? boundaries[k - 1].forward.decode_s[i] : 0.0, stages[k].fwd_s[i],
+                k < boundaries.size() ? boundaries[k].forward.encode_s[i] : 0.0};
+  if (const PlanStageCosts* g = group_costs(*this, stage, c))
+    p = {own_or(g->fwd_decode_s, i, p.decode), g->fwd_s[i], own_or(g->fwd_encode_s, i, p.encode)};
+  return p;
+}
+
+PassSeconds Plan::backward_pass(int stage, int64_t c, size_t i) const {
+  const size_t k = static_cast<size_t>(stage);
+  PassSeconds p{k < boundaries.size() ? boundaries[k].backward.decode_s[i] : 0.0,
+                stages[k].bwd_s[i], k > 0 ? boundaries[k - 1].backward.encode_s[i] : 0.0};
+  if (const PlanStageCosts* g = group_costs(*this, stage, c))
+    p = {own_or(g->bwd_decode_s, i, p.decode), g->bwd_s[i], own_or(g->bwd_encode_s, i, p.encode)};
+  return p;
+}
+
+void set_codec_seconds(PlanStageCosts& costs, const Plan& p) {
+  for (auto* v :
+       {&costs.fwd_decode_s, &costs.fwd_encode_s, &costs.bwd_decode_s, &costs.bwd_encode_s})
+    v->clear();
+  for (size_t i = 0; i < p.microbatch_sizes.size(); ++i) {
+    const PassSeconds f = p.forward_pass(costs.stage, Plan::kOwnCosts, i);
+    const PassSeconds b = p.backward_pass(costs.stage, Plan::kOwnCosts, i);
+    costs.fwd_decode_s.push_back(f.decode);
+    costs.fwd_encode_s.push_back(f.encode);
+    costs.bwd_decode_s.push_back(b.decode);
+    costs.bwd_encode_s.push_back(b.encode);
+  }
+}
+
+double Plan::stage_compute_s(int stage) const {
+  const size_t k = static_cast<size_t>(stage);
+  const PlanStage& st = stages.at(k);
+  double s = st.update_s;
+  for (size_t i = 0; i < st.fwd_s.size(); ++i)
+    s += forward_total(forward_pass(stage, kOwnCosts, i));
+  for (size_t i = 0; i < st.bwd_s.size(); ++i)
+    s += backward_total(backward_pass(stage, kOwnCosts, i));
+  return s;
 }
 
 double Plan::update_s(int stage, int64_t c) const {
@@ -154,7 +198,8 @@ double Plan::update_s(int stage, int64_t c) const {
   return s != nullptr ? s->update_s : stages[static_cast<size_t>(stage)].update_s;
 }
 
-void print_plan(std::ostream& os, const Plan& p) {
+void print_plan(std::ostream& os, const Plan& plan) {
+  const Plan p = plan_fields::with_whole_passes(plan);  // a stage's seconds, codec work included
   char line[512];
   os << "== " << p.scenario << " [" << p.variant << "]: " << p.model << ", batch " << p.batch_size
      << " in " << p.chunks() << " micro-batch(es), schedule " << schedule_name(p.schedule)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -163,3 +165,104 @@ OpCounts read_work(const json& v, const std::string& path) {
 }
 
 }  // namespace splitsim::plan_json
+
+namespace splitsim::plan_fields {
+
+namespace {
+
+uint64_t bits_of(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+double from_bits(uint64_t b) {
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+// The m >= 0 with sum(m) == whole, where sum(m) is (m + first) + second:
+// the plain difference where it sums back exactly, else the smallest m
+// whose sum reaches `whole` (sum grows with m, and non-negative doubles
+// order as their bits); 0 where the codec parts alone exceed it.
+double model_part(double whole, double first, double second) {
+  auto sum = [&](double m) { return (m + first) + second; };
+  const double plain = std::max(0.0, (whole - first) - second);
+  if (sum(plain) == whole) return plain;
+  uint64_t lo = 0, hi = bits_of(whole);  // sum(whole) >= whole
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (sum(from_bits(mid)) < whole)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return from_bits(lo);
+}
+
+using Passes = std::function<PassSeconds(bool backward, size_t i)>;
+
+// Stage k's passes for client c of `p` (Plan::kOwnCosts: the plan's own).
+Passes passes(const Plan& p, int k, int64_t c) {
+  return [&p, k, c](bool backward, size_t i) {
+    return backward ? p.backward_pass(k, c, i) : p.forward_pass(k, c, i);
+  };
+}
+
+void whole_passes(std::vector<double>* fwd, std::vector<double>* bwd, const Passes& pass) {
+  for (size_t i = 0; i < fwd->size(); ++i) (*fwd)[i] = Plan::forward_total(pass(false, i));
+  for (size_t i = 0; i < bwd->size(); ++i) (*bwd)[i] = Plan::backward_total(pass(true, i));
+}
+
+// `pass` gives the codec parts (its model part is not read).
+void model_parts(std::vector<double>* fwd, std::vector<double>* bwd, const Passes& pass) {
+  for (size_t i = 0; i < fwd->size(); ++i) {
+    const PassSeconds p = pass(false, i);
+    (*fwd)[i] = model_part((*fwd)[i], p.decode, p.encode);
+  }
+  for (size_t i = 0; i < bwd->size(); ++i) {
+    const PassSeconds p = pass(true, i);
+    (*bwd)[i] = model_part((*bwd)[i], p.encode, p.decode);
+  }
+}
+
+}  // namespace
+
+Plan with_whole_passes(Plan p) {
+  const Plan parts = p;
+  for (size_t k = 0; k < p.stages.size(); ++k)
+    whole_passes(&p.stages[k].fwd_s, &p.stages[k].bwd_s,
+                 passes(parts, static_cast<int>(k), Plan::kOwnCosts));
+  int64_t first = 0;  // the group's first client
+  for (PlanClientGroup& g : p.client_groups) {
+    for (PlanStageCosts& c : g.stage_costs) {
+      whole_passes(&c.fwd_s, &c.bwd_s, passes(parts, c.stage, first));
+      // The codec work the group shares with the plan is not repeated.
+      PlanStageCosts plans{c.stage, {}, {}, 0, {}, {}, {}, {}};
+      set_codec_seconds(plans, parts);
+      for (auto [own, same] : {std::pair{&c.fwd_decode_s, &plans.fwd_decode_s},
+                               {&c.fwd_encode_s, &plans.fwd_encode_s},
+                               {&c.bwd_decode_s, &plans.bwd_decode_s},
+                               {&c.bwd_encode_s, &plans.bwd_encode_s}})
+        if (*own == *same) own->clear();
+    }
+    first += g.count;
+  }
+  return p;
+}
+
+void take_codec_parts_out(Plan* p) {
+  const Plan whole = *p;
+  for (size_t k = 0; k < p->stages.size(); ++k)
+    model_parts(&p->stages[k].fwd_s, &p->stages[k].bwd_s,
+                passes(whole, static_cast<int>(k), Plan::kOwnCosts));
+  int64_t first = 0;
+  for (PlanClientGroup& g : p->client_groups) {
+    for (PlanStageCosts& c : g.stage_costs)
+      model_parts(&c.fwd_s, &c.bwd_s, passes(whole, c.stage, first));
+    first += g.count;
+  }
+}
+
+}  // namespace splitsim::plan_fields

@@ -53,4 +53,15 @@ std::vector<T> per_microbatch(const json& obj, const std::string& path, const st
   return v;
 }
 
+// A plan file states a stage's seconds whole (Plan::forward_total and
+// backward_total, what a reader of the file sees a stage cost); the Plan
+// keeps the model's apart from the codecs'. `p` with its stages' and
+// groups' fwd_s / bwd_s whole, to be written (a group's codec lists that
+// equal the plan's left out).
+Plan with_whole_passes(Plan p);
+// The inverse, after reading: each model part m >= 0 such that summing its
+// pass again gives the file's value exactly, so that writing the plan gives
+// the file's bytes.
+void take_codec_parts_out(Plan* p);
+
 }  // namespace splitsim::plan_fields

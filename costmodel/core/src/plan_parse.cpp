@@ -250,6 +250,7 @@ Plan parse_plan(const json& j, const std::string& path) {
   read_stages_and_boundaries(j, path, &p);
   p.warmup = jr::read_int(j.at("warmup"), path + ".warmup", 0, p.iterations - 1);
   read_client_groups(j, path, &p);
+  take_codec_parts_out(&p);
   // Each factor is bounded: no overflow.
   const int64_t passes =
       p.iterations * p.chunks() * p.clients * static_cast<int64_t>(p.stages.size());

@@ -254,15 +254,14 @@ void price_codecs(const std::vector<int64_t>& sizes, const DeviceProfile& sdev,
     bd.forward.decode_s.push_back(cs.decode);
     bd.backward.encode_s.push_back(cs.grad_encode);
     bd.backward.decode_s.push_back(cs.grad_decode);
-    sender.fwd_s[c] += cs.encode;
-    receiver.fwd_s[c] += cs.decode;
-    receiver.bwd_s[c] += cs.grad_encode + cs.receiver_backward;
-    sender.bwd_s[c] += cs.grad_decode + cs.sender_backward;
+    // A trainable codec's layers: model work in the stages' backward.
+    receiver.bwd_s[c] += cs.receiver_backward;
+    sender.bwd_s[c] += cs.sender_backward;
   }
 }
 
 // Boundary k (stage k to k + 1): its codecs' wire bytes and seconds per
-// micro-batch, added to the two stages' compute, and their weights.
+// micro-batch, and their weights on the two stages.
 void plan_boundary(const PlanContext& c, Plan& plan, int k, std::pair<int, int> sender_range) {
   const Scenario& sc = c.sc;
   const ModelProfile& model = c.model;

@@ -77,10 +77,16 @@ std::vector<PlanStageCosts> client_stage_costs(const PlanContext& c, const Plan&
     if (st.party == client) st.update_s = update_seconds(c, device, st);
   on = calibrated(on, c.sc);
   std::vector<PlanStageCosts> out;
-  for (size_t k = 0; k < on.stages.size(); ++k)
-    if (on.stages[k].party == client)
-      out.push_back(
-          {static_cast<int>(k), on.stages[k].fwd_s, on.stages[k].bwd_s, on.stages[k].update_s});
+  for (size_t k = 0; k < on.stages.size(); ++k) {
+    if (on.stages[k].party != client) continue;
+    PlanStageCosts costs;
+    costs.stage = static_cast<int>(k);
+    costs.fwd_s = on.stages[k].fwd_s;
+    costs.bwd_s = on.stages[k].bwd_s;
+    costs.update_s = on.stages[k].update_s;
+    set_codec_seconds(costs, on);
+    out.push_back(costs);
+  }
   return out;
 }
 

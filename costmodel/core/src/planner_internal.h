@@ -37,8 +37,8 @@ void time_units(const ModelProfile& model, const DeviceProfile& dev,
                 const std::vector<int64_t>& sizes, PlanStage& st);
 
 // Boundary `bd`'s codec seconds per micro-batch of `sizes`, the sender on
-// `sdev` and the receiver on `rdev`: kept on the boundary and added to the
-// two stages' compute.
+// `sdev` and the receiver on `rdev`, kept on the boundary; a trainable
+// codec's layers' backward goes into the two stages' model backward.
 void price_codecs(const std::vector<int64_t>& sizes, const DeviceProfile& sdev,
                   const DeviceProfile& rdev, PlanBoundary& bd, PlanStage& sender,
                   PlanStage& receiver);

@@ -35,12 +35,13 @@ std::vector<Param> candidate_params(const std::vector<Plan>& plans) {
       if (std::find(parties.begin(), parties.end(), st.party) == parties.end())
         parties.push_back(st.party);
       for (size_t m = 0; m < p.microbatch_sizes.size(); ++m) {
-        const CodecShare s = codec_share(p, static_cast<int>(k), m);
-        codecs[st.party] = codecs[st.party] || s.fwd > 0 || s.bwd > 0;
+        const PassSeconds f = p.forward_pass(static_cast<int>(k), Plan::kOwnCosts, m);
+        const PassSeconds b = p.backward_pass(static_cast<int>(k), Plan::kOwnCosts, m);
+        codecs[st.party] = codecs[st.party] || f.decode + f.encode + b.decode + b.encode > 0;
         for (const bool bwd : {false, true}) {
           const auto& shares = bwd ? st.bwd_op_class_shares : st.fwd_op_class_shares;
           if (m >= shares.size()) continue;
-          const double model_s = (bwd ? st.bwd_s[m] - s.bwd : st.fwd_s[m] - s.fwd);
+          const double model_s = bwd ? st.bwd_s[m] : st.fwd_s[m];
           for (size_t i = 0; i < 5; ++i) {
             double& l = op_class_part(largest[st.party], i);
             l = std::max(l, op_class_part(shares[m], i));

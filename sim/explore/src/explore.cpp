@@ -48,13 +48,6 @@ namespace ei = explore_internal;
 
 namespace {
 
-double stage_compute_s(const PlanStage& st) {
-  double s = st.update_s;
-  for (double t : st.fwd_s) s += t;
-  for (double t : st.bwd_s) s += t;
-  return s;
-}
-
 // Parties of a candidate's stages for single / ushape.
 std::pair<std::string, std::string> client_server(const Scenario& base,
                                                   const std::map<std::string, DeviceProfile>& dev,
@@ -84,7 +77,8 @@ double steady_state_bound(const Plan& plan) {
   if (plan.stages.empty()) return 0;
   const std::string& client = plan.stages.front().party;
   std::map<std::string, double> compute;
-  for (const auto& st : plan.stages) compute[st.party] += stage_compute_s(st);
+  for (size_t k = 0; k < plan.stages.size(); ++k)
+    compute[plan.stages[k].party] += plan.stage_compute_s(static_cast<int>(k));
   std::map<std::pair<std::string, std::string>, double> link_bytes;
   for (const auto& b : plan.boundaries) {
     const std::string& a = plan.stages[b.from_stage].party;
@@ -107,10 +101,12 @@ Bounds screen_bounds(const Plan& plan) {
   const NetworkSpec& net = plan.network;
   double all_compute = 0, all_fwd_bwd = 0, all_wire = 0, path = 0;
   int64_t messages = 0;
-  for (const auto& st : plan.stages) {
-    all_compute += stage_compute_s(st);
-    all_fwd_bwd += stage_compute_s(st) - st.update_s;
-    path += st.fwd_s.front() + st.bwd_s.front();
+  for (size_t k = 0; k < plan.stages.size(); ++k) {
+    const int stage = static_cast<int>(k);
+    all_compute += plan.stage_compute_s(stage);
+    all_fwd_bwd += plan.stage_compute_s(stage) - plan.stages[k].update_s;
+    path += Plan::forward_total(plan.forward_pass(stage, Plan::kOwnCosts, 0)) +
+            Plan::backward_total(plan.backward_pass(stage, Plan::kOwnCosts, 0));
   }
   for (const auto& bd : plan.boundaries) {
     const std::string& a = plan.stages[bd.from_stage].party;

@@ -98,10 +98,7 @@ class StageCosts {
     }
     const Plan plan = make_plan(ei::with_choices(base_, parts, comp, chunks_, schedule_, bw_),
                                 model_, devices_, "dp");
-    const PlanStage& st = plan.stages[self];
-    double s = st.update_s;
-    for (double t : st.fwd_s) s += t;
-    for (double t : st.bwd_s) s += t;
+    const double s = plan.stage_compute_s(static_cast<int>(self));
     memo_.emplace(key, s);
     return s;
   }

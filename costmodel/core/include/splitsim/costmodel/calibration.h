@@ -42,28 +42,19 @@ struct Calibration {
 
 inline constexpr const char* kCalibrationSchema = "splitsim.calibration/1";
 
-// The codec seconds the planner put on `stage`'s forward and backward of
-// micro-batch `m` (the sender encodes forward and decodes backward, the
-// receiver decodes forward and encodes backward).
-struct CodecShare {
-  double fwd = 0, bwd = 0;
-};
-CodecShare codec_share(const Plan& plan, int stage, size_t m);
-
 // The calibration of `party`: its own entry, else "*", else identity.
 PartyCalibration party_calibration(const Calibration& c, const std::string& party);
 
-// `plan` with `c` applied. Per stage and micro-batch: the model part of the
-// forward and backward seconds (the stage's seconds less the codec work the
-// planner put on it, PlanTransfer::encode_s / decode_s) × compute_scale ×
-// Σ_class share × op_class_scale + op_overhead_s, the codec part ×
-// codec_scale; update_s × compute_scale × op_class_scale.elementwise +
-// op_overhead_s; the boundaries' encode_s / decode_s × the codec_scale of the
-// party that runs them. The network's bandwidth_factor × bandwidth_factor
-// (at least 0.001), per_message_overhead_s and the platform's host work per
-// byte added; each party's own host work per byte added to
-// platform.parties[party]. The identity calibration returns `plan`
-// unchanged.
+// `plan` with `c` applied. Per stage and micro-batch: the model's forward
+// and backward seconds × compute_scale × Σ_class share × op_class_scale +
+// op_overhead_s; update_s × compute_scale × op_class_scale.elementwise +
+// op_overhead_s; the codec work (the boundaries' encode_s / decode_s) ×
+// the codec_scale of the party that runs it. A client group's own stage
+// costs change alike, with its stage's op-class shares. The network's
+// bandwidth_factor × bandwidth_factor (at least 0.001),
+// per_message_overhead_s and the platform's host work per byte added; each
+// party's own host work per byte added to platform.parties[party]. The
+// identity calibration returns `plan` unchanged.
 // Throws InputError when a per-class scale other than 1 meets a stage without
 // op-class shares (a plan file written before them: plan it again).
 Plan apply_calibration(const Plan& plan, const Calibration& c);

@@ -42,12 +42,15 @@ struct PlanStage {
   // larger of activation_bytes() and step_bytes
   // (costmodel/README.md "How the cost model counts": Memory)
   int64_t peak_memory_bytes = 0;
-  std::vector<double> fwd_s;               // per micro-batch, incl. codec work on this stage
-  std::vector<double> bwd_s;               // per micro-batch, incl. codec work on this stage
+  // Per micro-batch, the model's seconds on this stage: its units' (and in
+  // backward a trainable codec's layers'); the codec work it does is its
+  // boundaries' encode_s / decode_s (Plan::forward_pass adds them up).
+  std::vector<double> fwd_s;
+  std::vector<double> bwd_s;
   double update_s = 0;                     // optimizer step, once per batch
   bool timed_from_measurement = false;     // true: unit timings from a profile
-  // Per micro-batch: the share of each op class in the model part of fwd_s /
-  // bwd_s (codec work excluded), fractions summing to 1, by the device's
+  // Per micro-batch: the share of each op class in fwd_s / bwd_s, fractions
+  // summing to 1, by the device's
   // formula with its efficiencies (fitted ones for a measured profile).
   // Empty in plan files written without them; a calibration's per-class
   // scales need them.
@@ -67,8 +70,8 @@ struct PlanTransfer {
   std::vector<int64_t> wire_bytes;     // per micro-batch
   int64_t wire_messages = 1;           // tensors on the wire per micro-batch, one message each
   int64_t wire_bytes_per_batch = 0;
-  std::vector<double> encode_s;  // sender, per micro-batch (in stage costs too)
-  std::vector<double> decode_s;  // receiver, per micro-batch (in stage costs too)
+  std::vector<double> encode_s;  // sender, per micro-batch
+  std::vector<double> decode_s;  // receiver, per micro-batch
 };
 
 struct PlanBoundary {
@@ -81,8 +84,19 @@ struct PlanBoundary {
 // One client-role stage's costs on a client group's device.
 struct PlanStageCosts {
   int stage = 0;
-  std::vector<double> fwd_s, bwd_s;  // per micro-batch, as PlanStage's
+  std::vector<double> fwd_s, bwd_s;  // per micro-batch, the model's, as PlanStage's
   double update_s = 0;
+  // Per micro-batch, the codec work of its boundaries on this device: its
+  // forward decodes what it receives and encodes what it sends, its
+  // backward the same for gradients (0 where the stage has no such side).
+  // An empty list: the plan's own (its boundaries').
+  std::vector<double> fwd_decode_s, fwd_encode_s, bwd_decode_s, bwd_encode_s;
+};
+
+// A stage's pass over one micro-batch: decode what it received, the
+// model's work, encode what it sends.
+struct PassSeconds {
+  double decode = 0, model = 0, encode = 0;
 };
 
 // A group of clients (scenarios/FORMAT.md "Clients"): its clients are the
@@ -114,20 +128,34 @@ struct Plan {
   std::vector<PlanClientGroup> client_groups;  // empty, or counts summing to clients
 
   int64_t chunks() const { return static_cast<int64_t>(microbatch_sizes.size()); }
-  // The group of client `c` (nullptr without groups).
+  // A client index for the plan's own costs, whatever its groups say.
+  static constexpr int64_t kOwnCosts = -1;
+  // The group of client `c` (nullptr without groups, or for kOwnCosts).
   const PlanClientGroup* group_of(int64_t c) const;
   // Client c's link: its group's figures, else the network's.
   double client_up_bit_per_s(int64_t c) const;    // client -> others
   double client_down_bit_per_s(int64_t c) const;  // others -> client
   double client_latency_s(int64_t c) const;       // the server link's latency included
-  // Stage k's costs for client c (its group's, on a client-role stage).
-  const std::vector<double>& fwd_s(int stage, int64_t c) const;
-  const std::vector<double>& bwd_s(int stage, int64_t c) const;
+  // Stage k's passes over micro-batch i and its update for client c (its
+  // group's costs on a client-role stage).
+  PassSeconds forward_pass(int stage, int64_t c, size_t i) const;
+  PassSeconds backward_pass(int stage, int64_t c, size_t i) const;
   double update_s(int stage, int64_t c) const;
+  // A pass's seconds in all, summed as plan files state them: a forward as
+  // (model + decode) + encode, a backward as (model + encode) + decode.
+  static double forward_total(const PassSeconds& p) { return (p.model + p.decode) + p.encode; }
+  static double backward_total(const PassSeconds& p) { return (p.model + p.encode) + p.decode; }
+  // Stage k's compute per batch (the plan's own costs): its passes, codec
+  // work included, and its update.
+  double stage_compute_s(int stage) const;
   // Bytes per batch that `party` sends / receives.
   int64_t bytes_sent(const std::string& party) const;
   int64_t bytes_received(const std::string& party) const;
 };
+
+// Stage costs.stage's codec work in `p`'s own costs, per micro-batch, into
+// `costs` (a client group's costs on the device `p` was priced on).
+void set_codec_seconds(PlanStageCosts& costs, const Plan& p);
 
 // What mixed precision does to the activations a stage keeps and works on
 // (the stash and working memory the Plan records are at the compute
@@ -144,7 +172,9 @@ int64_t party_peak_memory_bytes(const Plan& plan, const std::vector<int>& stages
 inline constexpr const char* kPlanSchema = "splitsim.plan/1";
 
 // Everything the simulator and the metrics use, and the informational
-// fields (units, MACs, memory, codecs).
+// fields (units, MACs, memory, codecs). A stage's seconds in the file are
+// its whole passes (forward_total / backward_total): what a reader of the
+// file sees a stage cost; parse_plan takes the codec parts out again.
 void to_json(nlohmann::json& j, const Plan& p);
 
 // True when `j` is a plan document: an object whose "schema" is
@@ -157,7 +187,8 @@ bool is_plan_json(const nlohmann::json& j);
 // k+1, another schema: InputError naming the JSON path
 // ("$.stages[1].fwd_s_per_microbatch[0]"). Values only the table shows
 // (units, MACs, memory) are optional. to_json(parse_plan(to_json(p))) ==
-// to_json(p).
+// to_json(p); the model seconds read back are p's, or where a pass's sum
+// rounds, ones that sum to the same whole pass (they differ in the last bit).
 Plan parse_plan(const nlohmann::json& j, const std::string& path = "$");
 // One plan object, or an array of them (`splitsim plan --json` for several
 // variants; paths "$[2].stages..."). Throws InputError.

@@ -151,6 +151,8 @@ void fields(V& v, PlanStage& s) {
   v.optional("recv_bytes", s.recv_bytes, kCount);
   v.optional("step_bytes", s.step_bytes, kCount);
   v.optional("peak_memory_bytes", s.peak_memory_bytes, kCount);
+  // In the file, the stage's whole passes, codec work included; in the
+  // Plan, the model's part (plan_fields.h: with_whole_passes).
   v.per_microbatch("fwd_s_per_microbatch", s.fwd_s, kSeconds, "seconds");
   v.per_microbatch("bwd_s_per_microbatch", s.bwd_s, kSeconds, "seconds");
   v.total("fwd_s_per_batch", s.fwd_s);
@@ -199,6 +201,12 @@ void fields(V& v, PlanStageCosts& c) {
   v.per_microbatch("fwd_s_per_microbatch", c.fwd_s, kSeconds, "see the plan format");
   v.per_microbatch("bwd_s_per_microbatch", c.bwd_s, kSeconds, "see the plan format");
   v.required("update_s_per_batch", c.update_s, kSeconds, "see the plan format");
+  // Where the group's codec work differs from the plan's (a file leaves out
+  // a list that equals the plan's).
+  v.per_microbatch_if_any("fwd_decode_s_per_microbatch", c.fwd_decode_s, kSeconds);
+  v.per_microbatch_if_any("fwd_encode_s_per_microbatch", c.fwd_encode_s, kSeconds);
+  v.per_microbatch_if_any("bwd_decode_s_per_microbatch", c.bwd_decode_s, kSeconds);
+  v.per_microbatch_if_any("bwd_encode_s_per_microbatch", c.bwd_encode_s, kSeconds);
 }
 
 // Its plain values are read from this list; plan_parse.cpp's read_group
