@@ -26,6 +26,7 @@ namespace {
 
 using nlohmann::json;
 using testing::equal_stages;
+using testing::group_costs;
 using testing::set_wire_bytes;
 using testing::ushape;
 
@@ -133,7 +134,8 @@ Plan codec_plan(double model, const std::vector<double>& codec) {
       t->decode_s = {codec[2], codec[3]};
     }
   p.clients = 2;
-  PlanClientGroup own{"phones", "phone", 1, {}, {}, {{0, {3 * model, model}, {model, model}, 0}}};
+  PlanClientGroup own{"phones", "phone", 1,
+                      {},       {},      {group_costs(0, {3 * model, model}, {model, model}, 0)}};
   own.stage_costs[0].fwd_encode_s = {codec[1], codec[0]};
   own.stage_costs[0].bwd_decode_s = {codec[3], codec[2]};
   p.client_groups = {{"alike", "", 1, {}, {}, {}}, own};

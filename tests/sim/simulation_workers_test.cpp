@@ -19,6 +19,7 @@ namespace splitsim {
 namespace {
 
 using testing::equal_stages;
+using testing::group_costs;
 using testing::set_wire_bytes;
 using testing::ushape;
 
@@ -57,7 +58,7 @@ std::vector<Plan> varied_plans() {
   g.network.server_bandwidth_bit_per_s = 2e9;
   g.network.server_latency_s = 1e-3;
   g.client_groups = {
-      {"a", "dev", 2, {4e9, 1e9}, {1e-4, 2e-3}, {{0, {2e-3, 2e-3}, {3e-3, 3e-3}, 1e-4}}},
+      {"a", "dev", 2, {4e9, 1e9}, {1e-4, 2e-3}, {group_costs(0, {2e-3, 2e-3}, {3e-3, 3e-3}, 1e-4)}},
       {"b", "", 1, {}, {}, {}}};
   plans.push_back(g);
   for (Schedule s : {Schedule::kPipeDream, Schedule::kDdg, Schedule::kFr}) {

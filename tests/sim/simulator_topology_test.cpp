@@ -19,6 +19,7 @@ namespace splitsim {
 namespace {
 
 using testing::equal_stages;
+using testing::group_costs;
 using testing::set_wire_bytes;
 
 constexpr double kB = 1e6;  // bytes each client sends per batch
@@ -112,7 +113,7 @@ TEST(SimulatorTopologyTest, AGroupComputesAtItsOwnDevicesCosts) {
   Plan p = equal_stages(2, 1, 1e-3, 2e-3, Schedule::kSequential, 12, 4, {"client", "server"});
   p.stages[1].fwd_s = p.stages[1].bwd_s = {0.0};  // the clients never wait for the server
   p.clients = 2;
-  PlanClientGroup slow{"slow", "phone", 1, {}, {}, {{0, {10e-3}, {20e-3}, 5e-3}}};
+  PlanClientGroup slow{"slow", "phone", 1, {}, {}, {group_costs(0, {10e-3}, {20e-3}, 5e-3)}};
   p.client_groups = {{"alike", "", 1, {}, {}, {}}, slow};
   const Metrics m = simulate_in_worker(p);
   EXPECT_NEAR(m.client_groups[0].busy_s_per_batch, 1e-3 + 2e-3, 1e-12);
@@ -125,7 +126,7 @@ TEST(SimulatorTopologyTest, AGroupsCodecWorkIsPricedOnItsOwnDevice) {
   p.stages[1].fwd_s = p.stages[1].bwd_s = {0.0};
   p.boundaries[0].forward.encode_s = {1e-3};  // on the plan's client device
   p.clients = 2;
-  PlanClientGroup slow{"slow", "phone", 1, {}, {}, {{0, {10e-3}, {20e-3}, 5e-3}}};
+  PlanClientGroup slow{"slow", "phone", 1, {}, {}, {group_costs(0, {10e-3}, {20e-3}, 5e-3)}};
   slow.stage_costs[0].fwd_encode_s = {4e-3};
   slow.stage_costs[0].bwd_decode_s = {3e-3};
   p.client_groups = {{"alike", "", 1, {}, {}, {}}, slow};

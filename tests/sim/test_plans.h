@@ -1,6 +1,7 @@
 #pragma once
 // Plans built by hand for the simulator tests (no LibTorch, no model).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "splitsim/costmodel/plan.h"
@@ -66,6 +67,18 @@ inline Plan ushape(double client_f, double client_b, double server_f, double ser
     p.stages[1].bwd_s[i] = server_b;
   }
   return p;
+}
+
+// A client group's own costs on `stage`: model seconds per micro-batch and
+// the update; its codec work the plan's (empty lists).
+inline PlanStageCosts group_costs(int stage, std::vector<double> fwd_s, std::vector<double> bwd_s,
+                                  double update_s) {
+  PlanStageCosts c;
+  c.stage = stage;
+  c.fwd_s = std::move(fwd_s);
+  c.bwd_s = std::move(bwd_s);
+  c.update_s = update_s;
+  return c;
 }
 
 }  // namespace splitsim::testing
