@@ -48,6 +48,7 @@ PairSender::PairSender(SimContext* ctx, int from_party, int to_party)
     : ctx_(ctx), from_(from_party), to_(to_party), pending_(sg4::Semaphore::create(0)) {}
 
 void PairSender::post(Outgoing o) {
+  o.posted_s = sg4::Engine::get_clock();
   queue_.push_back(std::move(o));
   pending_->release();
 }
@@ -77,6 +78,21 @@ sg4::ExecPtr start_host_work(sg4::Host* host, double seconds, double over_s) {
   return work;
 }
 
+// Under htb's whole packets (network.burst_packet_bytes): the bytes of a
+// message to be paid for at the rate, beyond the bucket's `tokens` (< 0: in
+// debt), before its last packet may leave. On an idle connection each
+// tensor is its own write, cut into packets, so the last tensor's last
+// packet leaves last (a quantizer's scale waits for its data to be paid
+// for). A message posted while the one before it was still on its way
+// (`queued`) was held by TCP until that one's last packet had left
+// (autocorking) and goes as one stream of packets.
+double htb_paced_bytes(double bytes, double last_tensor, double packet, double tokens,
+                       bool queued) {
+  const double last = queued ? bytes : last_tensor;
+  const double before_last = bytes - last + packet * std::max(0.0, std::ceil(last / packet) - 1);
+  return std::max(0.0, before_last - tokens);
+}
+
 }  // namespace
 
 void PairSender::run() {
@@ -102,9 +118,10 @@ void PairSender::run() {
   // the bytes it holds pass at once (or at network.burst_peak_bit_per_s,
   // the bucket refilling meanwhile), the rest at the rate. With one
   // (network.burst_packet_bytes, htb's whole GSO packets) a message goes as
-  // packets of that size, each leaving once the bucket is out of debt: the
-  // message is across when its last packet may leave, and the bucket owes
-  // what it sent beyond its tokens. Messages of a direction go one after the
+  // packets of that size (htb_paced_bytes), each leaving once the bucket is
+  // out of debt: the message is across when its last packet may leave, and
+  // the bucket owes what it sent beyond its tokens. A transfer counts from
+  // its send being posted, as exec counts it. Messages of a direction go one after the
   // other, so one bucket per sender.
   const double burst = static_cast<double>(net.burst_bytes);
   const double packet = static_cast<double>(net.burst_packet_bytes);
@@ -122,8 +139,8 @@ void PairSender::run() {
     tokens = std::min(burst, tokens + (sg4::Engine::get_clock() - idle_since) * rate);
     double paced = bytes, burst_s = 0;
     if (packet > 0) {
-      const double before_last = packet * std::max(0.0, std::ceil(bytes / packet) - 1);
-      paced = std::max(0.0, before_last - tokens);
+      paced = htb_paced_bytes(bytes, static_cast<double>(o.last_tensor_bytes), packet, tokens,
+                              o.posted_s < start);
       tokens += paced - bytes;  // in debt by up to one packet
     } else if (!plain) {
       // At the peak rate P the bucket refills at the rate r while it
@@ -150,7 +167,7 @@ void PairSender::run() {
     if (recv_work) recv_work->wait();
     const double sent = sg4::Engine::get_clock();
     idle_since = sent;
-    complete_transfer(ctx_, &o, start, sent + latency);
+    complete_transfer(ctx_, &o, o.posted_s, sent + latency);
   }
 }
 
@@ -341,6 +358,9 @@ class StageActor {
     o.inbox = inbox;
     o.bytes = t.wire_bytes[static_cast<size_t>(op.microbatch)];
     o.messages = t.wire_messages;
+    o.last_tensor_bytes = t.last_tensor_bytes.empty()
+                              ? o.bytes
+                              : t.last_tensor_bytes[static_cast<size_t>(op.microbatch)];
     o.send = base(in, op);
     o.send.kind = EventKind::kSend;
     o.send.peer = d.instances[ch.to].party;

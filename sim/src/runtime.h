@@ -48,6 +48,8 @@ struct Outgoing {
   Inbox* inbox = nullptr;
   int64_t bytes = 0;
   int64_t messages = 1;  // tensors on the wire, each sent as its own message
+  int64_t last_tensor_bytes = 0;  // the last of them
+  double posted_s = 0;            // when the stage posted it (set by post())
   TimelineEvent send;  // filled but for times; recv mirrors it
 };
 

@@ -82,6 +82,19 @@ TEST(PlannerTest, MessagesAreTheCodecsTensorsOnTheWire) {
             static_cast<int64_t>(
                 wire_layout(s.compression[1].backward, plan.boundaries[1].backward.carried_shape, 4)
                     .size()));
+  // The last tensor of each micro-batch, for a shaper that lets it through
+  // last: Q ([rank, W] per sample, 4 samples), the quantizer's 8 B of
+  // scale; none where one tensor is the whole message.
+  const auto& pi = plan.boundaries[0].forward;
+  ASSERT_EQ(pi.last_tensor_bytes.size(), pi.wire_bytes.size());
+  for (size_t i = 0; i < pi.wire_bytes.size(); ++i) {
+    const auto layout = wire_layout(s.compression[0].forward, shape, plan.microbatch_sizes[i]);
+    EXPECT_EQ(pi.last_tensor_bytes[i], layout.back().bytes());
+    EXPECT_LT(pi.last_tensor_bytes[i], pi.wire_bytes[i]);
+  }
+  EXPECT_EQ(plan.boundaries[1].backward.last_tensor_bytes,
+            std::vector<int64_t>(plan.microbatch_sizes.size(), 8));
+  EXPECT_TRUE(plan.boundaries[0].backward.last_tensor_bytes.empty());
 }
 
 TEST(PlannerTest, MeasuredCodecTimingsWinOverTheFormulaWhereTheyMatch) {

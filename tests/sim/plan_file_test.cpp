@@ -57,6 +57,8 @@ std::vector<Plan> sample_plans() {
   u.boundaries[0].forward.codec.method = CodecMethod::kQuantize;
   u.boundaries[0].forward.carried_shape = {16, 8, 8};
   u.boundaries[0].activation_shape = {8, 16, 8, 8};
+  u.boundaries[0].forward.wire_messages = 2;  // the data, then 8 B of scale
+  u.boundaries[0].forward.last_tensor_bytes = {8, 8, 8};
   u.boundaries[0].forward.encode_s = {1e-4, 1e-4, 7e-5};
   u.boundaries[0].forward.decode_s = {5e-5, 5e-5, 3e-5};
   u.stages[0].units = {"conv1", "layer1.0"};
@@ -266,6 +268,10 @@ TEST(PlanFileTest, BrokenPlansAreRefusedAtTheirPath) {
       {"total disagrees with parts",
        [](json& j) { j["boundaries"][0]["forward"]["wire_bytes_per_batch"] = 1; },
        "$.boundaries[0].forward.wire_bytes_per_batch", "wire_bytes_per_microbatch gives 10923"},
+      {"last tensor past the message",
+       [](json& j) { j["boundaries"][0]["forward"]["last_tensor_bytes_per_microbatch"][2] = 2732; },
+       "$.boundaries[0].forward.last_tensor_bytes_per_microbatch[2]",
+       "wire_bytes_per_microbatch (2731)"},
       {"seconds total disagrees", [](json& j) { j["stages"][1]["fwd_s_per_batch"] = 1.0; },
        "$.stages[1].fwd_s_per_batch", "sum to"},
       {"method vs codec", [](json& j) { j["boundaries"][0]["forward"]["method"] = "none"; },

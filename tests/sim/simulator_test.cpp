@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -180,6 +181,16 @@ TEST(SimulatorTest, AnHtbBucketSendsWholePacketsOnCredit) {
   // two (128 kB) are paid for beyond the 10 kB in the bucket: 1.18 ms.
   set_wire_bytes(&p, 0, 150000, 50000);
   EXPECT_NEAR(run(p).time_per_batch_s, 4e-3 + 1.18e-3, 1e-9);
+  // The same 50 kB as a quantizer's two tensors, 49,992 B and its 8 B of
+  // scale, each its own message on the connection: the first packet leaves
+  // on credit, the scale once the bucket is out of debt again, 0.4 ms later.
+  set_wire_bytes(&p, 0, 50000, 50000);
+  p.boundaries[0].forward.wire_messages = 2;
+  p.boundaries[0].forward.last_tensor_bytes.assign(p.microbatch_sizes.size(), 8);
+  EXPECT_NEAR(run(p).time_per_batch_s, 4e-3 + 0.39992e-3, 1e-9);
+  p.boundaries[0].forward.wire_messages = 1;
+  p.boundaries[0].forward.last_tensor_bytes.clear();
+  set_wire_bytes(&p, 0, 150000, 50000);
   Plan classic = p;  // without credit: (150 - 10) and (50 - 10) kB paced
   classic.network.burst_packet_bytes = 0;
   EXPECT_NEAR(run(classic).time_per_batch_s, 4e-3 + 1.4e-3 + 0.4e-3, 1e-9);
@@ -190,6 +201,30 @@ TEST(SimulatorTest, AnHtbBucketSendsWholePacketsOnCredit) {
   set_wire_bytes(&busy, 0, 50000, 50000);
   EXPECT_NEAR(run(busy).time_per_batch_s, 0.5e-3, 1e-9);
   EXPECT_DOUBLE_EQ(run(busy).party("client")->bytes_sent_per_batch, 5e4);
+}
+
+TEST(SimulatorTest, QueuedMessagesLeaveAsOneStreamBehindTheWaitingPacket) {
+  // 1e8 B/s, a bucket of 10 kB, packets of 64 kB; two micro-batches of a
+  // quantizer's 39,992 B of data and 8 B of scale, their forwards 0.1 ms
+  // apart. The first, on an idle link: its data leaves on credit, the scale
+  // once the 29,992 B beyond the bucket are paid for, 0.29992 ms later. The
+  // second, posted meanwhile, goes as one packet when the first's scale has
+  // left: after the 8 B the bucket then owes. Each counts from its post.
+  Plan p = equal_stages(2, 2, 1e-4, 1e-4, Schedule::kGpipe, 1, 0, {"client", "server"});
+  p.network.bandwidth_bit_per_s = 8e8;
+  p.network.burst_bytes = 10000;
+  p.network.burst_packet_bytes = 64000;
+  set_wire_bytes(&p, 0, 40000, 0);
+  p.boundaries[0].forward.wire_messages = 2;
+  p.boundaries[0].forward.last_tensor_bytes = {8, 8};
+  std::map<int64_t, TimelineEvent> sent;  // forward sends by micro-batch
+  for (const auto& e : simulate(p).events)
+    if (e.kind == EventKind::kSend && e.backward == 0) sent[e.microbatch] = e;
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_NEAR(sent[0].start_s, 1e-4, 1e-12);
+  EXPECT_NEAR(sent[0].duration_s(), 0.29992e-3, 1e-12);
+  EXPECT_NEAR(sent[1].start_s, 2e-4, 1e-12);
+  EXPECT_NEAR(sent[1].end_s, sent[0].end_s + 8 / 1e8, 1e-12);
 }
 
 TEST(SimulatorTest, CalibrationKnobsAddOverheadAndScaleBandwidth) {

@@ -111,6 +111,12 @@ void plan_fields::read_object(const json& j, const std::string& path, size_t m, 
                                              method_name(t->codec.method) +
                                              "\"; give the same in both, or leave this out");
   }
+  for (size_t i = 0; i < t->last_tensor_bytes.size(); ++i)
+    if (t->last_tensor_bytes[i] > t->wire_bytes[i])
+      throw InputError(path + ".last_tensor_bytes_per_microbatch[" + std::to_string(i) + "]",
+                       "is " + std::to_string(t->last_tensor_bytes[i]) +
+                           ", more than the micro-batch's wire_bytes_per_microbatch (" +
+                           std::to_string(t->wire_bytes[i]) + ")");
   if (j.contains("description"))  // informational: describe(codec), not read back
     jr::read_string(j.at("description"), path + ".description", true);
 }

@@ -260,6 +260,16 @@ void price_codecs(const std::vector<int64_t>& sizes, const DeviceProfile& sdev,
   }
 }
 
+// One micro-batch's tensors on the wire: their bytes and, when there are
+// several, the last one's (what a shaper lets through last).
+void add_wire_microbatch(const std::vector<WireTensor>& layout, PlanTransfer* t) {
+  int64_t bytes = 0;
+  for (const WireTensor& w : layout) bytes += w.bytes();
+  t->wire_bytes.push_back(bytes);
+  t->wire_bytes_per_batch += bytes;
+  if (layout.size() > 1) t->last_tensor_bytes.push_back(layout.back().bytes());
+}
+
 // Boundary k (stage k to k + 1): its codecs' wire bytes and seconds per
 // micro-batch, and their weights on the two stages.
 void plan_boundary(const PlanContext& c, Plan& plan, int k, std::pair<int, int> sender_range) {
@@ -294,12 +304,8 @@ void plan_boundary(const PlanContext& c, Plan& plan, int k, std::pair<int, int> 
       wire_layout(codecs.backward, carried, plan.microbatch_sizes[0], act).size());
   for (size_t c = 0; c < plan.microbatch_sizes.size(); ++c) {
     const int64_t b = plan.microbatch_sizes[c];
-    const int64_t fwd_bytes = wire_bytes(codecs.forward, shape, b, act);
-    const int64_t bwd_bytes = wire_bytes(codecs.backward, carried, b, act);
-    bd.forward.wire_bytes.push_back(fwd_bytes);
-    bd.backward.wire_bytes.push_back(bwd_bytes);
-    bd.forward.wire_bytes_per_batch += fwd_bytes;
-    bd.backward.wire_bytes_per_batch += bwd_bytes;
+    add_wire_microbatch(wire_layout(codecs.forward, shape, b, act), &bd.forward);
+    add_wire_microbatch(wire_layout(codecs.backward, carried, b, act), &bd.backward);
   }
   price_codecs(plan.microbatch_sizes, sdev, rdev, bd, sender, receiver);
   // A codec's weights always train.

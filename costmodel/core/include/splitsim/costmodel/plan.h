@@ -69,6 +69,9 @@ struct PlanTransfer {
   std::vector<int64_t> carried_shape;  // per sample
   std::vector<int64_t> wire_bytes;     // per micro-batch
   int64_t wire_messages = 1;           // tensors on the wire per micro-batch, one message each
+  // Per micro-batch, the bytes of the last of several tensors (the one a
+  // shaper lets through last); empty: one tensor, the whole wire_bytes.
+  std::vector<int64_t> last_tensor_bytes;
   int64_t wire_bytes_per_batch = 0;
   std::vector<double> encode_s;  // sender, per micro-batch
   std::vector<double> decode_s;  // receiver, per micro-batch

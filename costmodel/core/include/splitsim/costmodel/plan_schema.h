@@ -176,6 +176,8 @@ void fields(V& v, PlanTransfer& t) {
                    "a list with one entry per micro-batch");
   // Optional: 1 in plans written before it.
   v.optional("wire_messages_per_microbatch", t.wire_messages, kMessages);
+  // Optional: only for several tensors.
+  v.per_microbatch_if_any("last_tensor_bytes_per_microbatch", t.last_tensor_bytes, kCount);
   v.per_microbatch("encode_s_per_microbatch", t.encode_s, kSeconds,
                    "a list with one entry per micro-batch");
   v.per_microbatch("decode_s_per_microbatch", t.decode_s, kSeconds,
