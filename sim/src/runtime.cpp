@@ -121,8 +121,8 @@ void PairSender::run() {
   // packets of that size (htb_paced_bytes), each leaving once the bucket is
   // out of debt: the message is across when its last packet may leave, and
   // the bucket owes what it sent beyond its tokens. A transfer counts from
-  // its send being posted, as exec counts it. Messages of a direction go one after the
-  // other, so one bucket per sender.
+  // its send being posted, as exec counts it. Messages of a direction go one
+  // after the other, so one bucket per sender.
   const double burst = static_cast<double>(net.burst_bytes);
   const double packet = static_cast<double>(net.burst_packet_bytes);
   const double peak = net.burst_peak_bit_per_s / 8;
