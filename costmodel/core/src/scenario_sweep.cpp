@@ -284,21 +284,30 @@ std::vector<ScenarioVariant> expand_scenario(const json& j, ScenarioNeeds needs)
 }
 
 std::vector<ScenarioVariant> load_scenario_file(const std::string& file, ScenarioNeeds needs) {
-  const std::string text = read_input_file(file, "scenario file");
-  const json j = parse_json_text(text, file);
+  return load_scenario_source(read_scenario_source(file), needs);
+}
+
+ScenarioSource read_scenario_source(const std::string& file) {
+  return {read_input_file(file, "scenario file"),
+          std::filesystem::path(file).parent_path().string(), file};
+}
+
+std::vector<ScenarioVariant> load_scenario_source(const ScenarioSource& source,
+                                                  ScenarioNeeds needs) {
+  const json j = parse_json_text(source.text, source.name);
   std::vector<std::string> order;
   if (j.is_object() && j.contains("sweep") && j.at("sweep").is_object()) {
-    // The file's own axis order: the first axis is the outermost loop.
-    const auto ordered = nlohmann::ordered_json::parse(text);
+    // The text's own axis order: the first axis is the outermost loop.
+    const auto ordered = nlohmann::ordered_json::parse(source.text);
     for (const auto& item : ordered.at("sweep").items()) order.push_back(item.key());
   }
   try {
     std::vector<ScenarioVariant> variants = expand_in_order(j, order, needs);
-    load_calibrations(&variants, std::filesystem::path(file).parent_path());
-    resolve_model_paths(&variants, std::filesystem::path(file).parent_path());
+    load_calibrations(&variants, source.dir);
+    resolve_model_paths(&variants, source.dir);
     return variants;
   } catch (const InputError& e) {
-    throw in_file(e, file);
+    throw in_file(e, source.name);
   }
 }
 

@@ -10,8 +10,11 @@
 namespace splitsim {
 
 Workspace::Workspace(const std::string& scenario_file, Progress progress, ScenarioNeeds needs)
-    : file_(scenario_file), progress_(std::move(progress)) {
-  variants_ = load_scenario_file(scenario_file, needs);
+    : Workspace(read_scenario_source(scenario_file), std::move(progress), needs) {}
+
+Workspace::Workspace(const ScenarioSource& source, Progress progress, ScenarioNeeds needs)
+    : progress_(std::move(progress)) {
+  variants_ = load_scenario_source(source, needs);
   bool defaulted = false;
   for (ScenarioVariant& v : variants_) {
     if (!v.scenario.devices.empty()) continue;
@@ -22,7 +25,7 @@ Workspace::Workspace(const std::string& scenario_file, Progress progress, Scenar
   if (defaulted)
     progress_(std::string("the scenario names no devices: client and server both \"") +
               kDefaultDevice + "\" (set $.devices to choose)");
-  const auto dir = std::filesystem::path(scenario_file).parent_path();
+  const auto dir = std::filesystem::path(source.dir);
   // The scenario's own devices/ first, then the shipped ones.
   device_dirs_ = {(dir / "devices").string()};
   if (const std::string data = data_dir(); !data.empty())

@@ -246,9 +246,22 @@ Scenario parse_scenario(const nlohmann::json& j, ScenarioNeeds needs = ScenarioN
 // axes and parses every variant. Throws InputError.
 std::vector<ScenarioVariant> expand_scenario(const nlohmann::json& j,
                                              ScenarioNeeds needs = ScenarioNeeds::kPlan);
+// Scenario JSON text and where it stands: what a scenario file holds, or what
+// a front end without a file (the Python package) hands over.
+struct ScenarioSource {
+  std::string text;  // the JSON
+  std::string dir;   // relative paths in it (calibration, TorchScript file, devices/) start here
+  std::string name;  // named in errors ("[in NAME]"): the file, or "<dict>"
+};
 // Reads and expands a scenario file. Throws InputError naming the file.
 std::vector<ScenarioVariant> load_scenario_file(const std::string& file,
                                                 ScenarioNeeds needs = ScenarioNeeds::kPlan);
+// The same for a source: the sweep's axes in the text's order. Throws
+// InputError naming source.name.
+std::vector<ScenarioVariant> load_scenario_source(const ScenarioSource& source,
+                                                  ScenarioNeeds needs = ScenarioNeeds::kPlan);
+// A scenario file as a source: its text, its directory and its name.
+ScenarioSource read_scenario_source(const std::string& file);
 
 // The first labels (a dozen at most), quoted and comma-separated, then how
 // many more there are: "\"a\", \"b\" and 30 more".

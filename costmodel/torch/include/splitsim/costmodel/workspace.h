@@ -29,6 +29,9 @@ class Workspace {
   // `progress` says so once.
   Workspace(const std::string& scenario_file, Progress progress,
             ScenarioNeeds needs = ScenarioNeeds::kPlan);
+  // The same for a scenario without a file: its devices/ folder is in source.dir.
+  Workspace(const ScenarioSource& source, Progress progress,
+            ScenarioNeeds needs = ScenarioNeeds::kPlan);
 
   const std::vector<ScenarioVariant>& variants() const { return variants_; }
   // Keeps only the variants whose label contains `filter`; throws InputError
@@ -43,7 +46,6 @@ class Workspace {
   Plan plan(const ScenarioVariant& v);
 
  private:
-  std::string file_;
   std::vector<std::string> device_dirs_;
   std::vector<ScenarioVariant> variants_;
   std::map<std::string, ModelProfile> models_;   // by resolved model JSON
