@@ -196,5 +196,21 @@ TEST(MetricsTest, CsvRowHasOneFieldPerHeaderColumn) {
   EXPECT_EQ(row.str().rfind("sim,test,base,sequential,1,3,1,11,", 0), 0u) << row.str();
 }
 
+TEST(MetricsTest, CsvRecordIsTheCsvsColumnsAtFullPrecision) {
+  const Metrics m = compute_metrics(two_party_timeline(), two_party_plan(), 1);
+  const nlohmann::ordered_json r = csv_record(m);
+  std::ostringstream header;
+  write_csv_header(header);
+  std::string keys;
+  for (const auto& item : r.items()) keys += (keys.empty() ? "" : ",") + item.key();
+  EXPECT_EQ(keys + "\n", header.str());
+  EXPECT_EQ(r.at("time_per_batch_s").get<double>(), m.time_per_batch_s);
+  EXPECT_EQ(r.at("client_bytes_sent_per_batch").get<double>(),
+            m.party("client")->bytes_sent_per_batch);
+  EXPECT_EQ(r.at("server_busy_s_per_batch").get<double>(), m.party("server")->busy_s_per_batch);
+  ASSERT_EQ(r.at("peak_stash_bytes_per_stage").size(), m.stages.size());
+  EXPECT_EQ(r.at("peak_stash_bytes_per_stage")[0].get<int64_t>(), m.stages[0].peak_stash_bytes);
+}
+
 }  // namespace
 }  // namespace splitsim

@@ -4,6 +4,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "splitsim/sim/metrics.h"
 
@@ -166,20 +167,9 @@ std::string num(double v) {
 
 }  // namespace
 
-void write_csv_header(std::ostream& os) {
-  os << "source,scenario,variant,schedule,clients,batches,warmup_batches,time_per_batch_s,"
-        "time_per_batch_min_s,time_per_batch_median_s,time_per_batch_max_s,computation_time_s,"
-        "client_bytes_sent_per_batch,client_bytes_received_per_batch,"
-        "server_bytes_sent_per_batch,server_bytes_received_per_batch,"
-        "client_bandwidth_avg_send_Bps,client_bandwidth_avg_recv_Bps,"
-        "bandwidth_peak_client_Bps,bandwidth_peak_server_Bps,client_busy_s_per_batch,"
-        "server_busy_s_per_batch,bubble_fraction,busiest_resource,busiest_utilisation,"
-        "peak_stash_bytes_per_stage\n";
-}
-
 // Client columns: one client (the mean over client parties). Server columns:
 // every non-client party summed.
-void write_csv_row(std::ostream& os, const Metrics& m) {
+nlohmann::ordered_json csv_record(const Metrics& m) {
   double c_sent = 0, c_recv = 0, c_avg_s = 0, c_avg_r = 0, c_busy = 0;
   double s_sent = 0, s_recv = 0, s_busy = 0;
   int n_clients = 0;
@@ -198,18 +188,66 @@ void write_csv_row(std::ostream& os, const Metrics& m) {
     }
   }
   const double n = n_clients > 0 ? n_clients : 1;
-  std::string stash;
-  for (const auto& s : m.stages)
-    stash += (stash.empty() ? "" : ";") + std::to_string(s.peak_stash_bytes);
-  os << csv_field(m.source) << ',' << csv_field(m.scenario) << ',' << csv_field(m.variant) << ','
-     << csv_field(m.schedule) << ',' << m.clients << ',' << m.batches << ',' << m.warmup_batches
-     << ',' << num(m.time_per_batch_s) << ',' << num(m.time_per_batch_spread.min_s) << ','
-     << num(m.time_per_batch_spread.median_s) << ',' << num(m.time_per_batch_spread.max_s) << ','
-     << num(m.computation_time_s) << ',' << num(c_sent / n) << ',' << num(c_recv / n) << ','
-     << num(s_sent) << ',' << num(s_recv) << ',' << num(c_avg_s / n) << ',' << num(c_avg_r / n)
-     << ',' << num(m.bandwidth_peak_client_Bps) << ',' << num(m.bandwidth_peak_server_Bps) << ','
-     << num(c_busy / n) << ',' << num(s_busy) << ',' << num(m.bubble_fraction) << ','
-     << csv_field(m.busiest_resource) << ',' << num(m.busiest_utilisation) << ',' << stash << '\n';
+  std::vector<int64_t> stash;
+  for (const auto& s : m.stages) stash.push_back(s.peak_stash_bytes);
+  nlohmann::ordered_json r;
+  r["source"] = m.source;
+  r["scenario"] = m.scenario;
+  r["variant"] = m.variant;
+  r["schedule"] = m.schedule;
+  r["clients"] = m.clients;
+  r["batches"] = m.batches;
+  r["warmup_batches"] = m.warmup_batches;
+  r["time_per_batch_s"] = m.time_per_batch_s;
+  r["time_per_batch_min_s"] = m.time_per_batch_spread.min_s;
+  r["time_per_batch_median_s"] = m.time_per_batch_spread.median_s;
+  r["time_per_batch_max_s"] = m.time_per_batch_spread.max_s;
+  r["computation_time_s"] = m.computation_time_s;
+  r["client_bytes_sent_per_batch"] = c_sent / n;
+  r["client_bytes_received_per_batch"] = c_recv / n;
+  r["server_bytes_sent_per_batch"] = s_sent;
+  r["server_bytes_received_per_batch"] = s_recv;
+  r["client_bandwidth_avg_send_Bps"] = c_avg_s / n;
+  r["client_bandwidth_avg_recv_Bps"] = c_avg_r / n;
+  r["bandwidth_peak_client_Bps"] = m.bandwidth_peak_client_Bps;
+  r["bandwidth_peak_server_Bps"] = m.bandwidth_peak_server_Bps;
+  r["client_busy_s_per_batch"] = c_busy / n;
+  r["server_busy_s_per_batch"] = s_busy;
+  r["bubble_fraction"] = m.bubble_fraction;
+  r["busiest_resource"] = m.busiest_resource;
+  r["busiest_utilisation"] = m.busiest_utilisation;
+  r["peak_stash_bytes_per_stage"] = stash;
+  return r;
+}
+
+void write_csv_header(std::ostream& os) {
+  const nlohmann::ordered_json columns = csv_record(Metrics{});  // items() refers to it
+  std::string line;
+  for (const auto& item : columns.items()) line += (line.empty() ? "" : ",") + item.key();
+  os << line << '\n';
+}
+
+// Strings quoted where they must be, integers as they are, other numbers to
+// 10 significant digits, the stash list joined with ';'.
+void write_csv_row(std::ostream& os, const Metrics& m) {
+  const nlohmann::ordered_json record = csv_record(m);  // items() refers to it
+  std::string line;
+  for (const auto& item : record.items()) {
+    const auto& v = item.value();
+    std::string field;
+    if (v.is_string()) {
+      field = csv_field(v.get<std::string>());
+    } else if (v.is_array()) {
+      for (const auto& x : v)
+        field += (field.empty() ? "" : ";") + std::to_string(x.get<int64_t>());
+    } else if (v.is_number_integer()) {
+      field = std::to_string(v.get<int64_t>());
+    } else {
+      field = num(v.get<double>());
+    }
+    line += (line.empty() ? "" : ",") + field;
+  }
+  os << line << '\n';
 }
 
 }  // namespace splitsim

@@ -104,8 +104,11 @@ Metrics compute_metrics(const Timeline& timeline, const Plan& plan, int64_t warm
 void to_json(nlohmann::json& j, const Metrics& m);
 void from_json(const nlohmann::json& j, Metrics& m);
 
-// CSV: one header line, and one row per metrics object (fixed columns; the
-// per-party columns are the client role summed over clients and the rest).
+// The CSV's columns of `m`, in order, at full precision: what the CSV writes
+// and what the Python package's DataFrames hold. The per-party columns are
+// one client (the mean over the client parties) and the rest summed.
+nlohmann::ordered_json csv_record(const Metrics& m);
+// CSV: one header line (csv_record's keys), and one row per metrics object.
 void write_csv_header(std::ostream& os);
 void write_csv_row(std::ostream& os, const Metrics& m);
 
