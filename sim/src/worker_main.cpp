@@ -3,6 +3,7 @@
 // and never LibTorch, so that forking it for each simulation is cheap.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 
 #include "worker.h"
@@ -14,6 +15,11 @@ int main(int argc, char** argv) {
                  "standard input; it takes no arguments\n");
     return 2;
   }
+  // Ctrl-C in a terminal reaches the whole process group, the worker too.
+  // The process that started it decides: the command line exits (then the
+  // worker reads the end of its input and exits), the Python package stops
+  // between batches and keeps its workers for the next call.
+  std::signal(SIGINT, SIG_IGN);
   splitsim::sim_internal::serve_simulations(STDIN_FILENO);
   return 0;
 }

@@ -59,4 +59,12 @@ std::vector<Timeline> simulate_many(const std::vector<Plan>& plans, const SimOpt
 std::vector<Metrics> simulate_metrics(const std::vector<Plan>& plans, const SimOptions& options,
                                       int jobs);
 
+// A Plan as the bytes a simulation worker receives, and back, exactly: how
+// plans travel to other processes and machines (the Python package pickles
+// its Plans with them, for Dask). The bytes hold no version: read them with
+// the build that wrote them. plan_from_bytes throws std::runtime_error for
+// bytes plan_to_bytes did not write.
+std::string plan_to_bytes(const Plan& plan);
+Plan plan_from_bytes(const std::string& bytes);
+
 }  // namespace splitsim
