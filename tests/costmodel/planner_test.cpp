@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "splitsim/costmodel/errors.h"
@@ -209,6 +210,25 @@ TEST(PlannerTest, UnknownUnitNamesTheAllowedOnes) {
     EXPECT_EQ(e.where(), "$.partition[1].to");
     EXPECT_NE(std::string(e.what()).find("\"u3\""), std::string::npos);
   }
+}
+
+TEST(PlannerTest, AModuleNameMeansAllItsUnits) {
+  ModelProfile m = toy_model();
+  m.units[1].name = "block.0";
+  m.units[2].name = "block.1";
+  Scenario by_units = ushape();
+  by_units.partition[1].from = "block.0";
+  by_units.partition[1].to = "block.1";
+  Scenario by_module = by_units;
+  by_module.partition[1].from = "block";
+  by_module.partition[1].to = "block";
+  const Plan want = make_plan(by_units, m, devices());
+  const Plan got = make_plan(by_module, m, devices());
+  EXPECT_EQ(got.stages[1].units, (std::vector<std::string>{"block.0", "block.1"}));
+  EXPECT_EQ(nlohmann::json(got).dump(), nlohmann::json(want).dump());
+  // A prefix of a name is not a module: "bloc" holds no "bloc.*" unit.
+  by_module.partition[1].to = "bloc";
+  EXPECT_THROW(make_plan(by_module, m, devices()), InputError);
 }
 
 TEST(PlannerTest, GapsAndOverlapsAreRefused) {

@@ -27,6 +27,22 @@ std::vector<int64_t> split_batch(int64_t batch, int64_t chunks) {
   return sizes;
 }
 
+// The units a part's "from" or "to" names: one unit, or a container module
+// ("layer1"; "4" in an nn.Sequential) whose units are "NAME.*" (its first
+// and last). {-1, -1} when none matches.
+std::pair<int, int> named_units(const ModelProfile& model, const std::string& name) {
+  const int exact = model.index_of(name);
+  if (exact >= 0) return {exact, exact};
+  const std::string prefix = name + ".";
+  std::pair<int, int> range{-1, -1};
+  for (int i = 0; i < static_cast<int>(model.units.size()); ++i) {
+    if (model.units[i].name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (range.first < 0) range.first = i;
+    range.second = i;
+  }
+  return range;
+}
+
 // Resolves every part to a unit range; throws InputError on bad ranges/cuts.
 std::vector<std::pair<int, int>> resolve_parts(const Scenario& sc, const ModelProfile& model) {
   const int n = static_cast<int>(model.units.size());
@@ -41,13 +57,16 @@ std::vector<std::pair<int, int>> resolve_parts(const Scenario& sc, const ModelPr
   for (size_t p = 0; p < sc.partition.size(); ++p) {
     const PartSpec& part = sc.partition[p];
     const std::string at = "$.partition[" + std::to_string(p) + "]";
-    const int from = model.index_of(part.from), to = model.index_of(part.to);
+    const int from = named_units(model, part.from).first;
+    const int to = named_units(model, part.to).second;
     if (from < 0)
-      throw InputError(at + ".from", "unknown unit \"" + part.from + "\" in " + model.model +
-                                         "; units: " + quoted_list(names));
+      throw InputError(at + ".from",
+                       "unknown unit \"" + part.from + "\" in " + model.model +
+                           " (a unit, or a module holding units); units: " + quoted_list(names));
     if (to < 0)
-      throw InputError(at + ".to", "unknown unit \"" + part.to + "\" in " + model.model +
-                                       "; units: " + quoted_list(names));
+      throw InputError(at + ".to",
+                       "unknown unit \"" + part.to + "\" in " + model.model +
+                           " (a unit, or a module holding units); units: " + quoted_list(names));
     const int expected = ranges.empty() ? 0 : ranges.back().second + 1;
     if (from != expected)
       throw InputError(at + ".from",
