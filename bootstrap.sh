@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # splitsim set-up: installs what is missing (Debian 12 packages only), builds,
 # then runs the main job on the default scenario (`./bootstrap.sh`: builds
-# only `splitsim` and its simulation worker) or the whole test suite
+# only `splitsim`, its simulation worker and the Python package) or the whole test suite
 # (`./bootstrap.sh test`: builds everything). Safe to run again: it installs
 # and rebuilds only what is missing or changed. `./bootstrap.sh build`
 # builds everything and runs nothing.
@@ -21,11 +21,13 @@ packages=(
   iproute2                                      # network namespaces for `validate`
   dataset-fashion-mnist                         # real data for `exec` (IDX files)
   jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas  # notebooks/
+  pybind11-dev python3-dev                      # the Python package (python/)
 )
 if [[ $mode == test ]]; then
   # Test-only: tests/torchscript/write_models.py scripts torchvision models
-  # with them (splitsim itself never runs Python).
-  packages+=(python3-torch python3-torchvision)
+  # with them, the Python package's tests hand it live models, run pytest and
+  # a local Dask cluster (the package itself needs none of them).
+  packages+=(python3-torch python3-torchvision python3-pytest python3-distributed)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -45,7 +47,7 @@ fi
 
 targets=()  # everything
 if [[ $mode == run ]]; then
-  targets=(--target splitsim splitsim-simworker)
+  targets=(--target splitsim splitsim-simworker splitsim_python)
 fi
 echo "== building (build/${targets[*]:+: ${targets[*]:1}})"
 start=$SECONDS

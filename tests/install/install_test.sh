@@ -2,11 +2,13 @@
 # `cmake --install` into a fresh prefix, then the installed binary, run from
 # another working directory, must find the shipped scenarios and device
 # profiles (share/splitsim/scenarios), honour $SPLITSIM_DATA_DIR, and hold
-# no path of the source tree.
-# Usage: install_test.sh BUILD_DIR SOURCE_DIR
+# no path of the source tree; the installed Python package (where the build
+# has one) imports from there and simulates in the installed worker.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR [PYTHON]
 set -euo pipefail
 build=$1
 src=$2
+python=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -58,4 +60,25 @@ SPLITSIM_DATA_DIR=$tmp/empty "$bin" plan mine.json >/dev/null 2>empty.err || rc=
 grep -q 'no device profile "v100"' empty.err || fail "SPLITSIM_DATA_DIR=empty: $(cat empty.err)"
 SPLITSIM_DATA_DIR=$data "$bin" plan mine.json >/dev/null 2>data.err ||
   fail "SPLITSIM_DATA_DIR=$data: $(cat data.err)"
+
+# The Python package, beside the binary: imported from the prefix, it
+# simulates with the installed worker and data (no variable set), and holds
+# no path of the source or build tree.
+if [[ -n $python && -d $build/python/splitsim ]]; then
+  pkg=$tmp/prefix/lib/splitsim/python
+  [[ -f $pkg/splitsim/__init__.py && -f $pkg/splitsim/_layout.py ]] || fail "no installed package in $pkg"
+  if grep -r -q -a -F -e "$src" -e "$build" "$pkg"; then
+    fail "the installed Python package contains the source or build path"
+  fi
+  env -u SPLITSIM_SIMWORKER -u SPLITSIM_DATA_DIR PYTHONPATH="$pkg" PYTHONDONTWRITEBYTECODE=1 \
+    "$python" -c "
+import os, splitsim
+assert os.path.samefile(os.environ['SPLITSIM_SIMWORKER'], '$tmp/prefix/bin/splitsim-simworker')
+assert os.path.samefile(os.environ['SPLITSIM_DATA_DIR'], '$data')
+f = splitsim.simulate('$data/mobilenet_v2_ushape.json', variant='$variant', progress=False)
+assert len(f) == 1 and f['time_per_batch_s'][0] > 0
+s = splitsim.Scenario(dict(splitsim.Scenario('mine.json').to_dict()))
+assert 'v100' in [st['device'] for st in splitsim.plan(s, progress=False)[0].json['stages']]
+" >py.out 2>py.err || fail "the installed Python package: $(cat py.err)"
+fi
 echo "install test: ok"

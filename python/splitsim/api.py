@@ -1,0 +1,187 @@
+"""The calls: plan, simulate, explore. Each checks its arguments (an
+InputError naming the argument), hands the work to splitsim._core, which
+releases the GIL and reports progress, and reshapes the JSON it returns."""
+import json
+import numbers
+import os
+import tempfile
+
+import pandas as pd
+
+from ._native import _core, input_error
+from .progress import Progress
+from .results import Exploration, Plan
+from .scenario import Scenario, as_scenario
+
+
+def _text(value, where):
+    if value is None:
+        return ""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise input_error(where, f"a string; got {type(value).__name__}")
+    return value
+
+
+def _count(value, where, default, low=1, high=1 << 20):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        raise input_error(where, f"an integer in [{low}, {high}]; got {value!r}")
+    return int(value)
+
+
+def _number(value, where, default, low=None, high=None):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+        raise input_error(where, f"a number; got {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise input_error(where, f"a number in [{low}, {high}]; got {value!r}")
+    return float(value)
+
+
+def _list_text(value, where):
+    """A list of numbers or names as the command line's comma list."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        items = list(value)
+    except TypeError:
+        raise input_error(where, f"a list; got {type(value).__name__}") from None
+    return ",".join(repr(v) if isinstance(v, float) else str(v) for v in items)
+
+
+def _calibration_file(calibration, where="calibration"):
+    return _text(calibration, where)
+
+
+def plan(scenario, *, variant="", calibration=None, progress=None):
+    """The Plan of every variant of `scenario` (a Scenario, a dict or a file)
+    whose label contains `variant`, as ``splitsim plan`` plans it; with
+    `calibration` (a calibration file) applied. A list of Plans."""
+    s = as_scenario(scenario)
+    bar = Progress(progress)
+    try:
+        handles = _core.plan(*s._source(), _text(variant, "variant"),
+                             _calibration_file(calibration), bar)
+    finally:
+        bar.close()
+    return [Plan(h) for h in handles]
+
+
+def _plans_of(what, variant, calibration, progress):
+    """Plans from Plans, a plan file, or anything plan() takes."""
+    if isinstance(what, Plan):
+        what = [what]
+    if isinstance(what, (list, tuple)) and all(isinstance(p, Plan) for p in what):
+        plans = [p for p in what if _text(variant, "variant") in p.variant]
+        if calibration is not None:
+            plans = [Plan(_core.apply_calibration(p._handle, _calibration_file(calibration)))
+                     for p in plans]
+        if not plans:
+            raise input_error("variant", f'no plan\'s variant contains "{variant}"')
+        return plans
+    if isinstance(what, (str, os.PathLike)) and _is_plan_file(os.fspath(what)):
+        with open(os.fspath(what), encoding="utf-8") as f:
+            data = json.load(f)
+        return _plans_of([Plan.from_json(p) for p in (data if isinstance(data, list) else [data])],
+                         variant, calibration, progress)
+    return plan(what, variant=variant, calibration=calibration, progress=progress)
+
+
+def _is_plan_file(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False  # the scenario reader says why
+    first = data[0] if isinstance(data, list) and data else data
+    return isinstance(first, dict) and first.get("schema") == "splitsim.plan/1"
+
+
+def simulate(what, *, variant="", calibration=None, jobs=None, server_order="fifo",
+             timeline=False, client=None, progress=None):
+    """Simulates every selected variant of `what` (a Scenario, a dict, a
+    scenario or plan file, a Plan or a list of Plans): one DataFrame row per
+    variant, with the columns of ``splitsim simulate --csv`` at full
+    precision (the figures of ``simulate --json``).
+
+    jobs: simulations at once (default: the CPU count). client: a
+    dask.distributed.Client runs the simulations on its cluster instead
+    (splitsim.distributed). timeline=True (one variant): returns
+    (frame, events), the simulated events as a DataFrame."""
+    jobs = _count(jobs, "jobs", 0, 1, 1024)
+    server_order = _text(server_order, "server_order")
+    plans = _plans_of(what, variant, calibration, progress)
+    if timeline and len(plans) != 1:
+        raise input_error("timeline", f"one variant's timeline; {len(plans)} are selected "
+                          "(pick one with variant=...)")
+    if client is not None:
+        from .distributed import simulate_on
+        records = simulate_on(client, plans, server_order, Progress(progress))
+    else:
+        bar = Progress(progress)
+        try:
+            records = json.loads(_core.simulate([p._handle for p in plans], jobs, server_order,
+                                                bar))
+        finally:
+            bar.close()
+    frame = pd.DataFrame(records)
+    if not timeline:
+        return frame
+    events = pd.DataFrame(json.loads(_core.timeline(plans[0]._handle, server_order)))
+    return frame, events
+
+
+_SPACE_KEYS = ("objective", "kinds", "chunks", "bandwidths")
+
+
+def explore(scenario, *, variant="", space=None, objective=None, kinds=None, chunks=None,
+            bandwidths=None, stages=None, client_memory_bytes=None, max_client_mac_share=None,
+            calibration=None, top=10, jobs=None, max_simulations=1000, spread_pct=None,
+            progress=None):
+    """``splitsim explore`` around a scenario's variant: cut points, codecs,
+    chunk counts, schedules and bandwidths searched, screened and simulated.
+    space: an explore space file or dict (schema splitsim.explore/1); the
+    other arguments override it as the command's flags do (lists for
+    kinds, chunks and bandwidths). An Exploration (.ranking, .front, .json)."""
+    s = as_scenario(scenario)
+    flags = _core.SpaceFlags()
+    owned = None
+    try:
+        if isinstance(space, dict):
+            owned = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+            json.dump(space, owned)
+            owned.close()
+            flags.space_file = owned.name
+        else:
+            flags.space_file = _text(space, "space")
+        flags.objective = _text(objective, "objective")
+        flags.kinds = _list_text(kinds, "kinds")
+        flags.chunks = _list_text(chunks, "chunks")
+        flags.bandwidths = _list_text(bandwidths, "bandwidths")
+        flags.stages = _count(stages, "stages", 0, 1, 64)
+        flags.client_memory_bytes = _count(client_memory_bytes, "client_memory_bytes", -1, 0,
+                                           1 << 62)
+        flags.max_client_mac_share = _number(max_client_mac_share, "max_client_mac_share", -1,
+                                             0, 1)
+        flags.calibration = _calibration_file(calibration)
+        bar = Progress(progress)
+        try:
+            report = _core.explore(*s._source(), _text(variant, "variant"), flags,
+                                   _count(top, "top", 10), _count(jobs, "jobs", 0, 1, 1024),
+                                   _count(max_simulations, "max_simulations", 1000),
+                                   _number(spread_pct, "spread_pct", -1, 0, 99), bar)
+        finally:
+            bar.close()
+    finally:
+        if owned is not None:
+            os.unlink(owned.name)
+    return Exploration(json.loads(report))
+
+
+__all__ = ["Scenario", "plan", "simulate", "explore"]
