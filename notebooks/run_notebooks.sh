@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates the notebooks' inputs with the CLI, runs the notebooks headless and checks that
-# each wrote its figures.
+# Regenerates the notebooks' inputs with the CLI (validation, accuracy: real runs), runs the
+# notebooks headless and checks that each wrote its figures. report_figures and explore compute
+# theirs with the Python package built beside SPLITSIM_BIN (BUILD/python, on PYTHONPATH here).
 #
 #   notebooks/run_notebooks.sh SPLITSIM_BIN OUT_DIR [report_figures|validation|explore|accuracy]
 #
@@ -26,6 +27,8 @@ if ! jupyter nbconvert --version >/dev/null 2>&1; then
   exit 77
 fi
 [[ -x "$bin" ]] || { echo "$0: no splitsim executable at $1" >&2; exit 2; }
+package="$(dirname "$bin")/../python"  # BUILD/python: the package `import splitsim` finds
+[[ -d "$package/splitsim" ]] || { echo "$0: no Python package at $package/splitsim" >&2; exit 2; }
 if [[ " ${names[*]} " == *" accuracy "* ]] && ! compgen -G "/usr/share/datasets/fashion-mnist/train-images*" >/dev/null; then
   echo "SKIP: the accuracy notebook trains on Fashion-MNIST: apt-get install dataset-fashion-mnist" >&2
   exit 77
@@ -49,14 +52,8 @@ expected_figures() {
 
 # Writes the CLI output the notebook reads into $out.
 generate_inputs() {
-  local ushape=scenarios/mobilenet_v2_ushape.json
   case "$1" in
-    report_figures)
-      "$bin" simulate "$ushape" --csv >"$out/simulate.csv"
-      "$bin" simulate "$ushape" --variant "chunks=1 compression=none" \
-        --trace "$out/trace_chunks1.json" >/dev/null
-      "$bin" simulate "$ushape" --variant "chunks=8 compression=none" \
-        --trace "$out/trace_chunks8.json" >/dev/null ;;
+    report_figures|explore) ;;  # the notebook calls the package
     validation)
       # Four short real runs (2x2 sweep, 4 iterations, once each); the full matrix
       # takes minutes.
@@ -75,8 +72,6 @@ generate_inputs() {
       /usr/bin/python3 scenarios/validation/calibrate_holdout.py "$bin" \
         "$out/validation_matrix.json" --scenarios tests/notebooks --fit 2 \
         --keep "$out/calibration" --json "$out/calibration.json" >"$out/calibration.log" ;;
-    explore)
-      "$bin" explore "$ushape" --kinds single --chunks 1,4 --csv >"$out/explore.csv" ;;
     accuracy)
       # Six codecs at chunks 1, two short epochs each on 256 Fashion-MNIST samples (seconds);
       # exec/TRAINING.md has the full table.
@@ -93,6 +88,7 @@ for name in "${names[@]}"; do
   for f in $figures; do rm -f "$out/$f"; done
   generate_inputs "$name"
   echo "== $name: executing notebooks/$name.ipynb"
+  PYTHONPATH="$package${PYTHONPATH:+:$PYTHONPATH}" \
   SPLITSIM_NB_INPUT_DIR="$out" SPLITSIM_NB_OUTPUT_DIR="$out" PYDEVD_DISABLE_FILE_VALIDATION=1 \
     jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=120 \
     --output-dir "$out" "notebooks/$name.ipynb"
