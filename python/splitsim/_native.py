@@ -8,8 +8,8 @@ from . import _layout
 _here = os.path.dirname(os.path.abspath(__file__))
 
 
-def _beside(relative):
-    return os.path.normpath(os.path.join(_here, relative))
+def _beside(parts):
+    return os.path.normpath(os.path.join(_here, *parts))
 
 
 # Without a worker executable the C++ side would fork this interpreter for
