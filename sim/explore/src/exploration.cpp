@@ -13,9 +13,11 @@ namespace splitsim {
 
 namespace {
 
+using SimulateFn = std::function<std::vector<Metrics>(const std::vector<Plan>&)>;
+
 // The first `top` of the ranking simulated at both ends of e->spreads (with
 // no spread, the time itself), and how many of them tie the first.
-void simulate_spreads(Exploration* e, size_t top, int jobs) {
+void simulate_spreads(Exploration* e, size_t top, const SimulateFn& simulate) {
   std::vector<Candidate>& candidates = e->result.candidates;
   const size_t count = std::min(top, e->ranking.size());
   if (largest_spread(e->spreads) > 0) {
@@ -23,7 +25,7 @@ void simulate_spreads(Exploration* e, size_t top, int jobs) {
     for (size_t k = 0; k < count; ++k)
       for (int sign : {-1, 1})
         plans.push_back(plan_at_spread(candidates[e->ranking[k]].plan, e->spreads, sign));
-    const std::vector<Metrics> metrics = simulate_metrics(plans, SimOptions{}, jobs);
+    const std::vector<Metrics> metrics = simulate(plans);
     for (size_t k = 0; k < count; ++k)
       candidates[e->ranking[k]].spread = {metrics[2 * k].time_per_batch_s,
                                           metrics[2 * k + 1].time_per_batch_s};
@@ -63,11 +65,17 @@ Exploration run_exploration(const Scenario& base, const ModelProfile& model,
   const int jobs = options.jobs > 0
                        ? options.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const SimulateFn simulate = options.simulate ? options.simulate : [jobs](const auto& plans) {
+    return simulate_metrics(plans, SimOptions{}, jobs);
+  };
   for (size_t s = 0; s < to_sim.size(); s += kExploreSimulationBatch) {
     std::vector<Plan> plans;
     for (size_t k = s; k < std::min(to_sim.size(), s + kExploreSimulationBatch); ++k)
       plans.push_back(candidates[to_sim[k]].plan);
-    const std::vector<Metrics> metrics = simulate_metrics(plans, SimOptions{}, jobs);
+    const std::vector<Metrics> metrics = simulate(plans);
+    if (metrics.size() != plans.size())
+      throw std::runtime_error("the simulations returned " + std::to_string(metrics.size()) +
+                               " results for " + std::to_string(plans.size()) + " plans");
     for (size_t k = 0; k < plans.size(); ++k)
       candidates[to_sim[s + k]].time_per_batch_s = metrics[k].time_per_batch_s;
     if (options.progress)
@@ -78,7 +86,7 @@ Exploration run_exploration(const Scenario& base, const ModelProfile& model,
   e.ranking = rank(candidates, space.objective);
   if (e.ranking.empty()) throw std::runtime_error("no candidate was simulated");
   e.spreads = party_spreads(devices, options.spread);
-  simulate_spreads(&e, options.spread_top, jobs);
+  simulate_spreads(&e, options.spread_top, simulate);
   e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return e;
 }

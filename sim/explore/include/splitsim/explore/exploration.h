@@ -15,6 +15,7 @@
 #include "splitsim/costmodel/model_profile.h"
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/explore/explore.h"
+#include "splitsim/sim/metrics.h"
 
 namespace splitsim {
 
@@ -37,6 +38,9 @@ struct ExploreOptions {
   // party when set (a relative half-width in [0, 1)).
   size_t spread_top = 10;
   std::optional<double> spread;
+  // Simulates plans, metrics in input order; empty: simulate_metrics with
+  // `jobs` here (the Python package hands in a Dask cluster's).
+  std::function<std::vector<Metrics>(const std::vector<Plan>&)> simulate;
 };
 
 struct Exploration {
