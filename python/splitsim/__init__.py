@@ -9,7 +9,8 @@ The same figures as the ``splitsim`` command line (``simulate --json``,
 """
 from ._native import InputError
 from .scenario import Scenario
-from .api import explore, plan, simulate
-from .results import Exploration, Plan
+from .api import calibrate, explore, plan, simulate
+from .results import Calibration, Exploration, Plan
 
-__all__ = ["InputError", "Scenario", "Plan", "Exploration", "plan", "simulate", "explore"]
+__all__ = ["InputError", "Scenario", "Plan", "Exploration", "Calibration", "plan", "simulate",
+           "explore", "calibrate"]

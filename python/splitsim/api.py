@@ -1,6 +1,7 @@
 """The calls: plan, simulate, explore. Each checks its arguments (an
 InputError naming the argument), hands the work to splitsim._core, which
 releases the GIL and reports progress, and reshapes the JSON it returns."""
+import contextlib
 import json
 import numbers
 import os
@@ -10,7 +11,7 @@ import pandas as pd
 
 from ._native import _core, input_error
 from .progress import Progress
-from .results import Exploration, Plan
+from .results import Calibration, Exploration, Plan
 from .scenario import Scenario, as_scenario
 
 
@@ -55,8 +56,39 @@ def _list_text(value, where):
     return ",".join(repr(v) if isinstance(v, float) else str(v) for v in items)
 
 
-def _calibration_file(calibration, where="calibration"):
-    return _text(calibration, where)
+class _TemporaryJson:
+    """`data` in a temporary JSON file while in the `with` block: its path."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __enter__(self):
+        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        with f:
+            json.dump(self.data, f)
+        self.path = f.name
+        return self.path
+
+    def __exit__(self, *exc):
+        os.unlink(self.path)
+
+
+class _CalibrationFile:
+    """A calibration argument as a path ("" for none): a file's, or a
+    temporary file's holding a Calibration's JSON."""
+
+    def __init__(self, calibration, where="calibration"):
+        self.calibration, self.where, self.temp = calibration, where, None
+
+    def __enter__(self):
+        if isinstance(self.calibration, Calibration):
+            self.temp = _TemporaryJson(self.calibration.json)
+            return self.temp.__enter__()
+        return _text(self.calibration, self.where)
+
+    def __exit__(self, *exc):
+        if self.temp is not None:
+            self.temp.__exit__(*exc)
 
 
 def plan(scenario, *, variant="", calibration=None, progress=None):
@@ -66,8 +98,8 @@ def plan(scenario, *, variant="", calibration=None, progress=None):
     s = as_scenario(scenario)
     bar = Progress(progress)
     try:
-        handles = _core.plan(*s._source(), _text(variant, "variant"),
-                             _calibration_file(calibration), bar)
+        with _CalibrationFile(calibration) as file:
+            handles = _core.plan(*s._source(), _text(variant, "variant"), file, bar)
     finally:
         bar.close()
     return [Plan(h) for h in handles]
@@ -80,8 +112,8 @@ def _plans_of(what, variant, calibration, progress):
     if isinstance(what, (list, tuple)) and all(isinstance(p, Plan) for p in what):
         plans = [p for p in what if _text(variant, "variant") in p.variant]
         if calibration is not None:
-            plans = [Plan(_core.apply_calibration(p._handle, _calibration_file(calibration)))
-                     for p in plans]
+            with _CalibrationFile(calibration) as file:
+                plans = [Plan(_core.apply_calibration(p._handle, file)) for p in plans]
         if not plans:
             raise input_error("variant", f'no plan\'s variant contains "{variant}"')
         return plans
@@ -127,7 +159,7 @@ def simulate(what, *, variant="", calibration=None, jobs=None, server_order="fif
         bar = Progress(progress)
         try:
             records = json.loads(_core.simulate([p._handle for p in plans], jobs, server_order,
-                                                bar))
+                                                False, bar))
         finally:
             bar.close()
     frame = pd.DataFrame(records)
@@ -143,21 +175,18 @@ _SPACE_KEYS = ("objective", "kinds", "chunks", "bandwidths")
 def explore(scenario, *, variant="", space=None, objective=None, kinds=None, chunks=None,
             bandwidths=None, stages=None, client_memory_bytes=None, max_client_mac_share=None,
             calibration=None, top=10, jobs=None, max_simulations=1000, spread_pct=None,
-            progress=None):
+            client=None, progress=None):
     """``splitsim explore`` around a scenario's variant: cut points, codecs,
     chunk counts, schedules and bandwidths searched, screened and simulated.
     space: an explore space file or dict (schema splitsim.explore/1); the
     other arguments override it as the command's flags do (lists for
-    kinds, chunks and bandwidths). An Exploration (.ranking, .front, .json)."""
+    kinds, chunks and bandwidths). client: a dask.distributed.Client runs
+    the simulations on its cluster. An Exploration (.ranking, .front, .json)."""
     s = as_scenario(scenario)
     flags = _core.SpaceFlags()
-    owned = None
-    try:
+    with contextlib.ExitStack() as stack:
         if isinstance(space, dict):
-            owned = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-            json.dump(space, owned)
-            owned.close()
-            flags.space_file = owned.name
+            flags.space_file = stack.enter_context(_TemporaryJson(space))
         else:
             flags.space_file = _text(space, "space")
         flags.objective = _text(objective, "objective")
@@ -169,19 +198,39 @@ def explore(scenario, *, variant="", space=None, objective=None, kinds=None, chu
                                            1 << 62)
         flags.max_client_mac_share = _number(max_client_mac_share, "max_client_mac_share", -1,
                                              0, 1)
-        flags.calibration = _calibration_file(calibration)
-        bar = Progress(progress)
-        try:
-            report = _core.explore(*s._source(), _text(variant, "variant"), flags,
-                                   _count(top, "top", 10), _count(jobs, "jobs", 0, 1, 1024),
-                                   _count(max_simulations, "max_simulations", 1000),
-                                   _number(spread_pct, "spread_pct", -1, 0, 99), bar)
-        finally:
-            bar.close()
-    finally:
-        if owned is not None:
-            os.unlink(owned.name)
+        flags.calibration = stack.enter_context(_CalibrationFile(calibration))
+        simulate_fn = None
+        if client is not None:
+            from .distributed import explorer_simulate
+            simulate_fn = explorer_simulate(client)
+        bar = stack.enter_context(contextlib.closing(Progress(progress)))
+        report = _core.explore(*s._source(), _text(variant, "variant"), flags,
+                               _count(top, "top", 10), _count(jobs, "jobs", 0, 1, 1024),
+                               _count(max_simulations, "max_simulations", 1000),
+                               _number(spread_pct, "spread_pct", -1, 0, 99), simulate_fn, bar)
     return Exploration(json.loads(report))
 
 
-__all__ = ["Scenario", "plan", "simulate", "explore"]
+def calibrate(what, measured, *, variant="", leave_one_out=True, jobs=None, progress=None):
+    """``splitsim calibrate``: fits a calibration to measured runs of the
+    variants of `what` (anything simulate takes). measured: a measured file
+    (CSV with a `variant` column, or exec's metrics JSON), a list of them,
+    or a DataFrame with the CSV's columns. A Calibration (.json, .report,
+    .save(path)); every call that takes `calibration` takes it too."""
+    plans = _plans_of(what, variant, None, progress)
+    with tempfile.TemporaryDirectory() as tmp:
+        if isinstance(measured, pd.DataFrame):
+            files = [os.path.join(tmp, "measured.csv")]
+            measured.to_csv(files[0], index=False)
+        elif isinstance(measured, (str, os.PathLike)):
+            files = [os.fspath(measured)]
+        else:
+            files = [_text(f, "measured") for f in measured]
+        with contextlib.closing(Progress(progress)) as bar:
+            text, report = _core.calibrate([p._handle for p in plans], files,
+                                           bool(leave_one_out), _count(jobs, "jobs", 0, 1, 1024),
+                                           bar)
+    return Calibration(json.loads(text), report)
+
+
+__all__ = ["Scenario", "plan", "simulate", "explore", "calibrate"]

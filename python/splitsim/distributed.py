@@ -1,4 +1,5 @@
-"""Simulations on a Dask cluster (python3-distributed): the plans are made
+"""Simulations on a Dask cluster (python3-distributed), for a sweep
+(simulate) and for the explorer (explore): the plans are made
 here (the model is measured once, in this process), cut into pieces,
 pickled as their exact bytes, simulated by the cluster's workers, each
 piece with as many simulations at once as its worker has threads, and put
@@ -11,7 +12,7 @@ import math
 from .progress import Progress
 
 
-def _simulate_piece(plans, server_order):
+def _simulate_piece(plans, server_order, metrics):
     from distributed import get_worker
 
     from ._native import _core
@@ -19,18 +20,21 @@ def _simulate_piece(plans, server_order):
         jobs = max(1, int(get_worker().nthreads))
     except (ValueError, AttributeError):  # not on a worker (a test calls it directly)
         jobs = 1
-    return json.loads(_core.simulate([p._handle for p in plans], jobs, server_order, None))
+    out = _core.simulate([p._handle for p in plans], jobs, server_order, metrics, None)
+    return json.loads(out)
 
 
-def simulate_on(client, plans, server_order, progress=None, pieces_per_thread=4):
-    """The CSV records of `plans`, simulated on `client`'s cluster, in order."""
+def simulate_on(client, plans, server_order, progress=None, metrics=False, pieces_per_thread=4):
+    """The CSV records (with `metrics`: the metrics objects) of `plans`,
+    simulated on `client`'s cluster, in order."""
     from distributed import as_completed
 
     progress = progress or Progress(False)
     threads = max(1, sum(client.nthreads().values()))
     size = max(1, math.ceil(len(plans) / (pieces_per_thread * threads)))
     pieces = [plans[i:i + size] for i in range(0, len(plans), size)]
-    futures = client.map(_simulate_piece, pieces, server_order=server_order, pure=False)
+    futures = client.map(_simulate_piece, pieces, server_order=server_order, metrics=metrics,
+                         pure=False)
     index = {f.key: i for i, f in enumerate(futures)}
     results = [None] * len(pieces)
     done = 0
@@ -42,3 +46,13 @@ def simulate_on(client, plans, server_order, progress=None, pieces_per_thread=4)
     finally:
         progress.close()
     return [record for piece in results for record in piece]
+
+
+def explorer_simulate(client):
+    """The explorer's simulate function on `client`'s cluster: PlanHandles in,
+    their metrics' JSON array out (what splitsim._core.explore calls)."""
+    from .results import Plan
+
+    def simulate(handles):
+        return json.dumps(simulate_on(client, [Plan(h) for h in handles], "fifo", metrics=True))
+    return simulate

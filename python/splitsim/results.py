@@ -94,3 +94,22 @@ class Exploration:
     def __repr__(self):
         return (f"Exploration({self.json.get('scenario')!r}: {len(self.ranking)} ranked, "
                 f"{len(self.front)} on the front)")
+
+
+class Calibration:
+    """A fitted calibration (schema splitsim.calibration/1,
+    sim/calibrate/README.md): ``json`` (the file's object), ``report`` (the
+    fit as ``splitsim calibrate`` prints it: parameters, rows, leave-one-out
+    errors) and ``save(path)``."""
+
+    def __init__(self, data, report=""):
+        self.json = data
+        self.report = report
+
+    def save(self, path):
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.json, f, indent=2)
+            f.write("\n")
+
+    def __repr__(self):
+        return f"Calibration({len(self.json.get('parties', {}))} parties)"

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "splitsim/calibrate/calibrate.h"
 #include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/library_logs.h"
@@ -86,22 +87,44 @@ std::vector<Plan> plan_variants(const ScenarioSource& source, const std::string&
 }
 
 // The plans simulated, `jobs` at once, in pieces so that progress and Ctrl-C
-// are seen between them: each one's CSV record (csv_record), a JSON array.
+// are seen between them: each one's CSV record (csv_record), or with
+// `metrics` its whole metrics object, as a JSON array.
 std::string simulate_plans(const std::vector<Plan>& plans, int jobs,
-                           const std::string& server_order, const Reporter& report) {
+                           const std::string& server_order, bool metrics, const Reporter& report) {
   SimOptions options;
   options.server_order = parse_server_order(server_order, "server_order");
   jobs = default_jobs(jobs);
   const size_t piece = std::max<size_t>(64, 16 * static_cast<size_t>(jobs));
-  nlohmann::ordered_json records = nlohmann::ordered_json::array();
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (size_t first = 0; first < plans.size(); first += piece) {
     report("simulate", first, plans.size());
     const std::vector<Plan> part(plans.begin() + first,
                                  plans.begin() + std::min(plans.size(), first + piece));
-    for (const Metrics& m : simulate_metrics(part, options, jobs)) records.push_back(csv_record(m));
+    for (const Metrics& m : simulate_metrics(part, options, jobs)) {
+      if (metrics)
+        out.push_back(nlohmann::ordered_json::parse(nlohmann::json(m).dump()));
+      else
+        out.push_back(csv_record(m));
+    }
   }
   report("simulate", plans.size(), plans.size());
-  return records.dump();
+  return out.dump();
+}
+
+// `simulate(plans)` -> the metrics' JSON array, a Python callable (the Dask
+// path), as the explorer's simulate function.
+std::function<std::vector<Metrics>(const std::vector<Plan>&)> python_simulate(
+    const py::object& simulate) {
+  if (simulate.is_none()) return nullptr;
+  // A handle, not an object: copies of this function are made without the
+  // GIL, so they must not count references. The caller keeps it alive.
+  const py::handle fn = simulate;
+  return [fn](const std::vector<Plan>& plans) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    const std::string text = fn(plans).cast<std::string>();
+    return nlohmann::json::parse(text).get<std::vector<Metrics>>();
+  };
 }
 
 // One plan's timeline, column by column.
@@ -132,7 +155,7 @@ std::string timeline_columns(const Plan& plan, const std::string& server_order) 
 // the first selected variant.
 std::string explore_variant(const ScenarioSource& source, const std::string& variant,
                             const SpaceFlags& space, int top, int jobs, int max_simulations,
-                            double spread_pct, const Reporter& report) {
+                            double spread_pct, const py::object& simulate, const Reporter& report) {
   Workspace ws(source, report.notes("measure"), ScenarioNeeds::kModel);
   if (!variant.empty()) ws.select_one(variant, "explore searches around");
   const ScenarioVariant& v = ws.variants().front();
@@ -141,6 +164,7 @@ std::string explore_variant(const ScenarioSource& source, const std::string& var
   options.max_simulations = max_simulations;
   options.spread_top = static_cast<size_t>(top);
   if (spread_pct >= 0) options.spread = spread_pct / 100;
+  options.simulate = python_simulate(simulate);
   options.progress = [&report](const ExploreProgress& p) {
     report("simulate", p.simulated, p.to_simulate,
            std::to_string(p.candidates) + " feasible candidates");
@@ -166,6 +190,27 @@ std::string model_report(const ScenarioSource& source, const std::string& what,
   else
     print_units(out, ws.model(v), v.scenario.optimizer, true);
   return out.str();
+}
+
+// `splitsim calibrate`: the plans fitted to the measured files' rows, as
+// [the calibration file's JSON, the printed fit].
+std::pair<std::string, std::string> calibrate_plans(const std::vector<Plan>& plans,
+                                                    const std::vector<std::string>& measured,
+                                                    bool leave_one_out, int jobs,
+                                                    const Reporter& report) {
+  std::vector<MeasuredRow> rows;
+  for (const std::string& f : measured) {
+    const std::vector<MeasuredRow> more = read_measured(f);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  CalibrateOptions o;
+  o.jobs = default_jobs(jobs);
+  o.leave_one_out = leave_one_out;
+  o.progress = report.notes("calibrate");
+  const CalibrationFit fit = calibrate(plans, rows, o);
+  std::ostringstream out;
+  print_calibration_fit(out, fit);
+  return {calibration_file_json(fit).dump(2) + "\n", out.str()};
 }
 
 ScenarioSource source_of(std::string text, std::string dir, std::string name) {
@@ -251,13 +296,14 @@ PYBIND11_MODULE(_core, m) {
       "the plan with a calibration file applied", py::arg("plan"), py::arg("file"));
   m.def(
       "simulate",
-      [](const std::vector<Plan>& plans, int jobs, std::string server_order, py::object progress) {
+      [](const std::vector<Plan>& plans, int jobs, std::string server_order, bool metrics,
+         py::object progress) {
         const Reporter report(std::move(progress));
         py::gil_scoped_release release;
-        return simulate_plans(plans, jobs, server_order, report);
+        return simulate_plans(plans, jobs, server_order, metrics, report);
       },
-      "the plans simulated: their CSV records, a JSON array", py::arg("plans"), py::arg("jobs"),
-      py::arg("server_order"), py::arg("progress"));
+      "the plans simulated: their CSV records (or metrics), a JSON array", py::arg("plans"),
+      py::arg("jobs"), py::arg("server_order"), py::arg("metrics"), py::arg("progress"));
   m.def(
       "timeline",
       [](const Plan& plan, std::string server_order) {
@@ -268,15 +314,29 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "explore",
       [](std::string text, std::string dir, std::string name, std::string variant, SpaceFlags space,
-         int top, int jobs, int max_simulations, double spread_pct, py::object progress) {
+         int top, int jobs, int max_simulations, double spread_pct, py::object simulate,
+         py::object progress) {
         const Reporter report(std::move(progress));
         py::gil_scoped_release release;
         return explore_variant(source_of(std::move(text), std::move(dir), std::move(name)), variant,
-                               space, top, jobs, max_simulations, spread_pct, report);
+                               space, top, jobs, max_simulations, spread_pct, simulate, report);
       },
-      "explore --json's report", py::arg("text"), py::arg("dir"), py::arg("name"),
-      py::arg("variant"), py::arg("space"), py::arg("top"), py::arg("jobs"),
-      py::arg("max_simulations"), py::arg("spread_pct"), py::arg("progress"));
+      "explore --json's report; simulate: None, or a callable from a list of PlanHandles to "
+      "their metrics' JSON array",
+      py::arg("text"), py::arg("dir"), py::arg("name"), py::arg("variant"), py::arg("space"),
+      py::arg("top"), py::arg("jobs"), py::arg("max_simulations"), py::arg("spread_pct"),
+      py::arg("simulate"), py::arg("progress"));
+
+  m.def(
+      "calibrate",
+      [](const std::vector<Plan>& plans, const std::vector<std::string>& measured,
+         bool leave_one_out, int jobs, py::object progress) {
+        const Reporter report(std::move(progress));
+        py::gil_scoped_release release;
+        return calibrate_plans(plans, measured, leave_one_out, jobs, report);
+      },
+      "(calibration file JSON, the fit as calibrate prints it)", py::arg("plans"),
+      py::arg("measured"), py::arg("leave_one_out"), py::arg("jobs"), py::arg("progress"));
 
   py::class_<SpaceFlags>(m, "SpaceFlags")
       .def(py::init<>())

@@ -3,7 +3,6 @@ another exception, a crash or a hang; Ctrl-C stops a long call."""
 import copy
 import json
 import os
-import random
 import signal
 import subprocess
 import sys

@@ -80,3 +80,17 @@ def test_a_module_that_does_not_script_is_an_input_error():
     with pytest.raises(splitsim.InputError) as e:
         splitsim.Scenario(model=Untyped(), example_input=torch.zeros(2, 3), **FIELDS)
     assert e.value.where == "model"
+
+
+def test_a_partition_names_a_sequential_child_by_its_index():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU()),
+        torch.nn.Flatten(), torch.nn.Linear(8 * 16 * 16, 10))
+    fields = {**FIELDS, "partition": [{"party": "client", "from": "0", "to": "1"},
+                                      {"party": "server", "from": "2", "to": "2"},
+                                      {"party": "client", "from": "3", "to": "4"}]}
+    s = splitsim.Scenario(model=model, example_input=torch.zeros(4, 3, 16, 16), **fields)
+    plan = splitsim.plan(s, progress=False)[0]
+    assert [list(u) for u in plan.stages["units"]] == [["0", "1"], ["2.0", "2.1"], ["3", "4"]]

@@ -148,3 +148,32 @@ def test_explore_ranks_as_the_cli_does():
     assert list(e.front["label"]) == [c["label"] for c in cli["front"]]
     assert e.ranking["on_front"].sum() == len(set(e.front["label"]) & set(e.ranking["label"]))
     assert len(e.ranking) == cli["simulated"]
+
+
+def test_progress_reaches_stderr_when_asked(capfd):
+    splitsim.simulate(os.path.join(SCENARIOS, "mobilenet_v2_ushape.json"), progress=True)
+    err = capfd.readouterr().err
+    assert "simulate" in err and "15/15" in err and "plan" in err
+    splitsim.simulate(os.path.join(SCENARIOS, "mobilenet_v2_ushape.json"), progress=False)
+    assert "simulate" not in capfd.readouterr().err
+
+
+def test_calibrate_fits_as_the_cli_does_and_simulate_takes_the_result(tmp_path):
+    # The K2 variants of a small scenario (a fit simulates many times).
+    path = os.path.join(SCENARIOS, "resnet20_kstage.json")
+    sim = splitsim.simulate(path, variant="partition=K2", progress=False)
+    # "Measured": every variant 25% slower than predicted.
+    measured = pd.DataFrame({"variant": sim["variant"],
+                             "time_per_batch_s": sim["time_per_batch_s"] * 1.25})
+    cal = splitsim.calibrate(path, measured, variant="partition=K2", leave_one_out=False,
+                             progress=False)
+    csv, out = tmp_path / "measured.csv", tmp_path / "calibration.json"
+    measured.to_csv(csv, index=False)
+    run_cli("calibrate", path, "--measured", str(csv), "-o", str(out), "--no-leave-one-out")
+    assert cal.json == json.loads(out.read_text())
+    assert cal.report.strip()  # the fit as the command prints it
+    after = splitsim.simulate(path, variant="partition=K2", calibration=cal, progress=False)
+    from_file = splitsim.simulate(path, variant="partition=K2", calibration=out, progress=False)
+    pd.testing.assert_frame_equal(after, from_file, check_exact=True)
+    error = lambda f: (f["time_per_batch_s"] / measured["time_per_batch_s"] - 1).abs().median()  # noqa: E731
+    assert error(after) < error(sim) / 3
