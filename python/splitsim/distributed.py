@@ -17,7 +17,9 @@ def _simulate_piece(plans, server_order, metrics):
 
     from ._native import _core
     try:
-        jobs = max(1, int(get_worker().nthreads))
+        worker = get_worker()
+        state = getattr(worker, "state", worker)  # Worker.state.nthreads from distributed 2022.12
+        jobs = max(1, int(state.nthreads))
     except (ValueError, AttributeError):  # not on a worker (a test calls it directly)
         jobs = 1
     out = _core.simulate([p._handle for p in plans], jobs, server_order, metrics, None)

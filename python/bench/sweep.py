@@ -2,7 +2,7 @@
 """The Python package's speed against the command line's, and Dask's scaling
 (python/README.md; a benchmark, not a test).
 
-usage: PYTHONPATH=build/python /usr/bin/python3 python/bench_sweep.py [--repeat 3]
+usage: PYTHONPATH=build/python /usr/bin/python3 python/bench/sweep.py [--repeat 3]
        [--variants 5000] [--bin build/cli/splitsim]
 
 1. A 5,000-variant sweep (the default scenario's 15 variants x link
@@ -23,7 +23,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCENARIO = os.path.join(HERE, "..", "scenarios", "mobilenet_v2_ushape.json")
+SCENARIO = os.path.join(HERE, "..", "..", "scenarios", "mobilenet_v2_ushape.json")
 
 
 def steal_jiffies():
@@ -60,7 +60,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--variants", type=int, default=5000)
-    ap.add_argument("--bin", default=os.path.join(HERE, "..", "build", "cli", "splitsim"))
+    ap.add_argument("--bin", default=os.path.join(HERE, "..", "..", "build", "cli", "splitsim"))
     a = ap.parse_args()
     steal0, total0 = steal_jiffies()
     with tempfile.TemporaryDirectory() as tmp:
