@@ -80,7 +80,7 @@ def main():
         plans = splitsim.plan(path, progress=False)
         rates = {1: [], 2: []}
         clusters = {w: distributed.LocalCluster(n_workers=w, threads_per_worker=1,
-                                                processes=True, dashboard_address=None)
+                                                processes=True, dashboard_address=":0")
                     for w in (1, 2)}
         try:
             clients = {w: distributed.Client(c) for w, c in clusters.items()}

@@ -14,7 +14,7 @@ distributed = pytest.importorskip("distributed")
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
         assert len(c.nthreads()) == 2
         yield c
