@@ -9,8 +9,8 @@ The same figures as the ``splitsim`` command line (``simulate --json``,
 """
 from ._native import InputError
 from .scenario import Scenario
-from .api import calibrate, explore, plan, simulate
-from .results import Calibration, Exploration, Plan
+from .api import calibrate, explore, plan, simulate, validate
+from .results import Calibration, Exploration, Plan, Validation
 
-__all__ = ["InputError", "Scenario", "Plan", "Exploration", "Calibration", "plan", "simulate",
-           "explore", "calibrate"]
+__all__ = ["InputError", "Scenario", "Plan", "Exploration", "Calibration", "Validation", "plan",
+           "simulate", "explore", "calibrate", "validate"]

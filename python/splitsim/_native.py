@@ -1,5 +1,5 @@
 """Loads the extension module splitsim._core after telling it where the
-simulation worker and the shipped scenarios are (_layout.py, written by the
+simulation worker, the splitsim executable and the shipped scenarios are (_layout.py, written by the
 build: paths relative to this package). Variables already set win."""
 import os
 
@@ -15,6 +15,8 @@ def _beside(parts):
 # Without a worker executable the C++ side would fork this interpreter for
 # each simulation worker; the worker beside the build is always used.
 os.environ.setdefault("SPLITSIM_SIMWORKER", _beside(_layout.WORKER))
+# validate runs `splitsim exec` for each party: the executable of this build.
+os.environ.setdefault("SPLITSIM_EXEC_BIN", _beside(_layout.SPLITSIM))
 if os.path.isdir(_beside(_layout.DATA)):
     os.environ.setdefault("SPLITSIM_DATA_DIR", _beside(_layout.DATA))
 

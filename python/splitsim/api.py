@@ -11,7 +11,7 @@ import pandas as pd
 
 from ._native import _core, input_error
 from .progress import Progress
-from .results import Calibration, Exploration, Plan
+from .results import Calibration, Exploration, Plan, Validation
 from .scenario import Scenario, as_scenario
 
 
@@ -233,4 +233,33 @@ def calibrate(what, measured, *, variant="", leave_one_out=True, jobs=None, prog
     return Calibration(json.loads(text), report)
 
 
-__all__ = ["Scenario", "plan", "simulate", "explore", "calibrate"]
+def validate(scenarios, *, variant="", link_rate=None, calibration=None, quick=False, repeat=3,
+             iterations=None, timeout_s=300, keep_going=False, progress=None):
+    """``splitsim validate --matrix``: the selected variants predicted and run
+    for real (``splitsim exec``, client and server processes; as root over a
+    shaped veth pair between two network namespaces, else over loopback),
+    repeated and interleaved. scenarios: a scenario file, a Scenario read from
+    one, or a list of them (the parties read the files). A Validation
+    (.errors, .summary, .json, .ok)."""
+    items = scenarios if isinstance(scenarios, (list, tuple)) else [scenarios]
+    files = []
+    for item in items:
+        if isinstance(item, Scenario):
+            if item._name.startswith("<"):
+                raise input_error("scenarios", "validate runs the parties on scenario files; "
+                                  "this Scenario was made from a dict: save it as a file first")
+            files.append(item._name)
+        else:
+            files.append(_text(item, "scenarios"))
+    with contextlib.ExitStack() as stack:
+        calibration_path = stack.enter_context(_CalibrationFile(calibration))
+        bar = stack.enter_context(contextlib.closing(Progress(progress)))
+        ok, report = _core.validate(
+            files, _text(variant, "variant"), _text(link_rate, "link_rate"), calibration_path,
+            bool(quick), _count(repeat, "repeat", 3, 1, 100),
+            _count(iterations, "iterations", 0, 1, 1 << 30),
+            _number(timeout_s, "timeout_s", 300, 1, 86400), bool(keep_going), bar)
+    return Validation(json.loads(report), ok)
+
+
+__all__ = ["Scenario", "plan", "simulate", "explore", "calibrate", "validate"]

@@ -113,3 +113,25 @@ class Calibration:
 
     def __repr__(self):
         return f"Calibration({len(self.json.get('parties', {}))} parties)"
+
+
+class Validation:
+    """validate's report (``validate --matrix --json``, exec/validate/README.md):
+    ``errors``, one row per run and metric (variant, chunks, metric, predicted,
+    measured, error_pct); ``summary`` (the medians, p90s and targets);
+    ``json``; ``ok`` (False when a run failed: its ``failure`` is in json)."""
+
+    def __init__(self, report, ok=True):
+        self.json = report
+        self.ok = ok
+        self.summary = report.get("summary", {})
+        rows = []
+        for run in report.get("runs", []):
+            for metric, e in run.get("errors", {}).items():
+                rows.append({"variant": run["variant"], "chunks": run.get("chunks"),
+                             "metric": metric, "predicted": e["predicted"],
+                             "measured": e["measured"], "error_pct": e["error_pct"]})
+        self.errors = pd.DataFrame(rows)
+
+    def __repr__(self):
+        return f"Validation({len(self.json.get('runs', []))} runs, ok={self.ok})"

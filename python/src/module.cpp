@@ -29,6 +29,7 @@
 #include "splitsim/explore/space_flags.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
+#include "splitsim/validate/validate_command.h"
 
 namespace py = pybind11;
 
@@ -213,6 +214,17 @@ std::pair<std::string, std::string> calibrate_plans(const std::vector<Plan>& pla
   return {calibration_file_json(fit).dump(2) + "\n", out.str()};
 }
 
+// `splitsim validate --matrix --json`: [whether every run succeeded, the
+// report]. Real runs of `splitsim exec` ($SPLITSIM_EXEC_BIN, which the
+// package sets to the splitsim beside it).
+std::pair<bool, std::string> validate_files(ValidateRequest request, const Reporter& report) {
+  request.matrix = true;
+  request.json = true;
+  std::ostringstream out;
+  const bool ok = validate(request, out, report.notes("validate"));
+  return {ok, out.str()};
+}
+
 ScenarioSource source_of(std::string text, std::string dir, std::string name) {
   return {std::move(text), std::move(dir), std::move(name)};
 }
@@ -337,6 +349,30 @@ PYBIND11_MODULE(_core, m) {
       },
       "(calibration file JSON, the fit as calibrate prints it)", py::arg("plans"),
       py::arg("measured"), py::arg("leave_one_out"), py::arg("jobs"), py::arg("progress"));
+
+  m.def(
+      "validate",
+      [](std::vector<std::string> files, std::string variant, std::string link_rate,
+         std::string calibration, bool quick, int repeat, int64_t iterations, double timeout_s,
+         bool keep_going, py::object progress) {
+        ValidateRequest r;
+        r.scenarios = std::move(files);
+        r.variant = std::move(variant);
+        r.link_rate = std::move(link_rate);
+        r.calibration = std::move(calibration);
+        r.quick = quick;
+        r.validator.repeat = repeat;
+        r.validator.iterations = iterations;
+        r.validator.timeout_s = timeout_s;
+        r.validator.keep_going = keep_going;
+        const Reporter report(std::move(progress));
+        py::gil_scoped_release release;
+        return validate_files(std::move(r), report);
+      },
+      "(every run succeeded, validate --matrix --json's report)", py::arg("files"),
+      py::arg("variant"), py::arg("link_rate"), py::arg("calibration"), py::arg("quick"),
+      py::arg("repeat"), py::arg("iterations"), py::arg("timeout_s"), py::arg("keep_going"),
+      py::arg("progress"));
 
   py::class_<SpaceFlags>(m, "SpaceFlags")
       .def(py::init<>())
