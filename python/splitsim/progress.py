@@ -38,19 +38,23 @@ class Progress:
         self.handle = None
         self.last = 0.0
         self.open_line = False
-        self.note = ""
+        self.note = ""    # the last line of its own (measuring a model, ...)
+        self.detail = ""  # what came with the count (explore: feasible candidates)
 
     def __call__(self, phase, done, total, note=""):
+        """A note alone (total 0) is a line of its own (in Jupyter: the text
+        beside the bar); with a total it is shown after the count."""
         if not self.show:
             return
-        if note:
+        if total == 0:
             self.note = note
-            if not self.jupyter:
+            if self.jupyter:
+                self._draw(phase, done, total)
+            elif note:
                 self._end_line()
                 print(note, file=sys.stderr, flush=True)
-            elif total == 0:
-                self._draw(phase, done, total)
             return
+        self.detail = note
         now = time.monotonic()
         if done < total and now - self.last < self.interval_s:
             return
@@ -61,7 +65,8 @@ class Progress:
         if self.jupyter:
             from IPython.display import display
             value = f'<progress value="{done}" max="{max(total, 1)}"></progress>' if total else ""
-            html = _Html(f"<code>{phase} {done}/{total}</code> {value} <small>{self.note}</small>")
+            text = self.detail if total else self.note
+            html = _Html(f"<code>{phase} {done}/{total}</code> {value} <small>{text}</small>")
             if self.handle is None:
                 self.handle = display(html, display_id=True)
             else:
@@ -69,7 +74,8 @@ class Progress:
             return
         width = 30
         filled = width * done // total if total else 0
-        line = f"{phase:<8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+        bar = "#" * filled + "." * (width - filled)
+        line = f"{phase:<8} [{bar}] {done}/{total} {self.detail}"
         if self.tty:
             print("\r" + line, end="", file=sys.stderr, flush=True)
             self.open_line = True

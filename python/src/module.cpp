@@ -229,15 +229,8 @@ ScenarioSource source_of(std::string text, std::string dir, std::string name) {
   return {std::move(text), std::move(dir), std::move(name)};
 }
 
-}  // namespace
-}  // namespace splitsim
-
-PYBIND11_MODULE(_core, m) {
-  using namespace splitsim;
-  m.doc() = "splitsim's C++ libraries; use the splitsim package, not this module";
-  // LibTorch's glog warnings (as the command line does): only errors reach stderr.
-  quiet_library_logs();
-
+// splitsim.InputError, a ValueError with `where`, for every InputError.
+void bind_errors(py::module_& m) {
   static py::handle input_error =
       PyErr_NewException("splitsim.InputError", PyExc_ValueError, nullptr);
   m.attr("InputError") = input_error;
@@ -250,7 +243,10 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetObject(input_error.ptr(), error.ptr());
     }
   });
+}
 
+// The value types that cross: a Plan (as a handle) and the explorer's flags.
+void bind_types(py::module_& m) {
   py::class_<Plan>(m, "PlanHandle")
       .def_property_readonly("variant", [](const Plan& p) { return p.variant; })
       .def("to_json", [](const Plan& p) { return nlohmann::json(p).dump(); })
@@ -259,6 +255,21 @@ PYBIND11_MODULE(_core, m) {
       "plan_from_bytes", [](const py::bytes& b) { return plan_from_bytes(std::string(b)); },
       "a Plan from PlanHandle.to_bytes() of this build", py::arg("data"));
 
+  py::class_<SpaceFlags>(m, "SpaceFlags")
+      .def(py::init<>())
+      .def_readwrite("space_file", &SpaceFlags::space_file)
+      .def_readwrite("objective", &SpaceFlags::objective)
+      .def_readwrite("kinds", &SpaceFlags::kinds)
+      .def_readwrite("chunks", &SpaceFlags::chunks)
+      .def_readwrite("bandwidths", &SpaceFlags::bandwidths)
+      .def_readwrite("stages", &SpaceFlags::stages)
+      .def_readwrite("client_memory_bytes", &SpaceFlags::client_memory_bytes)
+      .def_readwrite("max_client_mac_share", &SpaceFlags::max_client_mac_share)
+      .def_readwrite("calibration", &SpaceFlags::calibration);
+}
+
+// Scenarios to plans: variants, plans, the model's cuts and units.
+void bind_planning(py::module_& m) {
   m.def(
       "variants",
       [](std::string text, std::string dir, std::string name) {
@@ -306,6 +317,10 @@ PYBIND11_MODULE(_core, m) {
         return apply_calibration(plan, load_calibration_file(file));
       },
       "the plan with a calibration file applied", py::arg("plan"), py::arg("file"));
+}
+
+// Plans to figures: simulate, timeline, explore, calibrate, validate.
+void bind_running(py::module_& m) {
   m.def(
       "simulate",
       [](const std::vector<Plan>& plans, int jobs, std::string server_order, bool metrics,
@@ -373,16 +388,17 @@ PYBIND11_MODULE(_core, m) {
       py::arg("variant"), py::arg("link_rate"), py::arg("calibration"), py::arg("quick"),
       py::arg("repeat"), py::arg("iterations"), py::arg("timeout_s"), py::arg("keep_going"),
       py::arg("progress"));
+}
 
-  py::class_<SpaceFlags>(m, "SpaceFlags")
-      .def(py::init<>())
-      .def_readwrite("space_file", &SpaceFlags::space_file)
-      .def_readwrite("objective", &SpaceFlags::objective)
-      .def_readwrite("kinds", &SpaceFlags::kinds)
-      .def_readwrite("chunks", &SpaceFlags::chunks)
-      .def_readwrite("bandwidths", &SpaceFlags::bandwidths)
-      .def_readwrite("stages", &SpaceFlags::stages)
-      .def_readwrite("client_memory_bytes", &SpaceFlags::client_memory_bytes)
-      .def_readwrite("max_client_mac_share", &SpaceFlags::max_client_mac_share)
-      .def_readwrite("calibration", &SpaceFlags::calibration);
+}  // namespace
+}  // namespace splitsim
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "splitsim's C++ libraries; use the splitsim package, not this module";
+  // LibTorch's glog warnings (as the command line does): only errors reach stderr.
+  splitsim::quiet_library_logs();
+  splitsim::bind_errors(m);
+  splitsim::bind_types(m);
+  splitsim::bind_planning(m);
+  splitsim::bind_running(m);
 }
