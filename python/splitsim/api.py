@@ -96,12 +96,8 @@ def plan(scenario, *, variant="", calibration=None, progress=None):
     whose label contains `variant`, as ``splitsim plan`` plans it; with
     `calibration` (a calibration file) applied. A list of Plans."""
     s = as_scenario(scenario)
-    bar = Progress(progress)
-    try:
-        with _CalibrationFile(calibration) as file:
-            handles = _core.plan(*s._source(), _text(variant, "variant"), file, bar)
-    finally:
-        bar.close()
+    with _CalibrationFile(calibration) as file, contextlib.closing(Progress(progress)) as bar:
+        handles = _core.plan(*s._source(), _text(variant, "variant"), file, bar)
     return [Plan(h) for h in handles]
 
 
@@ -117,22 +113,11 @@ def _plans_of(what, variant, calibration, progress):
         if not plans:
             raise input_error("variant", f'no plan\'s variant contains "{variant}"')
         return plans
-    if isinstance(what, (str, os.PathLike)) and _is_plan_file(os.fspath(what)):
-        with open(os.fspath(what), encoding="utf-8") as f:
-            data = json.load(f)
-        return _plans_of([Plan.from_json(p) for p in (data if isinstance(data, list) else [data])],
-                         variant, calibration, progress)
+    if isinstance(what, (str, os.PathLike)):
+        handles = _core.plan_file(os.fspath(what))
+        if handles is not None:
+            return _plans_of([Plan(h) for h in handles], variant, calibration, progress)
     return plan(what, variant=variant, calibration=calibration, progress=progress)
-
-
-def _is_plan_file(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return False  # the scenario reader says why
-    first = data[0] if isinstance(data, list) and data else data
-    return isinstance(first, dict) and first.get("schema") == "splitsim.plan/1"
 
 
 def simulate(what, *, variant="", calibration=None, jobs=None, server_order="fifo",
@@ -156,12 +141,9 @@ def simulate(what, *, variant="", calibration=None, jobs=None, server_order="fif
         from .distributed import simulate_on
         records = simulate_on(client, plans, server_order, Progress(progress))
     else:
-        bar = Progress(progress)
-        try:
+        with contextlib.closing(Progress(progress)) as bar:
             records = json.loads(_core.simulate([p._handle for p in plans], jobs, server_order,
                                                 False, bar))
-        finally:
-            bar.close()
     frame = pd.DataFrame(records)
     if not timeline:
         return frame

@@ -2,6 +2,7 @@
 (scenarios/FORMAT.md), from a file, a dict or keyword arguments, or around
 a live torch.nn.Module. Checked when made: a bad field raises InputError
 naming its JSON path, as the command line says it."""
+import contextlib
 import copy
 import json
 import os
@@ -126,11 +127,8 @@ class Scenario:
 
     def _model_report(self, what, progress):
         from .progress import Progress
-        bar = Progress(progress)
-        try:
+        with contextlib.closing(Progress(progress)) as bar:
             return json.loads(_core.model_report(*self._source(), what, bar))
-        finally:
-            bar.close()
 
     def to_dict(self):
         return json.loads(self._text)

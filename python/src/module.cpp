@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "splitsim/calibrate/calibrate.h"
 #include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/library_logs.h"
 #include "splitsim/costmodel/model_report.h"
 #include "splitsim/costmodel/plan.h"
@@ -96,20 +98,21 @@ std::string simulate_plans(const std::vector<Plan>& plans, int jobs,
   options.server_order = parse_server_order(server_order, "server_order");
   jobs = default_jobs(jobs);
   const size_t piece = std::max<size_t>(64, 16 * static_cast<size_t>(jobs));
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  nlohmann::json whole = nlohmann::json::array();
+  nlohmann::ordered_json records = nlohmann::ordered_json::array();  // the CSV's column order
   for (size_t first = 0; first < plans.size(); first += piece) {
     report("simulate", first, plans.size());
     const std::vector<Plan> part(plans.begin() + first,
                                  plans.begin() + std::min(plans.size(), first + piece));
     for (const Metrics& m : simulate_metrics(part, options, jobs)) {
       if (metrics)
-        out.push_back(nlohmann::ordered_json::parse(nlohmann::json(m).dump()));
+        whole.push_back(m);
       else
-        out.push_back(csv_record(m));
+        records.push_back(csv_record(m));
     }
   }
   report("simulate", plans.size(), plans.size());
-  return out.dump();
+  return metrics ? whole.dump() : records.dump();
 }
 
 // `simulate(plans)` -> the metrics' JSON array, a Python callable (the Dask
@@ -299,6 +302,21 @@ void bind_planning(py::module_& m) {
       },
       "plan --list-cuts/--units --json of the first variant's model", py::arg("text"),
       py::arg("dir"), py::arg("name"), py::arg("what"), py::arg("progress"));
+  m.def(
+      "plan_file",
+      [](const std::string& file) -> std::optional<std::vector<Plan>> {
+        nlohmann::json j;
+        try {
+          j = parse_json_file(file, "scenario or plan file");
+        } catch (const InputError&) {
+          return std::nullopt;  // not readable JSON: the scenario reader says why
+        }
+        if (!is_plan_json(j)) return std::nullopt;
+        return load_plan_file(file);
+      },
+      "the Plans of a plan file (what plan --json writes), None for any other file, as "
+      "simulate tells them apart",
+      py::arg("file"));
   m.def(
       "plan_from_json",
       [](const std::string& text) {
