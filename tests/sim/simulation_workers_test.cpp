@@ -175,6 +175,12 @@ TEST_F(SimulationWorkersStartTest, AWorkerThatDiesFailsItsSimulationWithItsName)
   const std::string script = std::string(dir) + "/dies";
   std::ofstream(script) << "#!/bin/sh\nexit 3\n";
   ::chmod(script.c_str(), 0700);
+  // The death test's child runs this body again from the start (its own directory), so it
+  // removes its directory before it exits.
+  const auto remove_script = [&] {
+    ::unlink(script.c_str());
+    ::rmdir(dir);
+  };
   EXPECT_EXIT(
       {
         ::setenv("SPLITSIM_SIMWORKER", script.c_str(), 1);
@@ -184,13 +190,14 @@ TEST_F(SimulationWorkersStartTest, AWorkerThatDiesFailsItsSimulationWithItsName)
           simulate_metrics({p}, {}, 1);
         } catch (const std::runtime_error& e) {
           std::fprintf(stderr, "%s\n", e.what());
+          remove_script();
           std::_Exit(0);
         }
+        remove_script();
         std::_Exit(1);
       },
       ::testing::ExitedWithCode(0), "simulation of \"lost\" failed: the simulation worker died");
-  ::unlink(script.c_str());
-  ::rmdir(dir);
+  remove_script();
 }
 
 }  // namespace
