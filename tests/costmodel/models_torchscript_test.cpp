@@ -15,7 +15,9 @@
 #include "model_test_util.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/measure.h"
+#include "splitsim/costmodel/memory_account.h"
 #include "splitsim/costmodel/model_zoo.h"
+#include "splitsim/costmodel/planner.h"
 #include "splitsim/costmodel/scenario.h"
 
 namespace splitsim {
@@ -174,6 +176,57 @@ TEST(ModelTorchScriptTest, GlueInForwardJoinsTheUnitBeforeIt) {
   const torch::Tensor x = m.make_input(3, 0);
   const torch::Tensor decoded = torch::matmul(m.forward(x, 0, 0), m.units[1]->parameters()[0]);
   EXPECT_TRUE(torch::allclose(m.forward(x), decoded + 1.0));
+}
+
+// lin -> act (ReLU in place, so the unit runs on a copy of its input) ->
+// dec, [B,4] -> [B,3]: act keeps its own result, not its input, so lin's
+// output is freed after act's forward when both run in one stage.
+TEST(ModelTorchScriptTest, AStageHoldsTheOutputOfAUnitOnlyWhereTheNextUnitKeepsIt) {
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module lin("Lin", cu), act("Act", cu), dec("Dec", cu), net("InPlace", cu);
+  lin.register_parameter("weight", torch::randn({4, 64}).requires_grad_(), false);
+  lin.define("def forward(self, x):\n  return torch.matmul(x, self.weight)\n");
+  act.define("def forward(self, x):\n  return torch.relu_(x)\n");
+  dec.register_parameter("weight", torch::randn({64, 3}).requires_grad_(), false);
+  dec.define("def forward(self, x):\n  return torch.matmul(x, self.weight)\n");
+  net.register_module("lin", lin);
+  net.register_module("act", act);
+  net.register_module("dec", dec);
+  net.define(
+      "def forward(self, x):\n  return self.dec.forward(self.act.forward(self.lin.forward(x)))\n");
+  TempFile file("in_place");
+  net.save(file.path());
+
+  Scenario sc;
+  sc.name = "in_place";
+  sc.batch_size = 8;
+  sc.model = torchscript_spec(file.path());
+  sc.partition = {{"client", "lin", "act"}, {"server", "dec", "dec"}};
+  sc.compression.resize(1);
+  sc.devices = {{"client", "d"}, {"server", "d"}};
+  DeviceProfile dev;
+  dev.name = "d";
+  dev.peak_flops = 1e12;
+  dev.memory_bandwidth_Bps = 1e10;
+  const ModelProfile profile = measure_model(sc.model, sc.batch_size);
+  ASSERT_EQ(profile.units.size(), 3u);
+  EXPECT_FALSE(profile.units[1].keeps_input);  // act: relu_ on its own copy
+  EXPECT_TRUE(profile.units[2].keeps_input);   // dec: its weight's gradient needs it
+  EXPECT_EQ(profile.units[0].output_stash_bytes_per_sample, 64 * 4);
+  const Plan plan = make_plan(sc, profile, {{"client", dev}, {"server", dev}});
+
+  // What the client's chain holds after its forward, as exec runs it.
+  SplitModel m = build_model(sc.model);
+  m.train(true);
+  const torch::Tensor x = m.make_input(sc.batch_size, 0);
+  MemoryAccount memory;
+  torch::Tensor y;
+  {
+    MemoryAccount::Join joined(memory);
+    y = m.forward(x, 0, 1);
+  }
+  EXPECT_EQ(memory.live_bytes(), sc.batch_size * 64 * 4);
+  EXPECT_EQ(plan.stages[0].stash_bytes_per_microbatch, memory.live_bytes());
 }
 
 TEST(ModelTorchScriptTest, UnreadableFilesThrowInputError) {

@@ -78,6 +78,8 @@ void to_json(nlohmann::json& j, const UnitProfile& u) {
        {"trainable_param_count", u.trainable_param_count()},
        {"trainable_param_bytes", u.trainable_param_bytes()},
        {"stash_bytes_per_sample", u.stash_bytes_per_sample},
+       {"output_stash_bytes_per_sample", u.output_stash_bytes_per_sample},
+       {"keeps_input", u.keeps_input},
        {"bwd_work_bytes_per_sample", u.bwd_work_bytes_per_sample},
        {"loss_stash_bytes_per_sample", u.loss_stash_bytes_per_sample},
        {"loss_bwd_work_bytes_per_sample", u.loss_bwd_work_bytes_per_sample},
@@ -97,6 +99,9 @@ void from_json(const nlohmann::json& j, UnitProfile& u) {
   u.frozen_param_count = u.param_count - j.value("trainable_param_count", u.param_count);
   u.frozen_param_bytes = u.param_bytes - j.value("trainable_param_bytes", u.param_bytes);
   u.stash_bytes_per_sample = j.at("stash_bytes_per_sample").get<int64_t>();
+  // Files written before these were measured: every output held.
+  u.output_stash_bytes_per_sample = j.value("output_stash_bytes_per_sample", int64_t{0});
+  u.keeps_input = j.value("keeps_input", true);
   // Files written before the backward's working memory was measured: none.
   u.bwd_work_bytes_per_sample = j.value("bwd_work_bytes_per_sample", int64_t{0});
   u.loss_stash_bytes_per_sample = j.value("loss_stash_bytes_per_sample", int64_t{0});

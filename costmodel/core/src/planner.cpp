@@ -168,6 +168,15 @@ int64_t unit_stash(const PlanContext& c, const UnitProfile& u) {
   return std::llround(c.halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
          u.loss_stash_bytes_per_sample;
 }
+// Unit i's stash in a stage whose last unit is `last`: without its output
+// when the next unit of the stage does not keep its input (the units of a
+// stage run as one chain, so that output is freed after the next forward).
+int64_t unit_stash_in_stage(const PlanContext& c, int i, int last) {
+  const UnitProfile& u = c.model.units[i];
+  const bool output_freed = i < last && !c.model.units[i + 1].keeps_input;
+  if (!output_freed) return unit_stash(c, u);
+  return unit_stash(c, u) - std::llround(c.halves * u.output_stash_bytes_per_sample);
+}
 int64_t unit_work(const PlanContext& c, const UnitProfile& u) {
   return std::llround(c.halves * (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
          u.loss_bwd_work_bytes_per_sample;
@@ -217,7 +226,7 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
     st.param_bytes += model.units[i].param_bytes;
     st.frozen_param_count += model.units[i].frozen_param_count;
     st.frozen_param_bytes += model.units[i].frozen_param_bytes;
-    st.stash_bytes_per_microbatch += unit_stash(c, model.units[i]) * b_max;
+    st.stash_bytes_per_microbatch += unit_stash_in_stage(c, i, last) * b_max;
   }
   // The stage's input per sample: the batch's (stage 0) or what it
   // receives from the stage before.
@@ -247,7 +256,7 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
     const UnitProfile& u = model.units[i];
     const int64_t received = i == last && k + 1 < K ? u.output_bytes() : 0;
     st.work_bytes = std::max(st.work_bytes, (unit_work(c, u) + received - freed) * b_max);
-    freed += unit_stash(c, u);
+    freed += unit_stash_in_stage(c, i, last);
   }
   st.fwd_per_batch = sum_units(model, first, last, false).scaled(sc.batch_size);
   st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);

@@ -105,6 +105,39 @@ void describe_unit(const SplitModel& model, int i, const torch::Tensor& output, 
   }
 }
 
+// Whether the unit's backward keeps its input (or a view of it) alive: run
+// it once more on a copy with a storage of its own that nothing but the
+// unit's graph can hold (a clone, not a leaf: no gradient accumulator holds
+// it), let the copy go and see whether its storage outlives it. In a split
+// run the units of a stage run as one chain, so the output of the unit
+// before is freed after this forward when the answer is no (ReLU(inplace)
+// on a copy, a residual add, a view the next unit does not keep).
+bool keeps_input(SplitModel& model, int i, const torch::Tensor& input, bool requires_grad) {
+  // The extra forward leaves the random stream (dropout) as it found it.
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  const torch::Tensor random_state = generator.get_state();
+  torch::Tensor copy = input.detach().requires_grad_(requires_grad).clone();
+  const auto storage = copy.storage().getWeakStorageImpl();
+  const torch::Tensor output = model.units[i]->forward(copy);
+  copy = torch::Tensor();
+  const bool kept = !storage.expired();
+  generator.set_state(random_state);
+  return kept;
+}
+
+// The bytes of the unit's stash that are its output's storage: none when
+// the output is a view of its input or of a parameter (the stash counts what
+// the unit created).
+int64_t output_stash_bytes(SplitModel& model, int i, const torch::Tensor& input,
+                           const torch::Tensor& output) {
+  if (output.is_alias_of(input)) return 0;
+  for (const auto& t : model.units[i]->parameters())
+    if (output.is_alias_of(t)) return 0;
+  for (const auto& t : model.units[i]->buffers())
+    if (output.is_alias_of(t)) return 0;
+  return static_cast<int64_t>(output.storage().nbytes());
+}
+
 // Forward, unit by unit, each on a detached copy of its input so that the
 // backward of each unit can be observed on its own (as a split run does).
 // The copy asks for a gradient only where the whole model would compute
@@ -121,15 +154,19 @@ void forward_units(SplitModel& model, const torch::Tensor& input, bool meta, int
     std::vector<torch::Tensor> existing = model.units[i]->parameters();
     for (const torch::Tensor& b : model.units[i]->buffers()) existing.push_back(b);
     existing.push_back(pass->inputs[i]);
-    TensorBytes stash(meta, existing);
+    UnitProfile& u = profile->units[i];
     {
+      TensorBytes stash(meta, existing);
       MacCounter counter;
       pass->outputs[i] = model.units[i]->forward(pass->inputs[i]);
       pass->fwd[i] = counter.counts();
+      u.stash_bytes_per_sample = stash.live_bytes() / batch;
     }
-    UnitProfile& u = profile->units[i];
     describe_unit(model, i, pass->outputs[i], &u);
-    u.stash_bytes_per_sample = stash.live_bytes() / batch;
+    u.output_stash_bytes_per_sample =
+        output_stash_bytes(model, i, pass->inputs[i], pass->outputs[i]) / batch;
+    if (i > 0 && pass->inputs[i].is_floating_point())
+      u.keeps_input = keeps_input(model, i, pass->inputs[i], pass->inputs[i].requires_grad());
     x = pass->outputs[i];
   }
 }

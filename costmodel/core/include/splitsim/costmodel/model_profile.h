@@ -40,6 +40,11 @@ struct UnitProfile {
   int64_t frozen_param_count = 0;              // no requires_grad (LoRA, frozen units)
   int64_t frozen_param_bytes = 0;
   int64_t stash_bytes_per_sample = 0;          // retained after forward, for backward
+  // The part of that stash that is its output's storage, and whether its
+  // own backward keeps its input: within a stage the output of a unit whose
+  // successor does not keep it is freed (unit_stash_in_stage, planner).
+  int64_t output_stash_bytes_per_sample = 0;
+  bool keeps_input = true;
   // The most tensor bytes its backward holds at once beyond the stash and
   // the parameters' gradients (the gradients of its activations, the
   // loss's gradient of the logits): working memory, freed when it ends.
