@@ -58,8 +58,15 @@ Command add_link_probe_command(CLI::App& app) {
                   "octave, up to this (KiB)")
       ->check(number_range(1, 1048576))
       ->capture_default_str();
+  sub->add_option("--pair-max-kib", args->pair_max_kib,
+                  "then transfers of two tensors (this many KiB, then 8 B as a message of its own, "
+                  "as exec sends a quantizer's data and scale), sizes from 1 KiB up to this; they "
+                  "show a shaper's bucket (KiB; 0: none)")
+      ->check(number_range(0, 1048576))
+      ->capture_default_str();
   sub->add_option("--single-repeats", args->single_repeats,
-                  "how often each single message is timed each way (the median is kept)")
+                  "how often each single message (and each two-tensor transfer) is timed each way "
+                  "(the median is kept)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   sub->add_option("--single-gap-ms", args->single_gap_ms,
@@ -69,7 +76,7 @@ Command add_link_probe_command(CLI::App& app) {
   sub->add_option("--timeout-s", args->timeout_s, "connect and per-transfer timeout (s)")
       ->check(number_range(kMinTimeoutS, 86400))
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/4)");
+  sub->add_flag("--json", args->json, "print the report as JSON (splitsim.link_probe/5)");
   add_congestion_control_flag(sub, &args->congestion_control);
 
   return {sub, [args] { return run_link_probe_command(*args); }};

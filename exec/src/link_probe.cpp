@@ -1,7 +1,6 @@
 #include "splitsim/exec/link_probe.h"
 
 #include <sched.h>
-
 #include <time.h>
 
 #include <algorithm>
@@ -11,6 +10,8 @@
 #include <deque>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "splitsim/costmodel/median.h"
 #include "splitsim/exec/cpu_accounting.h"
@@ -75,13 +76,23 @@ void stream(Transport& t, bool sending, int64_t count, int64_t bytes,
   for (auto& p : posted) p->wait(timeout);
 }
 
-// One message of `bytes` after `gap_s` of silence, timed as exec times a
-// transfer: from the send being posted (the sender's clock) to the
-// receive's completion (the receiver's), each in seconds since its
+// The tensors of one timed transfer: `bytes`, and `tail_bytes` after it
+// as a tensor of its own where > 0.
+std::vector<torch::Tensor> transfer_tensors(int64_t bytes, int64_t tail_bytes, bool filled) {
+  std::vector<torch::Tensor> v;
+  for (const int64_t n : {bytes, tail_bytes})
+    if (n > 0)
+      v.push_back(filled ? torch::ones({n}, torch::kUInt8) : torch::empty({n}, torch::kUInt8));
+  return v;
+}
+
+// One message of `bytes` (and its tail) after `gap_s` of silence, timed as
+// exec times a transfer: from the send being posted (the sender's clock) to
+// the receive's completion (the receiver's), each in seconds since its
 // `start`. The receiver answers with that completion time once it has
 // every byte. The sender returns {posted, completed}, the receiver {}.
-std::array<double, 2> timed_message(Transport& t, bool sending, int64_t bytes, double gap_s,
-                                    ExecClock::time_point start,
+std::array<double, 2> timed_message(Transport& t, bool sending, int64_t bytes, int64_t tail_bytes,
+                                    double gap_s, ExecClock::time_point start,
                                     std::chrono::milliseconds timeout) {
   const int peer = 1 - t.rank();
   const auto since_start = [&](ExecClock::time_point p) {
@@ -89,17 +100,17 @@ std::array<double, 2> timed_message(Transport& t, bool sending, int64_t bytes, d
   };
   auto ack = torch::zeros({1}, torch::kFloat64);
   if (!sending) {
-    auto in = t.recv({torch::empty({bytes}, torch::kUInt8)}, peer, kSingleTag);
+    auto in = t.recv(transfer_tensors(bytes, tail_bytes, false), peer, kSingleTag);
     in->wait(timeout);
     ack.fill_(since_start(in->completed_at()));
     t.send({ack}, peer, kAckTag)->wait(timeout);
     return {};
   }
-  const torch::Tensor payload = torch::ones({bytes}, torch::kUInt8);
+  const std::vector<torch::Tensor> payload = transfer_tensors(bytes, tail_bytes, true);
   std::this_thread::sleep_for(std::chrono::duration<double>(gap_s));
   auto answer = t.recv({ack}, peer, kAckTag);
   const double posted = since_start(ExecClock::now());
-  t.send({payload}, peer, kSingleTag)->wait(timeout);
+  t.send(payload, peer, kSingleTag)->wait(timeout);
   answer->wait(timeout);
   return {posted, ack.item<double>()};
 }
@@ -116,36 +127,44 @@ std::vector<int64_t> ladder(int64_t max_bytes) {
   return sizes;
 }
 
-// The single messages of the probe, both ways: for each size, each way in
-// turn, `repeats` times. Each rank returns {posted, completed} of what it
-// sent (the client's up, the server's down), in the ladder's order.
+// The single messages of the probe, then the two-tensor transfers, both
+// ways: for each size, each way in turn, `repeats` times. Each rank returns
+// {posted, completed} of what it sent (the client's up, the server's down),
+// in the ladders' order.
 std::vector<double> single_messages(Transport& t, const LinkProbeOptions& o,
                                     ExecClock::time_point start) {
   const bool server = t.rank() == 0;
   std::vector<double> mine;
-  for (const int64_t bytes : ladder(o.single_max_bytes))
-    for (int i = 0; i < o.single_repeats; ++i)
-      for (const bool up : {true, false}) {
-        const bool sending = up != server;
-        const auto times = timed_message(t, sending, bytes, o.single_gap_s, start, o.timeout);
-        if (sending) mine.insert(mine.end(), times.begin(), times.end());
-      }
+  for (const auto& [max_bytes, tail] :
+       {std::pair{o.single_max_bytes, int64_t{0}}, {o.pair_max_bytes, o.pair_tail_bytes}}) {
+    if (max_bytes <= 0) continue;
+    for (const int64_t bytes : ladder(max_bytes))
+      for (int i = 0; i < o.single_repeats; ++i)
+        for (const bool up : {true, false}) {
+          const bool sending = up != server;
+          const auto times =
+              timed_message(t, sending, bytes, tail, o.single_gap_s, start, o.timeout);
+          if (sending) mine.insert(mine.end(), times.begin(), times.end());
+        }
+  }
   return mine;
 }
 
-// Medians per size of one way's times (as single_messages returns them):
+// Medians per size of one way's times (as single_messages returns them,
+// from `*at` on, which it advances past the ladder up to `max_bytes`):
 // completed - posted, the receiver's clock brought to the sender's by
 // `offset_s` (receiver's clock - sender's).
-std::vector<TransferSample> single_samples(const std::vector<double>& times, int repeats,
-                                           int64_t max_bytes, double offset_s) {
+std::vector<TransferSample> timed_samples(const std::vector<double>& times, size_t* at, int repeats,
+                                          int64_t max_bytes, int64_t tail_bytes, double offset_s) {
   const size_t n = static_cast<size_t>(std::max(repeats, 1));
   std::vector<TransferSample> out;
-  size_t at = 0;
+  if (max_bytes <= 0) return out;
   for (const int64_t bytes : ladder(max_bytes)) {
-    if (at + 2 * n > times.size()) break;
+    if (*at + 2 * n > times.size()) break;
     std::vector<double> one_way;
-    for (size_t i = 0; i < n; ++i, at += 2) one_way.push_back(times[at + 1] - offset_s - times[at]);
-    out.push_back({bytes, std::max(median(one_way), 1e-9)});
+    for (size_t i = 0; i < n; ++i, *at += 2)
+      one_way.push_back(times[*at + 1] - offset_s - times[*at]);
+    out.push_back({bytes, std::max(median(one_way), 1e-9), tail_bytes});
   }
   return out;
 }
@@ -325,9 +344,15 @@ LinkProbeResult run_link_probe(Transport& t, const LinkProbeOptions& o) {
   const double* c = client_trips.data_ptr<double>();
   // offsets[1]: the client's clock - the server's.
   r.clock_offset_s = offsets.size() > 1 ? offsets[1] : 0;
-  r.single_up = single_samples({c, c + client_trips.numel()}, o.single_repeats,
-                               o.single_max_bytes, -r.clock_offset_s);
-  r.single_down = single_samples(trips, o.single_repeats, o.single_max_bytes, r.clock_offset_s);
+  const std::vector<double> up_trips(c, c + client_trips.numel());
+  for (const auto& [from, offset, single, pair] :
+       {std::tuple{&up_trips, -r.clock_offset_s, &r.single_up, &r.pair_up},
+        {&trips, r.clock_offset_s, &r.single_down, &r.pair_down}}) {
+    size_t at = 0;
+    *single = timed_samples(*from, &at, o.single_repeats, o.single_max_bytes, 0, offset);
+    *pair =
+        timed_samples(*from, &at, o.single_repeats, o.pair_max_bytes, o.pair_tail_bytes, offset);
+  }
   const auto* p = report.data_ptr<double>();
   for (int i = 0; i < kPhases; ++i) {
     phases[i]->server = mine[i];
@@ -364,9 +389,10 @@ void derive_link_costs(LinkProbeResult* r) {
   r->cpu_s_per_message_sent = (r->client_send_s_per_message + r->server_send_s_per_message) / 2;
   r->cpu_s_per_message_received =
       (r->server_recv_s_per_message + r->client_recv_s_per_message) / 2;
-  std::vector<TransferSample> both = r->single_up;
-  both.insert(both.end(), r->single_down.begin(), r->single_down.end());
-  r->link = fit_link(both);
+  std::vector<TransferSample> all;
+  for (const auto* v : {&r->single_up, &r->single_down, &r->pair_up, &r->pair_down})
+    all.insert(all.end(), v->begin(), v->end());
+  r->link = fit_link(all);
 }
 
 nlohmann::json link_probe_json(const LinkProbeResult& r) {
@@ -381,11 +407,16 @@ nlohmann::json link_probe_json(const LinkProbeResult& r) {
     for (const TransferSample& x : v) a.push_back({x.bytes, x.seconds});
     return a;
   };
-  return {{"schema", "splitsim.link_probe/4"},
+  const int64_t tail = r.pair_up.empty() ? 0 : r.pair_up.front().tail_bytes;
+  return {{"schema", "splitsim.link_probe/5"},
           {"single_transfers",
            {{"clock_offset_s", r.clock_offset_s},
             {"client_to_server", samples_json(r.single_up)},
             {"server_to_client", samples_json(r.single_down)}}},
+          {"pair_transfers",
+           {{"tail_bytes", tail},
+            {"client_to_server", samples_json(r.pair_up)},
+            {"server_to_client", samples_json(r.pair_down)}}},
           {"link", link_fit_json(r.link)},
           {"phases", phases},
           {"small_messages", r.small_messages},
@@ -407,15 +438,20 @@ nlohmann::json link_probe_json(const LinkProbeResult& r) {
 
 LinkProbeResult link_probe_from_json(const nlohmann::json& j) {
   try {
-    if (j.at("schema") != "splitsim.link_probe/4")
-      throw std::runtime_error("schema is not splitsim.link_probe/4");
+    if (j.at("schema") != "splitsim.link_probe/5")
+      throw std::runtime_error("schema is not splitsim.link_probe/5");
     LinkProbeResult r;
     const auto& single = j.at("single_transfers");
+    const auto& pair = j.at("pair_transfers");
     r.clock_offset_s = single.at("clock_offset_s").get<double>();
-    for (const auto& [key, into] : {std::pair{"client_to_server", &r.single_up},
-                                    std::pair{"server_to_client", &r.single_down}})
-      for (const auto& x : single.at(key))
-        into->push_back({x.at(0).get<int64_t>(), x.at(1).get<double>()});
+    const int64_t tail = pair.at("tail_bytes").get<int64_t>();
+    for (const auto& [from, key, into, tail_bytes] :
+         {std::tuple{&single, "client_to_server", &r.single_up, int64_t{0}},
+          {&single, "server_to_client", &r.single_down, int64_t{0}},
+          {&pair, "client_to_server", &r.pair_up, tail},
+          {&pair, "server_to_client", &r.pair_down, tail}})
+      for (const auto& x : from->at(key))
+        into->push_back({x.at(0).get<int64_t>(), x.at(1).get<double>(), tail_bytes});
     const auto& ph = j.at("phases");
     r.small_messages = j.at("small_messages").get<int64_t>();
     const auto phases = phases_of(r);

@@ -179,7 +179,8 @@ void write_probe_report(const LinkProbePartyOptions& args, const LinkProbeResult
         << " ns; compute lost per message sent " << r.cpu_s_per_message_sent * 1e6
         << " us, received " << r.cpu_s_per_message_received * 1e6 << " us\n";
     out << "one message alone after " << args.single_gap_ms << " ms idle (" << r.single_up.size()
-        << " sizes from 1 KiB, " << args.single_repeats << " times each way, medians): ";
+        << " sizes from 1 KiB, " << args.single_repeats << " times each way, medians; and "
+        << r.pair_up.size() << " sizes of two tensors): ";
     if (r.link.valid() && r.link.packet_bytes > 0)
       out << "latency " << r.link.latency_s * 1e6 << " us, packets of " << r.link.packet_bytes
           << " B but the last, less a bucket of " << r.link.burst_bytes << " B, at "
@@ -251,6 +252,7 @@ PartyOutcome run_link_probe_party(const LinkProbePartyOptions& args, std::ostrea
   o.small_messages = args.small_messages;
   o.small_message_bytes = args.small_message_bytes;
   o.single_max_bytes = static_cast<int64_t>(args.single_max_kib * 1024);
+  o.pair_max_bytes = static_cast<int64_t>(args.pair_max_kib * 1024);
   o.single_repeats = args.single_repeats;
   o.single_gap_s = args.single_gap_ms * 1e-3;
   o.timeout = go.timeout;

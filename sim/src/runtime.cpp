@@ -11,6 +11,7 @@
 #include <string>
 
 #include "platform.h"
+#include "splitsim/costmodel/link_fit.h"
 
 namespace splitsim::sim_internal {
 
@@ -76,21 +77,6 @@ sg4::ExecPtr start_host_work(sg4::Host* host, double seconds, double over_s) {
   if (over_s > seconds) work->set_bound(flops / over_s)->set_priority(kPacedHostWorkPriority);
   work->start();
   return work;
-}
-
-// Under htb's whole packets (network.burst_packet_bytes): the bytes of a
-// message to be paid for at the rate, beyond the bucket's `tokens` (< 0: in
-// debt), before its last packet may leave. On an idle connection each
-// tensor is its own write, cut into packets, so the last tensor's last
-// packet leaves last (a quantizer's scale waits for its data to be paid
-// for). A message posted while the one before it was still on its way
-// (`queued`) was held by TCP until that one's last packet had left
-// (autocorking) and goes as one stream of packets.
-double htb_paced_bytes(double bytes, double last_tensor, double packet, double tokens,
-                       bool queued) {
-  const double last = queued ? bytes : last_tensor;
-  const double before_last = bytes - last + packet * std::max(0.0, std::ceil(last / packet) - 1);
-  return std::max(0.0, before_last - tokens);
 }
 
 }  // namespace

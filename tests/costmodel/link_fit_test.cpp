@@ -70,6 +70,41 @@ TEST(LinkFit, NoiseMovesTheFitByLessThanTheNoise) {
     EXPECT_NEAR(fitted_transfer_s(f, bytes) / fitted_transfer_s(link, bytes), 1.0, 0.06) << bytes;
 }
 
+// Two-tensor transfers (data, then 8 B as a message of its own): the tail
+// is the last packet, so it waits for the data beyond the bucket, however
+// small the data. With them the fit finds the bucket too.
+TEST(LinkFit, TwoTensorTransfersShowTheBucket) {
+  LinkFit htb;  // htb at 300 Mbit/s: 1 ms of bucket, GSO packets
+  htb.latency_s = 9e-5;
+  htb.rate_Bps = htb.peak_Bps = 37.5e6;
+  htb.burst_bytes = 37500;
+  htb.packet_bytes = 65160;
+  // 32 KiB of data: one packet alone passes at once; with a tail behind it,
+  // still at once (the bucket holds the data); 48 KiB of data with a tail
+  // waits for the 11,652 B beyond the bucket.
+  EXPECT_DOUBLE_EQ(fitted_transfer_s(htb, 32768), 9e-5);
+  EXPECT_DOUBLE_EQ(fitted_transfer_s(htb, 32776, 8), 9e-5);
+  EXPECT_NEAR(fitted_transfer_s(htb, 49160, 8), 9e-5 + (49152 - 37500) / 37.5e6, 1e-12);
+  // Data of two packets is still queued when the tail is written: the tail
+  // joins its last packet, as in one message of that size.
+  EXPECT_DOUBLE_EQ(fitted_transfer_s(htb, 110226, 8), fitted_transfer_s(htb, 110226));
+  EXPECT_NEAR(fitted_transfer_s(htb, 110226), 9e-5 + (65160 - 37500) / 37.5e6, 1e-12);
+  std::vector<TransferSample> samples = ladder(htb, 0, 4);
+  for (int i = 0; i <= 8 * 4; ++i) {
+    const int64_t bytes = std::llround(1024 * std::pow(2.0, i / 4.0));
+    samples.push_back({bytes, fitted_transfer_s(htb, static_cast<double>(bytes + 8), 8), 8});
+  }
+  const LinkFit f = fit_link(samples);
+  ASSERT_TRUE(f.valid());
+  EXPECT_NEAR(f.packet_bytes / 65160.0, 1.0, 0.05);
+  EXPECT_NEAR(f.burst_bytes / 37500.0, 1.0, 0.05);
+  EXPECT_NEAR(f.rate_Bps / 37.5e6, 1.0, 0.04);  // K and b on grids of 16 per octave
+  EXPECT_LT(f.rms_rel_error, 0.05);
+  for (double data : {20e3, 36e3, 45e3, 60e3, 200e3})
+    EXPECT_NEAR(fitted_transfer_s(f, data + 8, 8) / fitted_transfer_s(htb, data + 8, 8), 1.0, 0.05)
+        << data;
+}
+
 TEST(LinkFit, RecoversTheStepOfAShaperSendingWholePackets) {
   // tc htb at 100 Mbit/s under segmentation offload: packets of 65,160 B, a
   // bucket of 12,500 B; 250 us a message; payload at 12.1 MB/s.

@@ -76,11 +76,13 @@ TEST(LinkProbe, ReportRoundTripsThroughJson) {
     r.single_up.push_back({b, 1e-4 + static_cast<double>(b) / 1e7});
     r.single_down.push_back({b, 1e-4 + static_cast<double>(b) / 1e7});
   }
+  r.pair_up.push_back({4096, 1e-4 + 4104 / 1e7, 8});
+  r.pair_down.push_back({8192, 1e-4 + 8200 / 1e7, 8});
   r.clock_offset_s = 5e-5;
   derive_link_costs(&r);
   EXPECT_NEAR(r.link.rate_Bps, 1e7, 1.0);
   const nlohmann::json j = link_probe_json(r);
-  EXPECT_EQ(j["schema"], "splitsim.link_probe/4");
+  EXPECT_EQ(j["schema"], "splitsim.link_probe/5");
   EXPECT_NEAR(j["link"]["latency_s"].get<double>(), 1e-4, 1e-9);
   const LinkProbeResult back = link_probe_from_json(j);
   EXPECT_DOUBLE_EQ(back.cpu_s_per_byte_sent, r.cpu_s_per_byte_sent);
@@ -94,8 +96,14 @@ TEST(LinkProbe, ReportRoundTripsThroughJson) {
   EXPECT_GT(back.cpu_s_per_message_received, 0.0);
   ASSERT_EQ(back.single_down.size(), 4u);
   EXPECT_EQ(back.single_down[3].bytes, 65536);
+  EXPECT_EQ(back.single_down[3].tail_bytes, 0);
+  ASSERT_EQ(back.pair_up.size(), 1u);
+  ASSERT_EQ(back.pair_down.size(), 1u);
+  EXPECT_EQ(back.pair_down[0].bytes, 8192);
+  EXPECT_EQ(back.pair_down[0].tail_bytes, 8);
+  EXPECT_DOUBLE_EQ(back.pair_up[0].seconds, r.pair_up[0].seconds);
   EXPECT_DOUBLE_EQ(back.clock_offset_s, 5e-5);
-  EXPECT_NEAR(back.link.rate_Bps, 1e7, 1.0);  // fitted again from the samples
+  EXPECT_DOUBLE_EQ(back.link.rate_Bps, r.link.rate_Bps);  // fitted again from the samples
   EXPECT_THROW(link_probe_from_json(nlohmann::json{{"schema", "other"}}), std::runtime_error);
   EXPECT_THROW(link_probe_from_json(nlohmann::json::object()), std::runtime_error);
   nlohmann::json old = j;  // a report of the first schema, without the loop's work

@@ -51,10 +51,11 @@ std::string write_standin(const std::filesystem::path& dir) {
   std::ofstream(path) << R"(#!/bin/bash
 if [ "$1" = link-probe ]; then
   if [ "$3" = server ]; then cat <<'JSON'
-{"schema": "splitsim.link_probe/4", "small_messages": 100,
+{"schema": "splitsim.link_probe/5", "small_messages": 100,
  "single_transfers": {"clock_offset_s": 0.0002,
   "client_to_server": [[1024, 0.00011024], [2048, 0.00012048], [4096, 0.00014096], [8192, 0.00018192], [16384, 0.00026384], [32768, 0.00042768], [65536, 0.0021536], [131072, 0.0087072], [262144, 0.0218144], [524288, 0.0480288]],
   "server_to_client": [[1024, 0.00011024], [2048, 0.00012048], [4096, 0.00014096], [8192, 0.00018192], [16384, 0.00026384], [32768, 0.00042768], [65536, 0.0021536], [131072, 0.0087072], [262144, 0.0218144], [524288, 0.0480288]]},
+ "pair_transfers": {"tail_bytes": 8, "client_to_server": [], "server_to_client": []},
  "phases": {
  "idle": {"bytes": 0, "server": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}, "client": {"wall_s": 0.5, "busy_s": 0.01, "work": 500}},
  "client_to_server": {"bytes": 100000000, "server": {"wall_s": 1, "busy_s": 0.12, "work": 800}, "client": {"wall_s": 1, "busy_s": 0.17, "work": 700}},

@@ -10,8 +10,8 @@ namespace {
 
 // What the step makes wait at the rate: the packets before the last one,
 // less the bucket.
-double step_paced(double bytes, double packet, double bucket) {
-  return std::max(0.0, packet * std::max(0.0, std::ceil(bytes / packet) - 1) - bucket);
+double step_paced(const TransferSample& s, double packet, double bucket) {
+  return htb_paced_bytes(s.total_bytes(), s.last_tensor_bytes(), packet, bucket);
 }
 
 // Weighted least squares of T on up to three basis functions, weights
@@ -23,7 +23,7 @@ bool solve(const std::vector<TransferSample>& samples,
   std::array<std::array<double, N + 1>, N> a{};
   for (const TransferSample& s : samples) {
     const double w = 1 / (s.seconds * s.seconds);
-    const std::array<double, N> x = basis(static_cast<double>(s.bytes), brk);
+    const std::array<double, N> x = basis(s.total_bytes(), brk);
     for (size_t i = 0; i < N; ++i) {
       for (size_t j = 0; j < N; ++j) a[i][j] += w * x[i] * x[j];
       a[i][N] += w * x[i] * s.seconds;
@@ -53,7 +53,8 @@ std::array<double, 3> stick(double bytes, double brk) {
 double rms_rel(const std::vector<TransferSample>& samples, const LinkFit& fit) {
   double sum = 0;
   for (const TransferSample& s : samples) {
-    const double e = (fitted_transfer_s(fit, static_cast<double>(s.bytes)) - s.seconds) / s.seconds;
+    const double e =
+        (fitted_transfer_s(fit, s.total_bytes(), s.last_tensor_bytes()) - s.seconds) / s.seconds;
     sum += e * e;
   }
   return std::sqrt(sum / static_cast<double>(samples.size()));
@@ -80,7 +81,7 @@ LinkFit stepped(const std::vector<TransferSample>& samples, double packet, doubl
   double sw = 0, swx = 0, swxx = 0, swy = 0, swxy = 0;
   for (const TransferSample& s : samples) {
     const double w = 1 / (s.seconds * s.seconds);
-    const double x = step_paced(static_cast<double>(s.bytes), packet, bucket);
+    const double x = step_paced(s, packet, bucket);
     sw += w;
     swx += w * x;
     swxx += w * x * x;
@@ -103,11 +104,23 @@ LinkFit stepped(const std::vector<TransferSample>& samples, double packet, doubl
 
 }  // namespace
 
-double fitted_transfer_s(const LinkFit& fit, double bytes) {
+double htb_paced_bytes(double bytes, double last_tensor, double packet, double tokens,
+                       bool queued) {
+  // Tensors before the last that need more than one packet are still in
+  // TCP's queue when the last is written (the shaper holds their later
+  // packets), so it joins their last packet, as a queued message does.
+  const double last = queued || bytes - last_tensor > packet ? bytes : last_tensor;
+  const double before_last = bytes - last + packet * std::max(0.0, std::ceil(last / packet) - 1);
+  return std::max(0.0, before_last - tokens);
+}
+
+double fitted_transfer_s(const LinkFit& fit, double bytes, double last_tensor) {
   if (!fit.valid()) return NAN;
   const double r = fit.rate_Bps, p = fit.peak_Bps, b = static_cast<double>(fit.burst_bytes);
   if (fit.packet_bytes > 0)
-    return fit.latency_s + step_paced(bytes, static_cast<double>(fit.packet_bytes), b) / r;
+    return fit.latency_s + htb_paced_bytes(bytes, last_tensor > 0 ? last_tensor : bytes,
+                                           static_cast<double>(fit.packet_bytes), b) /
+                               r;
   const double knee = p > r && b > 0 ? p * b / (p - r) : 0;
   if (bytes <= knee) return fit.latency_s + bytes / p;
   return fit.latency_s + knee / p + (bytes - knee) / r;

@@ -30,9 +30,11 @@
 // transfer: from its send being posted to its receive's completion, the
 // two clocks joined by exec's handshake (session.h: synchronise). The
 // receiver answers with its completion time before the next message.
-// The medians per size give the link model the simulator uses for one
-// transfer (splitsim/costmodel/link_fit.h: the fixed cost per message, the shaper's
-// bucket and the peak rate it passes at).
+// Then the same for transfers of two tensors (a ladder up to
+// `pair_max_bytes`, each followed by a tensor of `pair_tail_bytes`, as
+// exec sends a quantizer's data and scale). The medians per size give the
+// link model the simulator uses for one transfer (splitsim/costmodel/link_fit.h: the fixed cost per
+// message, the shaper's bucket and the peak rate it passes at).
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -55,6 +57,11 @@ struct LinkProbeOptions {
   int64_t single_max_bytes = 4 << 20;  // the ladder: 1 KiB, 4 sizes per octave, up to this
   int single_repeats = 3;              // each size, each way
   double single_gap_s = 0.02;          // the link idles this long before each
+  // Then transfers of two tensors, as exec sends a quantizer's data and
+  // scale: the ladder up to this (0: none), each followed by a tensor of
+  // `pair_tail_bytes`. Its second packet shows the shaper's bucket.
+  int64_t pair_max_bytes = 256 << 10;
+  int64_t pair_tail_bytes = 8;
   std::chrono::milliseconds timeout{60000};  // per transfer
 };
 
@@ -91,6 +98,7 @@ struct LinkProbeResult {
   // the client's clock less the server's (joined by the handshake); the fit
   // of both ways together.
   std::vector<TransferSample> single_up, single_down;
+  std::vector<TransferSample> pair_up, pair_down;  // two tensors (tail_bytes set)
   double clock_offset_s = 0;
   LinkFit link;
 };
@@ -104,10 +112,11 @@ LinkProbeResult run_link_probe(Transport& transport, const LinkProbeOptions& opt
 // link fit from its single messages.
 void derive_link_costs(LinkProbeResult* r);
 
-// {"schema": "splitsim.link_probe/4", "phases": {...}, "cpu_s_per_byte_sent", ...,
+// {"schema": "splitsim.link_probe/5", "phases": {...}, "cpu_s_per_byte_sent", ...,
 //  "single_transfers": {"clock_offset_s", "client_to_server": [[bytes, s], ...],
-//  "server_to_client": [...]}, "link": {"latency_s", "rate_Bps", "peak_Bps",
-//  "burst_bytes", "rms_rel_error"}}
+//  "server_to_client": [...]}, "pair_transfers": {"tail_bytes", "client_to_server",
+//  "server_to_client"}, "link": {"latency_s", "rate_Bps", "peak_Bps",
+//  "burst_bytes", "packet_bytes", "rms_rel_error"}}
 nlohmann::json link_probe_json(const LinkProbeResult& r);
 // Reads what link_probe_json wrote. Throws std::runtime_error naming the field.
 LinkProbeResult link_probe_from_json(const nlohmann::json& j);

@@ -59,9 +59,10 @@ struct LinkProbePartyOptions {
   double gap_ms = 0;  // the sender's pause after each large message
   int64_t small_messages = 300, small_message_bytes = 1024;  // the per-message phases
   double single_max_kib = 4096;  // the single messages' ladder, 1 KiB up to this
+  double pair_max_kib = 256;     // the two-tensor transfers' ladder (0: none)
   int single_repeats = 3;
   double single_gap_ms = 20;
-  bool json = false;  // the report as JSON (splitsim.link_probe/4), else one line
+  bool json = false;               // the report as JSON (splitsim.link_probe/5), else one line
   std::string congestion_control;  // as ExecPartyOptions
 };
 

@@ -16,7 +16,8 @@
 // a message of one packet passes at once, a longer one once the packets
 // before its last are paid for beyond the bucket,
 //   T(S) = L + max(0, K (ceil(S / K) - 1) - b) / r        (packets of K).
-// The fit tries both and keeps the one closer to the samples.
+// The fit tries both and keeps the one closer to the samples; two-tensor
+// samples (TransferSample::tail_bytes) count their tail as the last packet.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -26,11 +27,36 @@
 namespace splitsim {
 
 // One message of `bytes`, alone on an idle link: seconds from its send
-// being posted to its last byte received (a median over repetitions).
+// being posted to its last byte received (a median over repetitions). With
+// `tail_bytes` > 0, a transfer of two tensors: `bytes`, then a tensor of
+// `tail_bytes` as a message of its own, as exec sends a quantizer's scale
+// after its data (the second packet waits for the bucket to pay for the
+// first, which shows the bucket a single message of one packet hides).
 struct TransferSample {
   int64_t bytes = 0;
   double seconds = 0;
+  int64_t tail_bytes = 0;
+  double total_bytes() const { return static_cast<double>(bytes + tail_bytes); }
+  double last_tensor_bytes() const {
+    return static_cast<double>(tail_bytes > 0 ? tail_bytes : bytes);
+  }
 };
+
+// Under htb's whole packets (network.burst_packet_bytes): the bytes of a
+// message to be paid for at the rate, beyond the bucket's `tokens` (< 0: in
+// debt), before its last packet may leave. On an idle connection each
+// tensor is its own write, cut into packets of at most `packet`, so the
+// last tensor's last packet leaves last (a quantizer's scale waits for its
+// data to be paid for) where the tensors before it fit in one packet;
+// longer ones are still in TCP's queue when it is written, and it joins
+// their last packet (the probe: 8 B after 65-110 kB of data at 300 Mbit/s
+// arrive with the data's second packet, 0.97 ms, as a single message of
+// that size does). A message posted while the one before it was still on
+// its way (`queued`) was held by TCP until that one's last packet had left
+// (autocorking) and goes as one stream of packets. The one definition for
+// the fit and the simulator's link.
+double htb_paced_bytes(double bytes, double last_tensor, double packet, double tokens,
+                       bool queued = false);
 
 struct LinkFit {
   double latency_s = 0;        // L: what every message pays
@@ -54,8 +80,9 @@ LinkFit fit_link(const std::vector<TransferSample>& samples);
 //  "rms_rel_error"}: the link probe's report and validate's runs.
 nlohmann::json link_fit_json(const LinkFit& fit);
 
-// The fitted time of one message of `bytes` on an idle link.
-double fitted_transfer_s(const LinkFit& fit, double bytes);
+// The fitted time of one message of `bytes` on an idle link, its last
+// tensor `last_tensor` bytes (0: one tensor).
+double fitted_transfer_s(const LinkFit& fit, double bytes, double last_tensor = 0);
 
 // The fit as the simulator's link: the bucket (network.burst_bytes), its
 // peak rate (network.burst_peak_bit_per_s) or its packets

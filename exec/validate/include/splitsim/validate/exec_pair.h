@@ -55,7 +55,7 @@ nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
 
 // `BIN link-probe` for one side: `megabytes` each way, single messages up
 // to `single_max_kib`, rank 0 (server) printing the JSON report
-// (splitsim.link_probe/4).
+// (splitsim.link_probe/5).
 std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
                                          bool server, double megabytes, double single_max_kib,
                                          double timeout_s);
