@@ -149,9 +149,14 @@ TEST(TorchvisionExecTest, ShippedScenariosRunBesideTheirScriptedFiles) {
     ASSERT_EQ(sim.exit_code, 0) << sim.err;
     EXPECT_NE(sim.out.find("chunks=4"), std::string::npos) << sim.out;
   }
-  // Without the file: exit 2 naming $.model.path, and what to do.
+  // Without the file: exit 2 naming $.model.path, and what to do. The
+  // scenario is read from the directory too: beside the shipped one a
+  // resnet18.pt may lie (README's command writes it where it runs), and a
+  // scenario finds its file beside itself.
   std::filesystem::remove(dir / "resnet18.pt");
-  const CliResult missing = run_cli("plan " + source_path("scenarios/torchscript/resnet18.json"),
+  std::filesystem::copy_file(source_path("scenarios/torchscript/resnet18.json"),
+                             dir / "resnet18.json");
+  const CliResult missing = run_cli("plan " + (dir / "resnet18.json").string(),
                                     "cd " + dir.string() + " && ");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("$.model.path"), std::string::npos) << missing.err;
