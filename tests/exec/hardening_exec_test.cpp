@@ -53,6 +53,27 @@ std::pair<std::string, std::string> handshake_pair(const RunIdentity& server,
   return {e0, e1};
 }
 
+// Two ranks of one host read one steady clock: rank 0's offset for the
+// other is the difference of their time origins, exactly, not the
+// ping-pong's estimate (off by up to half a round trip).
+TEST(SynchroniseTest, RanksOnOneHostGetTheExactOffset) {
+  auto hub = std::make_shared<LoopbackHub>(2);
+  LoopbackTransport t0(hub, 0), t1(hub, 1);
+  ExecClock::time_point other;
+  std::vector<double> unused;
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // a later origin
+    other = synchronise(t1, kTimeout, &unused);
+  });
+  std::vector<double> offsets;
+  const ExecClock::time_point start = synchronise(t0, kTimeout, &offsets);
+  peer.join();
+  ASSERT_EQ(offsets.size(), 2u);
+  EXPECT_TRUE(unused.empty());
+  const double exact = std::chrono::duration<double>(start - other).count();
+  EXPECT_NEAR(offsets[1], exact, 1e-12);
+}
+
 TEST(HardeningExecTest, HandshakeNeedsTheSameToken) {
   EXPECT_EQ(handshake_pair(identity("s3cret"), identity("s3cret")),
             std::make_pair(std::string(), std::string()));

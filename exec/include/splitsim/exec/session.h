@@ -45,8 +45,10 @@ void handshake(Transport& transport, const RunIdentity& me, std::chrono::millise
 
 // Start barrier and clock offsets. Returns this process's time origin (rank
 // 0: when it released the others; others: when released). On rank 0
-// `offsets_s` gets, per rank, that rank's clock minus rank 0's (seconds,
-// ping-pong with the smallest round trip); elsewhere it is left empty.
+// `offsets_s` gets, per rank, that rank's clock minus rank 0's (seconds):
+// exact for a rank on the same host (the same boot id: one steady clock,
+// the difference of the time origins), else by ping-pong with the
+// smallest round trip; elsewhere it is left empty.
 ExecClock::time_point synchronise(Transport& transport, std::chrono::milliseconds timeout,
                                   std::vector<double>* offsets_s);
 
