@@ -163,19 +163,16 @@ int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m) {
 
 namespace planner_internal {
 
-
-int64_t unit_stash(const PlanContext& c, const UnitProfile& u) {
-  return std::llround(c.halves * (u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample)) +
-         u.loss_stash_bytes_per_sample;
-}
-// Unit i's stash in a stage whose last unit is `last`: without its output
-// when the next unit of the stage does not keep its input (the units of a
-// stage run as one chain, so that output is freed after the next forward).
+// Unit i's stash in a stage whose last unit is `last` (the loss's part stays
+// FP32): without its output when the next unit of the stage does not keep
+// its input (the units of a stage run as one chain, so that output is freed
+// after the next forward).
 int64_t unit_stash_in_stage(const PlanContext& c, int i, int last) {
   const UnitProfile& u = c.model.units[i];
   const bool output_freed = i < last && !c.model.units[i + 1].keeps_input;
-  if (!output_freed) return unit_stash(c, u);
-  return unit_stash(c, u) - std::llround(c.halves * u.output_stash_bytes_per_sample);
+  const int64_t halved = u.stash_bytes_per_sample - u.loss_stash_bytes_per_sample -
+                         (output_freed ? u.output_stash_bytes_per_sample : 0);
+  return std::llround(c.halves * halved) + u.loss_stash_bytes_per_sample;
 }
 int64_t unit_work(const PlanContext& c, const UnitProfile& u) {
   return std::llround(c.halves * (u.bwd_work_bytes_per_sample - u.loss_bwd_work_bytes_per_sample)) +
