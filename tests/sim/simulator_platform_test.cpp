@@ -99,6 +99,49 @@ TEST(SimulatorPlatformTest, HostWorkLongerThanTheWireHoldsTheMessage) {
   EXPECT_NEAR(m.time_per_batch_s / 50e-3, 1.0, kPlatformRel);
 }
 
+// Where a message ends (its send event's end) in batch `batch`.
+double end_of_send(const Timeline& t, int stage, int64_t batch, int64_t mb) {
+  for (const TimelineEvent& e : t.events)
+    if (e.kind == EventKind::kSend && e.stage == stage && e.batch == batch && e.microbatch == mb)
+      return e.end_s;
+  ADD_FAILURE() << "no such send";
+  return -1;
+}
+
+TEST(SimulatorPlatformTest, AOneTensorMessageTheBucketPassesAtOnceDoesNotWaitForItsHostWork) {
+  // htb's packets of 65,160 B, a bucket of 20,000 B; 10,000 B up per
+  // micro-batch, one packet each; the server's work 1e-7 s/B: 1 ms per
+  // message, and the server computes nothing. F0 10 ms, F1 0.1 ms: message
+  // 0 arrives as F0 ends; message 1, posted 0.1 ms later, waits for message
+  // 0's work (to 1 ms after F0) and then passes at once.
+  Plan p = equal_stages(2, 2, 0, 0, Schedule::kGpipe, 6, 2, {"client", "server"});
+  p.stages[0].fwd_s = {10e-3, 0.1e-3};
+  p.network.bandwidth_bit_per_s = 8e8;
+  p.network.burst_bytes = 20000;
+  p.network.burst_packet_bytes = 65160;
+  set_wire_bytes(&p, 0, 10000, 0);
+  p.platform.cpu_s_per_byte_received = 1e-7;
+  const Timeline t = simulate(p);
+  const double f0_end = start_of(t, EventKind::kForward, 0, 3, 1);
+  EXPECT_NEAR(end_of_send(t, 0, 3, 0), f0_end, 1e-9);
+  EXPECT_NEAR(end_of_send(t, 0, 3, 1), f0_end + 1e-3, 1e-9);
+  // Two tensors (data, then an 8 B scale): the scale is held until the
+  // data's work is done, so message 0 arrives 1 ms after F0 and message 1
+  // 1 ms after that.
+  p.boundaries[0].forward.last_tensor_bytes.assign(p.microbatch_sizes.size(), 8);
+  const Timeline pair = simulate(p);
+  const double pair_f0_end = start_of(pair, EventKind::kForward, 0, 3, 1);
+  EXPECT_NEAR(end_of_send(pair, 0, 3, 0), pair_f0_end + 1e-3, 1e-9);
+  EXPECT_NEAR(end_of_send(pair, 0, 3, 1), pair_f0_end + 2e-3, 1e-9);
+  p.boundaries[0].forward.last_tensor_bytes.clear();
+  // On the fluid link the same work keeps pace with the wire (0.1 ms):
+  // the message waits for it.
+  p.network.burst_bytes = p.network.burst_packet_bytes = 0;
+  const Timeline fluid = simulate(p);
+  EXPECT_NEAR(end_of_send(fluid, 0, 3, 0) - start_of(fluid, EventKind::kForward, 0, 3, 1), 1e-3,
+              1e-9);
+}
+
 TEST(SimulatorPlatformTest, TheSendCallPerTensorRunsOnTheSendingStage) {
   // 2.5 ms per tensor sent, 2 tensors per forward transfer: after F0
   // (0..10) the client's stage posts xfer0 (10..20) and makes the call
