@@ -295,10 +295,22 @@ void derive_link_costs(LinkProbeResult* r) {
   r->cpu_s_per_message_sent = (r->client_send_s_per_message + r->server_send_s_per_message) / 2;
   r->cpu_s_per_message_received =
       (r->server_recv_s_per_message + r->client_recv_s_per_message) / 2;
+  const auto goodput = [](const LinkProbePhase& ph) {
+    const double wall = std::max(ph.server.wall_s, ph.client.wall_s);
+    return wall > 0 ? static_cast<double>(ph.bytes) / wall : 0.0;
+  };
+  r->goodput_up_Bps = goodput(r->up);
+  r->goodput_down_Bps = goodput(r->down);
   std::vector<TransferSample> all;
   for (const auto* v : {&r->single_up, &r->single_down, &r->pair_up, &r->pair_down})
     all.insert(all.end(), v->begin(), v->end());
   r->link = fit_link(all);
+}
+
+double goodput_share(const LinkProbeResult& r, double rate_bit_per_s) {
+  const double goodput = std::min(r.goodput_up_Bps, r.goodput_down_Bps);
+  if (!(goodput > 0) || !(rate_bit_per_s > 0)) return 1;
+  return std::min(1.0, goodput / (rate_bit_per_s / 8));
 }
 
 nlohmann::json link_probe_json(const LinkProbeResult& r) {
@@ -324,6 +336,8 @@ nlohmann::json link_probe_json(const LinkProbeResult& r) {
             {"client_to_server", samples_json(r.pair_up)},
             {"server_to_client", samples_json(r.pair_down)}}},
           {"link", link_fit_json(r.link)},
+          {"goodput_Bps",
+           {{"client_to_server", r.goodput_up_Bps}, {"server_to_client", r.goodput_down_Bps}}},
           {"phases", phases},
           {"small_messages", r.small_messages},
           {"client_send_s_per_byte", r.client_send_s_per_byte},

@@ -62,6 +62,27 @@ TEST(LinkProbe, PerByteCostsAreComputeLostAgainstTheIdleRate) {
   EXPECT_EQ(r.server_recv_s_per_byte, 0.0);
 }
 
+TEST(LinkProbe, GoodputIsTheLargeMessagesBytesOverTheLongerEndsWall) {
+  LinkProbeResult r;
+  r.up = {36000000, {1.0, 0.1, 100}, {1.2, 0.1, 100}};  // the client's wall 0.2 s longer
+  r.down = {36000000, {0.9, 0.1, 100}, {0.8, 0.1, 100}};
+  derive_link_costs(&r);
+  EXPECT_DOUBLE_EQ(r.goodput_up_Bps, 36e6 / 1.2);
+  EXPECT_DOUBLE_EQ(r.goodput_down_Bps, 36e6 / 0.9);
+  const nlohmann::json j = link_probe_json(r);
+  EXPECT_DOUBLE_EQ(j.at("goodput_Bps").at("client_to_server").get<double>(), 36e6 / 1.2);
+  // Read back, the goodput comes from the phases again.
+  EXPECT_DOUBLE_EQ(link_probe_from_json(j).goodput_down_Bps, 36e6 / 0.9);
+  // The share of a 300 Mbit/s rate (37.5 MB/s): the slower way's, 30 of 37.5 MB/s.
+  EXPECT_DOUBLE_EQ(goodput_share(r, 300e6), 30e6 / 37.5e6);
+  // Never above the rate (a bucket's burst in the phase), 1 when unmeasured.
+  EXPECT_EQ(goodput_share(r, 100e6), 1.0);
+  r.up = {};
+  derive_link_costs(&r);
+  EXPECT_EQ(r.goodput_up_Bps, 0.0);
+  EXPECT_EQ(goodput_share(r, 300e6), 1.0);
+}
+
 TEST(LinkProbe, ReportRoundTripsThroughJson) {
   LinkProbeResult r;
   r.idle = {0, {0.5, 0.01, 400}, {0.5, 0.02, 410}};

@@ -150,6 +150,7 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
     const ProbedLink& probed = probe_at(p->rate);
     platform = probed.platform;
     r.link_fit = probed.link;
+    r.goodput_fraction = probed.goodput_fraction;
     platform.shared_machine = true;
     if (profile_point(s).in_flight > 1 && !companion_cpus().empty()) {
       // Once per model, at the first variant that keeps micro-batches in
@@ -172,9 +173,12 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   }
   r.platform = platform;
 
-  // Every party on that profile, the link's rate, no extra latency.
+  // Every party on that profile, the link's rate, no extra latency; a long
+  // transfer gets the share of the rate the probe measured (the packets'
+  // headers, exec/validate/README.md "The link").
   s.network = NetworkSpec{};
   s.network.bandwidth_bit_per_s = p->rate;
+  s.network.bandwidth_factor = r.goodput_fraction;
   s.platform = platform;
   if (options_.iterations > 0) s.iterations = options_.iterations;
   if (s.warmup >= s.iterations)

@@ -159,7 +159,17 @@ const Validator::ProbedLink& Validator::probe_at(double rate) {
     log_("link probe at " + format_link_rate(rate) + ": no model of one transfer (" +
          std::to_string(r.single_up.size()) + " message sizes)");
   }
-  return probes_.emplace(rate, ProbedLink{p, f}).first->second;
+  ProbedLink probed{p, f};
+  if (link_info_.shaped) probed.goodput_fraction = goodput_share(r, rate);
+  std::snprintf(line, sizeof line,
+                "link probe at %s: a long transfer gets %.1f Mbit/s each way (%.1f, %.1f), "
+                "%.1f%% of the rate%s",
+                format_link_rate(rate).c_str(),
+                8e-6 * std::min(r.goodput_up_Bps, r.goodput_down_Bps), 8e-6 * r.goodput_up_Bps,
+                8e-6 * r.goodput_down_Bps, 100 * goodput_share(r, rate),
+                link_info_.shaped ? "" : " (loopback: not used)");
+  log_(line);
+  return probes_.emplace(rate, std::move(probed)).first->second;
 }
 
 }  // namespace splitsim

@@ -94,6 +94,11 @@ struct LinkProbeResult {
   double client_send_s_per_message = 0, server_recv_s_per_message = 0;
   double server_send_s_per_message = 0, client_recv_s_per_message = 0;
   double cpu_s_per_message_sent = 0, cpu_s_per_message_received = 0;
+  // The large messages' bytes over their phase's wall time (the longer
+  // end's), each way: what the link carries of a long transfer. Under a
+  // shaper that counts each packet's headers (htb: 66 B of Ethernet, IP and
+  // TCP per 1,448 B segment) it is that much below the rate.
+  double goodput_up_Bps = 0, goodput_down_Bps = 0;
   // Single messages after idle: the median seconds per size, each way, and
   // the client's clock less the server's (joined by the handshake); the fit
   // of both ways together.
@@ -108,11 +113,17 @@ struct LinkProbeResult {
 // Throws TransportError when a transfer fails or times out.
 LinkProbeResult run_link_probe(Transport& transport, const LinkProbeOptions& options);
 
-// Fills the per-byte and per-message costs of `r` from its phases, and its
-// link fit from its single messages.
+// Fills the per-byte and per-message costs and the goodput of `r` from its
+// phases, and its link fit from its single messages.
 void derive_link_costs(LinkProbeResult* r);
 
+// The share of a link of `rate_bit_per_s` that a long transfer got, the
+// slower way's goodput over the rate: what validate passes the simulator
+// as network.bandwidth_factor. At most 1; 1 when the probe has no goodput.
+double goodput_share(const LinkProbeResult& r, double rate_bit_per_s);
+
 // {"schema": "splitsim.link_probe/5", "phases": {...}, "cpu_s_per_byte_sent", ...,
+//  "goodput_Bps": {"client_to_server", "server_to_client"},
 //  "single_transfers": {"clock_offset_s", "client_to_server": [[bytes, s], ...],
 //  "server_to_client": [...]}, "pair_transfers": {"tail_bytes", "client_to_server",
 //  "server_to_client"}, "link": {"latency_s", "rate_Bps", "peak_Bps",

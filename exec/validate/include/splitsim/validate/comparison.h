@@ -124,6 +124,9 @@ struct ValidationRun {
   // when the probe did not run), and the prediction with it in the
   // simulator's link (0: not made).
   LinkFit link_fit;
+  // The share of the link's rate a long transfer got in the probe, the
+  // predictions' network.bandwidth_factor (1: not probed, or loopback).
+  double goodput_fraction = 1;
   double predicted_link_time_per_batch_s = 0;
   double predicted_link_peak_client_Bps = 0, predicted_link_peak_server_Bps = 0;
   // For the matrix summary:

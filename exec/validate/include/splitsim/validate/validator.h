@@ -80,6 +80,9 @@ class Validator {
   struct ProbedLink {
     PlatformSpec platform;
     LinkFit link;
+    // Of the rate, what a long transfer gets (network.bandwidth_factor):
+    // the probe's goodput, the slower way, at most 1; 1 on loopback.
+    double goodput_fraction = 1;
   };
   const ProbedLink& probe_at(double rate);
   const CachedProfile& profile(const ValidationItem& item, bool loaded);
