@@ -65,7 +65,7 @@ void expect_exit_2_naming(const std::string& args, const std::vector<std::string
 }
 
 TEST_F(InputNumbersCliTest, CalibrateRefusesMeasuredRowsNamingFileAndLine) {
-  const std::string scenario = write_temp_json(numbers_scenario(), "numbers_calibrate");
+  const std::string scenario = numbers_write("calibrate_scenario.json", numbers_scenario().dump(2));
   const std::string out = numbers_temp("calibration.json");
   const std::string calibrate = "calibrate " + scenario + " -o " + out + " --measured ";
   const std::string tiny = numbers_write("tiny.csv", "variant,time_per_batch_s\nbase,1e-300\n");
@@ -84,7 +84,7 @@ TEST_F(InputNumbersCliTest, CalibrateRefusesMeasuredRowsNamingFileAndLine) {
 }
 
 TEST_F(InputNumbersCliTest, ExploreAccuracyReportValuesAreChecked) {
-  const std::string scenario = write_temp_json(numbers_scenario(), "numbers_accuracy");
+  const std::string scenario = numbers_write("accuracy_scenario.json", numbers_scenario().dump(2));
   json run = {{"schema", "splitsim.train/1"},
               {"variant", "none"},
               {"chunks", 1},
@@ -109,7 +109,7 @@ TEST_F(InputNumbersCliTest, DeviceProfileTimingsAreCheckedByPlanAndSimulate) {
                         {"units", {{{"unit", "conv1"}, {"fwd_s", -5}, {"bwd_s", 1e-4}}}}};
   const std::string dev = numbers_temp("device.json");
   std::ofstream(dev) << device.dump();
-  const std::string scenario = write_temp_json(numbers_scenario(dev), "numbers_device");
+  const std::string scenario = numbers_write("device_scenario.json", numbers_scenario(dev).dump(2));
   for (const char* sub : {"plan", "simulate"})
     expect_exit_2_naming(std::string(sub) + " " + scenario,
                          {dev + ":$.measured.units[0].fwd_s", "got -5"});
@@ -119,7 +119,7 @@ TEST_F(InputNumbersCliTest, DeviceProfileTimingsAreCheckedByPlanAndSimulate) {
 }
 
 TEST_F(InputNumbersCliTest, ExploreSpaceFileValuesNameTheFileAndTheSpaceIsBounded) {
-  const std::string scenario = write_temp_json(numbers_scenario(), "numbers_space");
+  const std::string scenario = numbers_write("space_scenario.json", numbers_scenario().dump(2));
   const std::string space = numbers_write(
       "space.json", R"({"schema": "splitsim.explore/1", "kinds": ["single"], "chunks": [5000]})");
   const CliResult r = run_cli("explore " + scenario + " --space " + space);
@@ -141,7 +141,7 @@ TEST_F(InputNumbersCliTest, ExploreSpaceFileValuesNameTheFileAndTheSpaceIsBounde
 }
 
 TEST_F(InputNumbersCliTest, NumbersOnTheCommandLineAreDecimalAndTimeoutsAtLeastAMillisecond) {
-  const std::string scenario = write_temp_json(numbers_scenario(), "numbers_flags");
+  const std::string scenario = numbers_write("flags_scenario.json", numbers_scenario().dump(2));
   expect_exit_2_naming("explore " + scenario + " --chunks 0x10", {"--chunks", "\"0x10\""});
   expect_exit_2_naming("exec " + scenario + " --role server --timeout-s 0x10", {"--timeout-s"});
   for (const char* sub : {"exec", "train"})
@@ -156,13 +156,13 @@ TEST_F(InputNumbersCliTest, NumbersOnTheCommandLineAreDecimalAndTimeoutsAtLeastA
 TEST_F(InputNumbersCliTest, ControlCharactersInLabelsAreRefusedBeforeTheyReachTheTerminal) {
   json j = numbers_scenario();
   j["sweep"] = {{"chunks", {{{"label", "two\u001b[2J"}, {"value", 2}}}}};
-  const std::string scenario = write_temp_json(j, "numbers_labels");
+  const std::string scenario = numbers_write("labels_scenario.json", j.dump(2));
   expect_exit_2_naming("simulate --csv " + scenario,
                        {"$.sweep.chunks[0].label", "U+001B", scenario});
   // A plan file: what `plan --json` writes (one object for one variant), its
   // variant label edited.
   const CliResult plan =
-      run_cli("plan --json " + write_temp_json(numbers_scenario(), "numbers_plan"));
+      run_cli("plan --json " + numbers_write("plan_scenario.json", numbers_scenario().dump(2)));
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   json plans = json::parse(plan.out);
   plans["variant"] = "base\u001b]0;title\u0007";
