@@ -14,7 +14,7 @@
 namespace splitsim {
 namespace {
 
-TEST(MemoryAccountTest, LiveAndPeakBytesFollowAHandCountThroughGrowthAndShuffledFrees) {
+TEST(MemoryAccountTest, LiveAndPeakBytesFollowAHandCountThroughShuffledFrees) {
   MemoryAccount memory;
   MemoryAccount::Join joined(memory);
   std::mt19937 rng(7);
@@ -22,7 +22,7 @@ TEST(MemoryAccountTest, LiveAndPeakBytesFollowAHandCountThroughGrowthAndShuffled
   std::vector<torch::Tensor> held;
   std::vector<int64_t> bytes;
   int64_t live = 0, peak = 0;
-  for (int i = 0; i < 10000; ++i) {  // 10,000 alive: the table starts with 4,096 slots
+  for (int i = 0; i < 10000; ++i) {
     bytes.push_back(size(rng));
     held.push_back(torch::empty({bytes.back()}, torch::kUInt8));
     live += bytes.back();

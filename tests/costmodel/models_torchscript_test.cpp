@@ -19,11 +19,13 @@
 #include "splitsim/costmodel/model_zoo.h"
 #include "splitsim/costmodel/planner.h"
 #include "splitsim/costmodel/scenario.h"
+#include "temp_file.h"
 
 namespace splitsim {
 namespace {
 
 using namespace model_test;  // NOLINT: test helpers
+using testing::TempFile;
 
 // ---- TorchScript ------------------------------------------------------------------
 
@@ -53,20 +55,6 @@ torch::jit::Module scripted_net(bool chain) {
   return net;
 }
 
-// A file in the temp directory, removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& stem)
-      : path_((std::filesystem::temp_directory_path() /
-               ("splitsim_models_test_" + stem + "_" + std::to_string(::getpid()) + ".pt"))
-                  .string()) {}
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 ModelSpec torchscript_spec(const std::string& path) {
   ModelSpec s = spec_of("torchscript");
   s.path = path;
@@ -80,7 +68,7 @@ void expect_path_refused(const ModelSpec& spec, const std::string& text) {
 }
 
 TEST(ModelTorchScriptTest, ChildrenAreUnits) {
-  TempFile file("chain");
+  TempFile file("chain.pt");
   scripted_net(true).save(file.path());
   SplitModel m = build_model(torchscript_spec(file.path()));
   EXPECT_EQ(m.names, (std::vector<std::string>{"encoder", "decoder"}));
@@ -115,7 +103,7 @@ TEST(ModelTorchScriptTest, Int64InputsAreTokenIds) {
   net.register_module("embed", embed);
   net.register_module("pool", pool);
   net.define("def forward(self, x):\n  return self.pool.forward(self.embed.forward(x))\n");
-  TempFile file("tokens");
+  TempFile file("tokens.pt");
   net.save(file.path());
 
   ModelSpec s = torchscript_spec(file.path());
@@ -133,7 +121,7 @@ TEST(ModelTorchScriptTest, Int64InputsAreTokenIds) {
   EXPECT_EQ(shape_of(m.forward(ids)), (Shape{64, 4}));
 
   // A float model given int64 inputs fails at build time, and says why.
-  TempFile float_file("float");
+  TempFile float_file("float.pt");
   scripted_net(true).save(float_file.path());
   s.path = float_file.path();
   expect_path_refused(s, "input_dtype");
@@ -150,7 +138,7 @@ torch::jit::Module frozen_net(bool all) {
 }
 
 TEST(ModelTorchScriptTest, AFrozenFirstUnitHasNoBackward) {
-  TempFile file("frozen_first");
+  TempFile file("frozen_first.pt");
   frozen_net(false).save(file.path());
   const ModelProfile p = measure_model(torchscript_spec(file.path()));
   ASSERT_EQ(p.units.size(), 2u);
@@ -160,14 +148,14 @@ TEST(ModelTorchScriptTest, AFrozenFirstUnitHasNoBackward) {
 }
 
 TEST(ModelTorchScriptTest, RejectsAModelWithNothingToTrain) {
-  TempFile file("frozen_all");
+  TempFile file("frozen_all.pt");
   frozen_net(true).save(file.path());
   expect_path_refused(torchscript_spec(file.path()), "requires_grad");
 }
 
 // Glue after the last submodule call (here `+ 1.0`) joins the last unit.
 TEST(ModelTorchScriptTest, GlueInForwardJoinsTheUnitBeforeIt) {
-  TempFile file("glue");
+  TempFile file("glue.pt");
   scripted_net(false).save(file.path());
   SplitModel m = build_model(torchscript_spec(file.path()));
   EXPECT_EQ(m.names, (std::vector<std::string>{"encoder", "decoder"}));
@@ -194,7 +182,7 @@ TEST(ModelTorchScriptTest, AStageHoldsTheOutputOfAUnitOnlyWhereTheNextUnitKeepsI
   net.register_module("dec", dec);
   net.define(
       "def forward(self, x):\n  return self.dec.forward(self.act.forward(self.lin.forward(x)))\n");
-  TempFile file("in_place");
+  TempFile file("in_place.pt");
   net.save(file.path());
 
   Scenario sc;
@@ -233,7 +221,7 @@ TEST(ModelTorchScriptTest, UnreadableFilesThrowInputError) {
   const std::string missing =
       (std::filesystem::temp_directory_path() / "splitsim_no_such_model.pt").string();
   expect_path_refused(torchscript_spec(missing), "No such file");
-  TempFile garbage("garbage");
+  TempFile garbage("garbage.pt");
   std::ofstream(garbage.path()) << "not a zip archive";
   expect_path_refused(torchscript_spec(garbage.path()), "");
 }

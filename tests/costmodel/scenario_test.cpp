@@ -18,12 +18,13 @@
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/model_zoo.h"
+#include "temp_file.h"
 
 namespace splitsim {
 namespace {
 
 using nlohmann::json;
-
+using testing::TempFile;
 
 // A small valid scenario: resnet20 split in three parts.
 json base() {
@@ -43,23 +44,8 @@ void expect_parse_error(const json& j, const std::string& where, const std::stri
   expect_error([&] { expand_scenario(j); }, where, phrase);
 }
 
-// A file in the temporary directory, removed when the test is done with it.
-struct WrittenFile {
-  std::string path;
-  explicit WrittenFile(std::string p) : path(std::move(p)) {}
-  WrittenFile(const WrittenFile&) = delete;
-  WrittenFile& operator=(const WrittenFile&) = delete;
-  ~WrittenFile() {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-};
-
-WrittenFile write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("splitsim_scenario_test_" + std::to_string(::getpid()) + "_" + name);
-  std::ofstream(path) << text;
-  return WrittenFile(path.string());
+TempFile write_temp(const std::string& name, const std::string& text) {
+  return TempFile("scenario_test_" + name, text);
 }
 
 json codec(const std::string& text) { return json::parse(text); }
@@ -331,21 +317,21 @@ TEST(ScenarioErrors, ErrorOutsideSweepValueNamesVariant) {
 }
 
 TEST(ScenarioErrors, JsonSyntaxErrorGivesLineAndColumn) {
-  const WrittenFile file =
+  const auto file =
       write_temp("syntax.json", "{\n  \"schema\": \"splitsim.scenario/1\",\n  \"name\": ,\n}\n");
-  expect_error([&] { load_scenario_file(file.path); }, file.path + ":3:11", "JSON syntax error");
+  expect_error([&] { load_scenario_file(file.path()); }, file.path() + ":3:11",
+               "JSON syntax error");
 }
 
 TEST(ScenarioErrors, FileErrorsNameTheFile) {
   expect_error([] { load_scenario_file("/nonexistent/x.json"); }, "/nonexistent/x.json",
                "cannot read scenario file");
-  const WrittenFile dup =
-      write_temp("dup.json", R"({"network": {"latency_s": 1, "latency_s": 2}})");
-  expect_error([&] { load_scenario_file(dup.path); }, "$.network.latency_s", "duplicate key");
+  const auto dup = write_temp("dup.json", R"({"network": {"latency_s": 1, "latency_s": 2}})");
+  expect_error([&] { load_scenario_file(dup.path()); }, "$.network.latency_s", "duplicate key");
   json j = base();
   j["chunks"] = 9;
-  const WrittenFile bad = write_temp("bad.json", j.dump());
-  expect_error([&] { load_scenario_file(bad.path); }, "$.chunks", "[in " + bad.path + "]");
+  const auto bad = write_temp("bad.json", j.dump());
+  expect_error([&] { load_scenario_file(bad.path()); }, "$.chunks", "[in " + bad.path() + "]");
 }
 
 TEST(ScenarioSweep, NoSweepGivesBase) {
@@ -366,8 +352,8 @@ TEST(ScenarioSweep, CartesianProductInFileOrderWithLabels) {
       "devices": [{"client": "xeon_40core", "server": "v100"},
                   {"client": "xeon_40core", "server": "a100"}]
     }})";
-  const WrittenFile order = write_temp("order.json", text);
-  const auto v = load_scenario_file(order.path);
+  const auto order = write_temp("order.json", text);
+  const auto v = load_scenario_file(order.path());
   ASSERT_EQ(v.size(), 8u);
   EXPECT_EQ(v[0].label, "schedule=gpipe network.bandwidth_bit_per_s=1000000000.0 devices=#0");
   EXPECT_EQ(v[1].label, "schedule=gpipe network.bandwidth_bit_per_s=1000000000.0 devices=#1");
