@@ -289,8 +289,11 @@ TEST(PlannerTest, StashTableBySchedule) {
     EXPECT_EQ(stashed_microbatches(Schedule::kPipeDream, k, K, m), pd[k]);
     EXPECT_EQ(stashed_microbatches(Schedule::kDdg, k, K, m), pd[k] * m);
     EXPECT_EQ(stashed_microbatches(Schedule::kFr, k, K, 1), pd[k]);
-    EXPECT_EQ(weight_versions(Schedule::kPipeDream, k, K), pd[k]);
-    EXPECT_EQ(weight_versions(Schedule::kGpipe, k, K), 1);
+    // pipedream's K-k micro-batches in flight, all of one batch but at the
+    // turn of a batch: the live weights and the ones the older forwards hold.
+    EXPECT_EQ(weight_versions(Schedule::kPipeDream, k, K, m), k + 1 < K ? 2 : 1);
+    EXPECT_EQ(weight_versions(Schedule::kPipeDream, k, K, 1), pd[k]);
+    EXPECT_EQ(weight_versions(Schedule::kGpipe, k, K, m), 1);
   }
   EXPECT_EQ(stashed_microbatches(Schedule::k1F1B, 0, K, 2), 2);  // fewer micro-batches than stages
 }

@@ -261,7 +261,7 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
   st.bwd_per_batch.ops *= m;
   time_units(model, dev->second, plan.microbatch_sizes, st);
   st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
-  st.weight_versions = weight_versions(sc.schedule, k, K);
+  st.weight_versions = weight_versions(sc.schedule, k, K, m);
   return st;
 }
 

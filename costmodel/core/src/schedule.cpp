@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
 
 namespace splitsim {
 
@@ -201,9 +202,35 @@ int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m) {
   return peak_in_flight(stage_ops(schedule, k, K, m, K));
 }
 
-int64_t weight_versions(Schedule schedule, int k, int K) {
-  assert(0 <= k && k < K);
-  return schedule == Schedule::kPipeDream ? K - k : 1;
+int64_t peak_weight_versions(const std::vector<Op>& ops) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> held;  // (batch, micro-batch) -> version
+  std::map<int64_t, int64_t> holders;                   // version -> forwards holding it
+  int64_t updates = 0, peak = 1;
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kForward) {
+      held[{op.batch, op.microbatch}] = updates;
+      ++holders[updates];
+    }
+    if (op.kind == OpKind::kBackward) {
+      const auto it = held.find({op.batch, op.microbatch});
+      if (it != held.end() && --holders[it->second] == 0) holders.erase(it->second);
+      if (it != held.end()) held.erase(it);
+    }
+    if (op.kind == OpKind::kUpdate) ++updates;
+    const int64_t versions =
+        static_cast<int64_t>(holders.size()) + (holders.count(updates) != 0 ? 0 : 1);
+    peak = std::max(peak, versions);
+  }
+  return peak;
+}
+
+int64_t weight_versions(Schedule schedule, int k, int K, int64_t m) {
+  assert(0 <= k && k < K && m >= 1);
+  // Only pipedream stashes weights (ddg and fr run a delayed backward with
+  // the current ones). The warm-up's forwards all run with the first
+  // version; K more batches replace each in flight by one of its own.
+  if (schedule != Schedule::kPipeDream) return 1;
+  return peak_weight_versions(stage_ops(schedule, k, K, m, 2 * K + 1));
 }
 
 }  // namespace splitsim

@@ -73,10 +73,20 @@ int64_t peak_in_flight(const std::vector<Op>& ops);
 // REQUIRES 0 <= k < K, m >= 1.
 int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m);
 
-// Copies of the weights stage k keeps: pipedream K-k (weight stashing: one
-// per micro-batch in flight; with m > 1 several of them may share a
-// version), the others 1.
-int64_t weight_versions(Schedule schedule, int k, int K);
+// Versions of the weights alive at once along `ops`, at most: the live
+// weights and each older version that a forward still waiting for its
+// backward ran with (a forward's version = the updates before it). exec's
+// weight stashing keeps exactly these (a version nobody holds is never
+// copied).
+int64_t peak_weight_versions(const std::vector<Op>& ops);
+
+// Copies of the weights stage k of K keeps with m micro-batches per batch:
+// peak_weight_versions of its order in steady state. pipedream: the K-k
+// micro-batches in flight span 1 + ceil((K-k-1)/m) versions (K-k at m = 1;
+// micro-batches of one batch share theirs); the others 1 (ddg and fr run
+// their delayed backwards with the current weights: no stashing).
+// REQUIRES 0 <= k < K, m >= 1.
+int64_t weight_versions(Schedule schedule, int k, int K, int64_t m);
 
 // Batches to run after the last measured one so that it, too, ends in
 // steady state (the pipeline still full behind it): ddg and fr K-1,
