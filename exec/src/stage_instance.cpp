@@ -15,7 +15,7 @@ namespace splitsim::exec_internal {
 namespace {
 
 struct Stash {
-  torch::Tensor leaf;   // stage input handed over the cut (k > 0), requires grad
+  torch::Tensor leaf;   // stage input handed over the cut (k > 0); requires grad if it goes back
   torch::Tensor input;  // fr: what the forward is replayed from
   torch::Tensor y;      // carried activation sent on (not the last stage)
   torch::Tensor loss;   // last stage
@@ -83,6 +83,10 @@ class Instance {
     return wire_.tag(boundary, backward, op.batch, op.microbatch);
   }
   int party() const { return wire_.party(); }
+  // Whether a gradient comes in from stage k+1 / goes back to stage k-1:
+  // not where no stage up to the boundary trains (Plan's needs_gradient).
+  bool gradient_in() const { return k_ < K_ - 1 && plan_.boundaries[k_].needs_gradient; }
+  bool gradient_out() const { return k_ > 0 && plan_.boundaries[k_ - 1].needs_gradient; }
   bool remote(int other_stage) const { return wire_.remote(other_stage); }
 
   size_t record(EventKind kind, const Op& op, double t0, double t1, int boundary = -1,
@@ -106,7 +110,7 @@ class Instance {
 
   void post_receive(size_t j, const Op& op) {
     const bool fwd = op.kind == OpKind::kForward && k_ > 0;
-    const bool bwd = op.kind == OpKind::kBackward && k_ < K_ - 1;
+    const bool bwd = op.kind == OpKind::kBackward && gradient_in();
     if (!fwd && !bwd) return;
     const int b = fwd ? k_ - 1 : k_;
     const int peer_stage = fwd ? k_ - 1 : k_ + 1;
@@ -234,7 +238,7 @@ class Instance {
       torch::NoGradGuard no_grad;
       parts_.fwd_dec->set_step(op.batch);
       s.leaf = parts_.fwd_dec->unpack(received, mb_size(op.microbatch)).to(torch::kFloat).detach();
-      s.leaf.requires_grad_(true);
+      s.leaf.requires_grad_(gradient_out());
       record(EventKind::kDecode, op, t0, now_s(), k_ - 1, 0);
     }
     {
@@ -269,16 +273,16 @@ class Instance {
     if (fr_) {
       std::lock_guard<std::mutex> lock(ctx_.compute);
       const double t0 = now_s();
-      if (k_ > 0) s.leaf = s.leaf.detach().requires_grad_(true);
+      if (k_ > 0) s.leaf = s.leaf.detach().requires_grad_(gradient_out());
       StashStats guard(this, op.batch);
       compute_forward(&s, stage_input(s, op), op);
       record(EventKind::kRecompute, op, t0, now_s());
     }
     std::vector<torch::Tensor> received;
-    if (k_ < K_ - 1) received = take_receive(j, op, k_, true, k_ + 1);
+    if (gradient_in()) received = take_receive(j, op, k_, true, k_ + 1);
     std::lock_guard<std::mutex> lock(ctx_.compute);
     torch::Tensor grad;
-    if (k_ < K_ - 1) {
+    if (gradient_in()) {
       const double t0 = now_s();
       torch::NoGradGuard no_grad;
       parts_.bwd_dec->set_step(op.batch);
@@ -291,11 +295,11 @@ class Instance {
       StashedWeights use(parts_, s.weights.get());
       if (k_ == K_ - 1)
         (loss_scale_ != 1 ? s.loss * loss_scale_ : s.loss).backward();
-      else if (s.y.requires_grad())  // else stage 0 is frozen: no backward
+      else if (gradient_in() && s.y.requires_grad())  // else nothing up to here trains
         s.y.backward(grad.view(s.y.sizes()));
       record(EventKind::kBackward, op, t0, now_s());
     }
-    if (k_ > 0) {
+    if (gradient_out()) {
       const double t0 = now_s();
       std::vector<torch::Tensor> wire;
       {

@@ -248,7 +248,11 @@ class StageActor {
     const Plan& plan = *ctx_->plan;
     const int k = in.stage, K = static_cast<int>(plan.stages.size());
     const size_t i = static_cast<size_t>(op.microbatch);
-    if (k + 1 < K) {
+    // A gradient nobody needs is neither sent nor waited for
+    // (PlanBoundary::needs_gradient); its codec seconds are 0 in the plan.
+    const bool gradient_in = k + 1 < K && plan.boundaries[k].needs_gradient;
+    const bool gradient_out = k > 0 && plan.boundaries[k - 1].needs_gradient;
+    if (gradient_in) {
       receive_call(in, k, true);
       expect(ctx_->bwd_inbox[id_].take(), op);
     }
@@ -261,7 +265,7 @@ class StageActor {
              {EventKind::kDecode, pass.decode, k, true},
              {EventKind::kBackward, pass.model},
              {EventKind::kEncode, pass.encode, k - 1, true}});
-    if (k > 0) send(in, op, k - 1, true);
+    if (gradient_out) send(in, op, k - 1, true);
     let_go(in);
   }
 

@@ -192,6 +192,59 @@ TEST(FinetuneTest, PlanHoldsStateAndUpdatesForTheTrainableParametersOnly) {
   }
 }
 
+// A LoRA U-shape whose client part before the server only embeds (LoRA
+// leaves the embeddings frozen): nothing before the first cut trains, so
+// its gradient is neither computed nor sent. The bytes per batch fall by
+// exactly that backward transfer; the client's first stage has no backward
+// and posts no gradient receives. A trainable codec at the cut trains on
+// the client, and brings the gradient back.
+TEST(FinetuneTest, NoGradientGoesBackToAFrozenFirstPart) {
+  DeviceProfile dev;
+  dev.name = "d";
+  dev.peak_flops = 1e12;
+  dev.memory_bandwidth_Bps = 1e10;
+  Scenario sc;
+  sc.name = "lora_frozen_client";
+  sc.batch_size = 4;
+  sc.chunks = 2;
+  sc.schedule = Schedule::k1F1B;
+  sc.partition = {{"client", "embeddings", "embeddings"},
+                  {"server", "layer.0.attention", "layer.1.ffn"},
+                  {"client", "head", "head"}};
+  sc.compression.resize(2);
+  sc.devices = {{"client", "d"}, {"server", "d"}};
+  const std::map<std::string, DeviceProfile> devices = {{"client", dev}, {"server", dev}};
+  sc.model = tiny_roberta();
+  const Plan full = make_plan(sc, measure_model(sc.model), devices);
+  sc.model = tiny_roberta("lora");
+  const ModelProfile lora_model = measure_model(sc.model);
+  const Plan lora = make_plan(sc, lora_model, devices);
+  ASSERT_EQ(lora.boundaries.size(), 2u);
+  EXPECT_TRUE(full.boundaries[0].needs_gradient);
+  EXPECT_FALSE(lora.boundaries[0].needs_gradient);
+  EXPECT_TRUE(lora.boundaries[1].needs_gradient);
+  // Codec none: the gradient is as large as the activation, 4 x 8 x 64 FP32.
+  const int64_t gradient = full.boundaries[0].backward.wire_bytes_per_batch;
+  EXPECT_EQ(gradient, 4 * 8 * 64 * 4);
+  EXPECT_EQ(lora.boundaries[0].backward.wire_bytes_per_batch, 0);
+  EXPECT_EQ(lora.boundaries[0].backward.wire_bytes, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(full.bytes_sent("server") - lora.bytes_sent("server"), gradient);
+  EXPECT_EQ(full.bytes_received("client") - lora.bytes_received("client"), gradient);
+  EXPECT_EQ(lora.bytes_sent("client"), full.bytes_sent("client"));  // the forward and the head's
+  EXPECT_EQ(lora.stages[0].bwd_s, (std::vector<double>{0, 0}));
+  EXPECT_GT(full.stages[0].bwd_s[0], 0);
+  EXPECT_EQ(lora.stages[0].recv_bytes, 0);
+  EXPECT_GT(full.stages[0].recv_bytes, 0);
+  // A linear insert at the first cut: its encoder's weights train on the client.
+  CodecSpec insert;
+  insert.method = CodecMethod::kLinearInsert;
+  insert.out_features = 16;
+  sc.compression[0].forward = insert;
+  const Plan coded = make_plan(sc, lora_model, devices);
+  EXPECT_TRUE(coded.boundaries[0].needs_gradient);
+  EXPECT_GT(coded.boundaries[0].backward.wire_bytes_per_batch, 0);
+}
+
 // The reports' AdamW eps (1e-6) reaches the optimizer exec and the
 // profile build; the default stays LibTorch's 1e-8.
 TEST(FinetuneTest, AdamOptimizersTakeTheScenariosEps) {

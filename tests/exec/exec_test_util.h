@@ -82,7 +82,13 @@ inline Plan make_test_plan(const Scenario& sc, const std::vector<int>& cuts, con
     st.party = k % 2 == 0 ? "client" : "server";
     st.first_unit = first;
     st.last_unit = lasts[k];
-    for (int u = first; u <= lasts[k]; ++u) st.units.push_back(model.names[u]);
+    for (int u = first; u <= lasts[k]; ++u) {
+      st.units.push_back(model.names[u]);
+      for (const auto& w : model.units[static_cast<size_t>(u)]->parameters()) {
+        st.param_count += w.numel();
+        if (!w.requires_grad()) st.frozen_param_count += w.numel();
+      }
+    }
     p.stages.push_back(st);
     x = model.forward(x, first, lasts[k]);
     if (k + 1 < lasts.size()) {
@@ -104,6 +110,7 @@ inline Plan make_test_plan(const Scenario& sc, const std::vector<int>& cuts, con
     }
     first = lasts[k] + 1;
   }
+  drop_unneeded_gradients(p);  // as make_plan: no gradient back to a part that trains nothing
   return p;
 }
 

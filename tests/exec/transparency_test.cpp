@@ -194,6 +194,47 @@ TEST(TransparencyTest, LoraUShapeGivesTheUnsplitGradients) {
   EXPECT_EQ(nonzero, 2 * 2 + 4);  // lora_B of query and value in 2 layers; the head's 4
 }
 
+// The LoRA U-shape with a client that only embeds (client embeddings,
+// server layer.0 .. layer.1, client head): nothing before the first cut
+// trains, so exec neither computes nor sends its gradient, and the
+// gradients are still the unsplit model's. Bytes per batch fall by that
+// transfer (4 x 8 x 64 FP32 per batch), planned and measured alike.
+TEST(TransparencyTest, AFrozenFirstPartGetsNoGradient) {
+  Scenario sc = lora_scenario();
+  const int64_t batches = 3;
+  const Plan plan = make_test_plan(sc, {0, 4}, none(), none(), 2, Schedule::k1F1B, batches);
+  ASSERT_FALSE(plan.boundaries[0].needs_gradient);
+  ASSERT_TRUE(plan.boundaries[1].needs_gradient);
+  Plan sent_anyway = plan;  // as exec ran it before: the gradient computed and sent
+  sent_anyway.boundaries[0].needs_gradient = true;
+  sent_anyway.boundaries[0].backward = sent_anyway.boundaries[0].forward;
+  const int64_t gradient = sent_anyway.boundaries[0].backward.wire_bytes_per_batch;
+  EXPECT_EQ(gradient, 4 * 8 * 64 * 4);
+  RunOptions o;
+  o.timeout = std::chrono::milliseconds(20000);
+  o.keep_gradients = true;
+  std::map<std::string, int64_t> sent, sent_before;  // by party (the server is rank 0)
+  const Plan* runs[] = {&plan, &sent_anyway};
+  std::map<std::string, int64_t>* outs[] = {&sent, &sent_before};
+  for (int run = 0; run < 2; ++run) {
+    const Plan* p = runs[run];
+    std::map<std::string, int64_t>* out = outs[run];
+    const auto results = run_loopback(sc, *p, o);
+    for (size_t rank = 0; rank < results.size(); ++rank) {
+      ASSERT_TRUE(results[rank].complete) << results[rank].error;
+      (*out)[rank == 0 ? "server" : "client"] = results[rank].wire_bytes_sent;
+    }
+  }
+  EXPECT_EQ(sent["server"], batches * plan.bytes_sent("server"));
+  EXPECT_EQ(sent["client"], batches * plan.bytes_sent("client"));
+  EXPECT_EQ(sent_before["server"] - sent["server"], batches * gradient);
+  EXPECT_EQ(sent_before["client"], sent["client"]);
+  Plan one = plan;
+  one.iterations = 1;
+  one.schedule = Schedule::kSequential;
+  expect_allclose(split_gradients(sc, one), unsplit_gradients(sc));
+}
+
 // 40 AdamW steps of the LoRA U-shape through exec on one repeated batch.
 std::vector<RunResult> train_lora(const std::string& compute_precision) {
   Scenario sc = lora_scenario();

@@ -290,6 +290,41 @@ TEST(SimulatorTest, UShapeRunsClientServerClientAndBack) {
   EXPECT_EQ(m.busiest_resource, "server");
 }
 
+// A U-shape whose first client part trains nothing (a LoRA client that
+// only embeds): the planner marks the first cut's gradient unneeded
+// (drop_unneeded_gradients), and the simulator neither sends it nor lets
+// the server wait to send it; the client's first stage has no backward.
+// By hand: the batch loses that transfer and stage 0's backward.
+TEST(SimulatorTest, AGradientNobodyNeedsIsNotSent) {
+  Plan p = ushape(1e-3, 2e-3, 4e-3, 8e-3);
+  p.network.bandwidth_bit_per_s = 8e9;
+  p.network.latency_s = 1e-4;
+  set_wire_bytes(&p, 0, 1000000, 1000000);
+  set_wire_bytes(&p, 1, 10000, 10000);
+  p.stages[0].param_count = p.stages[0].frozen_param_count = 100;  // frozen
+  p.stages[1].param_count = 10;
+  drop_unneeded_gradients(p);
+  ASSERT_FALSE(p.boundaries[0].needs_gradient);
+  ASSERT_TRUE(p.boundaries[1].needs_gradient);
+  EXPECT_EQ(p.stages[0].bwd_s, std::vector<double>{0.0});
+  const Timeline tl = simulate(p);
+  for (const auto& e : tl.events)
+    EXPECT_FALSE(e.boundary == 0 && e.backward &&
+                 (e.kind == EventKind::kSend || e.kind == EventKind::kRecv))
+        << event_name(e);
+  const Metrics m = compute_metrics(tl, p, p.warmup);
+  // Stage 0 waits for no gradient: it forwards the next batch while the
+  // server works, and that batch's activation is there before the server
+  // is done. The batch is the cycle server F, second cut, client F and B,
+  // second cut back, server B (the U-shape test's less stage 0 and the
+  // first cut both ways).
+  const double cycle = 4e-3 + 2 * (1e-4 + 1e4 / 1e9) + 1e-3 + 2e-3 + 8e-3;
+  EXPECT_NEAR(m.time_per_batch_s, cycle, 1e-9);
+  EXPECT_DOUBLE_EQ(m.party("server")->bytes_sent_per_batch, 10000);
+  EXPECT_DOUBLE_EQ(m.party("server")->bytes_sent_per_batch, p.bytes_sent("server"));
+  EXPECT_DOUBLE_EQ(m.party("client")->bytes_received_per_batch, p.bytes_received("client"));
+}
+
 TEST(SimulatorTest, StagesOnOnePartyNeverComputeAtOnce) {
   const Plan p = ushape(3e-3, 3e-3, 1e-3, 1e-3, Schedule::kGpipe, 4);
   const Timeline tl = simulate(p);

@@ -64,7 +64,7 @@ double class_factor(const std::vector<OpClassParts>& shares, size_t m, const OpC
 
 // Stage k's model seconds (its own, or a client group's on it) calibrated
 // by its party's `p`: × compute_scale × Σ_class share × scale, with the
-// stage's op-class shares, + op_overhead_s.
+// stage's op-class shares, + op_overhead_s (a backward of 0 s stays 0).
 void calibrate_model(const PlanStage& in, size_t k, const PartyCalibration& p,
                      std::vector<double>& fwd_s, std::vector<double>& bwd_s, double& update_s) {
   for (size_t m = 0; m < fwd_s.size(); ++m) {
@@ -73,7 +73,8 @@ void calibrate_model(const PlanStage& in, size_t k, const PartyCalibration& p,
     const double bwd = p.compute_scale * class_factor(in.bwd_op_class_shares, m, p.op_class_scale,
                                                       k, "bwd_op_class_shares_per_microbatch");
     fwd_s[m] = fwd_s[m] * fwd + p.op_overhead_s;
-    bwd_s[m] = bwd_s[m] * bwd + p.op_overhead_s;
+    // A stage with no backward (drop_unneeded_gradients) runs none to calibrate.
+    bwd_s[m] = bwd_s[m] > 0 ? bwd_s[m] * bwd + p.op_overhead_s : 0.0;
   }
   update_s = update_s * p.compute_scale * p.op_class_scale.elementwise + p.op_overhead_s;
 }

@@ -168,6 +168,39 @@ PassSeconds Plan::backward_pass(int stage, int64_t c, size_t i) const {
   return p;
 }
 
+void drop_unneeded_gradients(Plan& plan) {
+  bool trains = false;  // some stage up to this boundary's sender
+  for (size_t b = 0; b < plan.boundaries.size(); ++b) {
+    trains = trains || plan.stages[b].trainable_param_count() > 0;
+    PlanBoundary& bd = plan.boundaries[b];
+    bd.needs_gradient = trains;
+    if (trains) continue;
+    PlanTransfer& t = bd.backward;
+    std::fill(t.wire_bytes.begin(), t.wire_bytes.end(), 0);
+    std::fill(t.encode_s.begin(), t.encode_s.end(), 0.0);
+    std::fill(t.decode_s.begin(), t.decode_s.end(), 0.0);
+    t.wire_bytes_per_batch = 0;
+    t.last_tensor_bytes.clear();
+  }
+  // A stage runs a backward if it trains or passes a gradient back.
+  auto needs = [&](int b) {
+    return b >= 0 && b < static_cast<int>(plan.boundaries.size()) &&
+           plan.boundaries[static_cast<size_t>(b)].needs_gradient;
+  };
+  auto idle = [&](int k) {
+    return plan.stages[static_cast<size_t>(k)].trainable_param_count() == 0 && !needs(k - 1);
+  };
+  auto zero = [](std::vector<double>& v) { std::fill(v.begin(), v.end(), 0.0); };
+  for (int k = 0; k < static_cast<int>(plan.stages.size()); ++k)
+    if (idle(k)) zero(plan.stages[static_cast<size_t>(k)].bwd_s);
+  for (PlanClientGroup& g : plan.client_groups)
+    for (PlanStageCosts& costs : g.stage_costs) {
+      if (idle(costs.stage)) zero(costs.bwd_s);
+      if (!needs(costs.stage)) zero(costs.bwd_decode_s);
+      if (!needs(costs.stage - 1)) zero(costs.bwd_encode_s);
+    }
+}
+
 void set_codec_seconds(PlanStageCosts& costs, const Plan& p) {
   for (auto* v :
        {&costs.fwd_decode_s, &costs.fwd_encode_s, &costs.bwd_decode_s, &costs.bwd_encode_s})

@@ -89,6 +89,8 @@ bool read_timed_from(const json& v, const std::string& path) {
 
 void write_timed_from(json& j, const bool& measured) { j = measured ? "measured" : "formula"; }
 
+bool read_flag(const json& v, const std::string& path) { return jr::read_bool(v, path); }
+
 CodecSpec read_codec(const json& v, const std::string& path) { return parse_codec(v, path); }
 
 void write_codec(json& j, const CodecSpec& c) { j = codec_to_json(c); }

@@ -439,6 +439,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
                       activation_memory_factor(sc.compute_precision)};
   for (int k = 0; k < K; ++k) plan.stages.push_back(plan_stage(c, plan, k, K, ranges[k]));
   for (int k = 0; k + 1 < K; ++k) plan_boundary(c, plan, k, ranges[k]);
+  drop_unneeded_gradients(plan);
   for (int k = 0; k < K; ++k) finish_stage(c, plan, k);
   // Each group calibrated on its own costs, before the plan's own are.
   std::vector<PlanClientGroup> groups;

@@ -75,6 +75,7 @@ std::vector<PlanStageCosts> client_stage_costs(const PlanContext& c, const Plan&
   }
   for (PlanStage& st : on.stages)
     if (st.party == client) st.update_s = update_seconds(c, device, st);
+  drop_unneeded_gradients(on);
   on = calibrated(on, c.sc);
   std::vector<PlanStageCosts> out;
   for (size_t k = 0; k < on.stages.size(); ++k) {

@@ -191,8 +191,13 @@ DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& 
         outs(m, std::vector<torch::Tensor>(n));
     for (int64_t j = 0; j < m; ++j) {
       torch::Tensor x = input;
+      // A unit's input asks for its gradient only where a run computes it:
+      // some unit before it trains (a frozen first part sends none back).
+      bool earlier_trains = false;
       for (int i = 0; i < n; ++i) {
-        ins[j][i] = (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(true);
+        ins[j][i] =
+            (i == 0 || !x.is_floating_point()) ? x : x.detach().requires_grad_(earlier_trains);
+        for (const auto& p : model.units[i]->parameters()) earlier_trains |= p.requires_grad();
         const auto t0 = Clock::now();
         outs[j][i] = model.units[i]->forward(ins[j][i]);
         if (timed) fwd[i].push_back(since(t0));

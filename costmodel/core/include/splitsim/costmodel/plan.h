@@ -82,6 +82,9 @@ struct PlanBoundary {
   std::vector<int64_t> activation_shape;  // per batch: [B, ...]
   PlanTransfer forward;                   // from_stage -> to_stage
   PlanTransfer backward;                  // to_stage -> from_stage
+  // False when no stage up to from_stage trains (drop_unneeded_gradients):
+  // the gradient is neither computed nor sent; `backward` carries 0 bytes.
+  bool needs_gradient = true;
 };
 
 // One client-role stage's costs on a client group's device.
@@ -155,6 +158,15 @@ struct Plan {
   int64_t bytes_sent(const std::string& party) const;
   int64_t bytes_received(const std::string& party) const;
 };
+
+// The gradient nobody needs (a frozen first part, a client that only
+// embeds): boundary b needs its backward transfer iff some stage up to b
+// trains (trainable_param_count() > 0, a codec's layers counting as their
+// stage's). For each that does not: needs_gradient false, the backward
+// transfer's bytes and codec seconds 0 (last_tensor_bytes empty); and a
+// stage with nothing to train and no gradient to pass back has no backward
+// work (bwd_s 0, its group costs' too). Idempotent.
+void drop_unneeded_gradients(Plan& plan);
 
 // Stage costs.stage's codec work in `p`'s own costs, per micro-batch, into
 // `costs` (a client group's costs on the device `p` was priced on).

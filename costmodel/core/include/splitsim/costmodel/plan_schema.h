@@ -97,6 +97,7 @@ OpClassParts read_op_class_shares(const json& v, const std::string& path);
 void write_op_class_shares(json& j, const OpClassParts& p);
 bool read_timed_from(const json& v, const std::string& path);  // "measured": true
 void write_timed_from(json& j, const bool& measured);
+bool read_flag(const json& v, const std::string& path);  // true or false
 CodecSpec read_codec(const json& v, const std::string& path);
 void write_codec(json& j, const CodecSpec& c);
 
@@ -117,6 +118,7 @@ inline constexpr JsonCodec<std::vector<int64_t>> kShape{read_shape};
 inline constexpr JsonCodec<OpCounts> kWork{read_work};
 inline constexpr JsonCodec<OpClassParts> kShares{read_op_class_shares, write_op_class_shares};
 inline constexpr JsonCodec<bool> kTimedFrom{read_timed_from, write_timed_from};
+inline constexpr JsonCodec<bool> kFlag{read_flag};
 inline constexpr JsonCodec<CodecSpec> kCodec{read_codec, write_codec};
 
 }  // namespace plan_json
@@ -194,6 +196,8 @@ void fields(V& v, PlanBoundary& b) {
   v.optional("activation_shape", b.activation_shape, kShape);
   v.nested("forward", b.forward, "a transfer object");
   v.nested("backward", b.backward, "a transfer object");
+  // Optional: true in plans written before it.
+  v.optional("needs_gradient", b.needs_gradient, kFlag);
 }
 
 template <class V>
