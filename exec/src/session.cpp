@@ -89,7 +89,7 @@ bool same_secret(const torch::Tensor& a, const torch::Tensor& b) {
 void check_event(const TimelineEvent& e, const Timeline& tl, int rank) {
   const auto parties = static_cast<int32_t>(tl.parties.size());
   const bool ok = static_cast<int32_t>(e.kind) >= 0 &&
-                  static_cast<int32_t>(e.kind) <= static_cast<int32_t>(EventKind::kRecv) &&
+                  static_cast<int32_t>(e.kind) <= static_cast<int32_t>(kLastEventKind) &&
                   e.party >= 0 && e.party < parties && e.peer >= -1 && e.peer < parties &&
                   e.stage >= 0 && e.boundary >= -1 && e.client >= 0 && e.client < tl.clients &&
                   e.batch >= 0 && e.microbatch >= -1 && e.bytes >= 0 && std::isfinite(e.start_s) &&

@@ -20,6 +20,9 @@ struct Stash {
   torch::Tensor y;      // carried activation sent on (not the last stage)
   torch::Tensor loss;   // last stage
   std::shared_ptr<exec_internal::StageParts::WeightVersion> weights;  // pipedream
+  // zb_h1, between a micro-batch's B and its W: what the backward starts
+  // from (the scaled loss, or the output with the gradient received).
+  torch::Tensor out, out_grad;
 };
 
 struct PostedRecv {
@@ -48,6 +51,9 @@ class Instance {
     m_ = plan_.chunks();
     fr_ = plan_.schedule == Schedule::kFr;
     stash_weights_ = plan_.schedule == Schedule::kPipeDream;
+    split_ = splits_backward(plan_.schedule);
+    for (const torch::Tensor& p : parts_.params)
+      if (p.requires_grad()) trainable_.push_back(p);
     loss_scale_ = ctx.spec->loss_scale;
   }
 
@@ -63,6 +69,7 @@ class Instance {
       const Op& op = ops[j];
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
+      if (op.kind == OpKind::kWeight) weight(op);
       if (op.kind == OpKind::kUpdate) update(op);
       if (op.kind == OpKind::kBarrier) iteration_barrier(ctx_, c_, op.batch);
       while (sends_.size() > static_cast<size_t>(4 * m_ + 4)) wait_oldest_send();
@@ -290,26 +297,59 @@ class Instance {
                  .to(torch::kFloat);
       record(EventKind::kDecode, op, t0, now_s(), k_, 1);
     }
+    torch::Tensor input_grad;
     {
       const double t0 = now_s();
       StashedWeights use(parts_, s.weights.get());
-      if (k_ == K_ - 1)
-        (loss_scale_ != 1 ? s.loss * loss_scale_ : s.loss).backward();
-      else if (gradient_in() && s.y.requires_grad())  // else nothing up to here trains
-        s.y.backward(grad.view(s.y.sizes()));
+      if (k_ == K_ - 1) {
+        s.out = loss_scale_ != 1 ? s.loss * loss_scale_ : s.loss;
+      } else if (gradient_in() && s.y.requires_grad()) {  // else nothing up to here trains
+        s.out = s.y;
+        s.out_grad = grad.view(s.y.sizes());
+      }
+      if (!split_) {
+        if (s.out.defined()) torch::autograd::backward({s.out}, grads_of(s));
+        if (gradient_out()) input_grad = s.leaf.grad();
+      } else if (gradient_out()) {
+        // zb_h1's B: the input's gradient alone; the graph stays for the W.
+        input_grad =
+            torch::autograd::grad({s.out}, {s.leaf}, grads_of(s), /*retain_graph=*/true)[0];
+      }
       record(EventKind::kBackward, op, t0, now_s());
     }
+    if (split_) stash_[{op.batch, op.microbatch}] = std::move(s);  // until its W
     if (gradient_out()) {
       const double t0 = now_s();
       std::vector<torch::Tensor> wire;
       {
         torch::NoGradGuard no_grad;
         parts_.bwd_enc->set_step(op.batch);
-        wire = parts_.bwd_enc->pack(parts_.bwd_enc->carry(s.leaf.grad()));
+        wire = parts_.bwd_enc->pack(parts_.bwd_enc->carry(input_grad));
       }
       record(EventKind::kEncode, op, t0, now_s(), k_ - 1, 1);
       send(op, k_ - 1, true, std::move(wire), k_ - 1);
     }
+  }
+
+  // The gradient a backward starts from: none for a loss, else the one
+  // received.
+  static std::vector<torch::Tensor> grads_of(const Stash& s) {
+    if (!s.out_grad.defined()) return {};
+    return {s.out_grad};
+  }
+
+  // zb_h1's W: the trainable parameters' gradients of a micro-batch whose B
+  // ran, from the graph it kept; then its stash goes.
+  void weight(const Op& op) {
+    Stash s = std::move(stash_.at({op.batch, op.microbatch}));
+    stash_.erase({op.batch, op.microbatch});
+    std::lock_guard<std::mutex> lock(ctx_.compute);
+    const double t0 = now_s();
+    if (s.out.defined() && s.out.requires_grad() && !trainable_.empty())
+      torch::autograd::backward({s.out}, grads_of(s), /*retain_graph=*/false,
+                                /*create_graph=*/false, trainable_);
+    s = Stash();  // the graph and the activations go inside the W's turn
+    record(EventKind::kWeight, op, t0, now_s());
   }
 
   // Under loss scaling (the last stage scaled the loss, so every gradient
@@ -383,6 +423,8 @@ class Instance {
   int64_t m_ = 1;
   bool fr_ = false;
   bool stash_weights_ = false;  // pipedream
+  bool split_ = false;          // zb_h1: B and W ops
+  std::vector<torch::Tensor> trainable_;  // the stage's parameters that train (W's inputs)
   double loss_scale_ = 1;       // Scenario::effective_loss_scale()
   InstanceResult* out_;
   size_t next_post_ = 0;

@@ -215,6 +215,13 @@ class StageActor {
         case OpKind::kBackward:
           backward(in, op);
           break;
+        case OpKind::kWeight:
+          compute(
+              in, op,
+              {{EventKind::kWeight, ctx_->plan->weight_pass_s(
+                                        in.stage, in.client, static_cast<size_t>(op.microbatch))}});
+          let_go(in);
+          break;
         case OpKind::kUpdate:
           compute(in, op, {{EventKind::kUpdate, ctx_->plan->update_s(in.stage, in.client)}});
           let_go(in);
@@ -260,10 +267,12 @@ class StageActor {
     const double replay =
         plan.schedule == Schedule::kFr ? plan.forward_pass(k, in.client, i).model : 0.0;
     const PassSeconds pass = plan.backward_pass(k, in.client, i);
+    // zb_h1: the weight gradients are the W op's.
+    const double model = std::max(0.0, pass.model - plan.weight_pass_s(k, in.client, i));
     compute(in, op,
             {{EventKind::kRecompute, replay},
              {EventKind::kDecode, pass.decode, k, true},
-             {EventKind::kBackward, pass.model},
+             {EventKind::kBackward, model},
              {EventKind::kEncode, pass.encode, k - 1, true}});
     if (gradient_out) send(in, op, k - 1, true);
     let_go(in);

@@ -192,6 +192,56 @@ TEST(FinetuneTest, PlanHoldsStateAndUpdatesForTheTrainableParametersOnly) {
   }
 }
 
+// zb_h1's two halves of a backward, measured per unit. The FFN block, two
+// linear layers H -> F -> H over N tokens: the input's gradient alone is
+// both layers' dX (2 N H F MACs); the parameters' alone both dWs and the
+// second layer's dX, the way to the first's weights (3 N H F); the whole
+// backward 4 N H F. The planner prices a stage's B and W from these: stage
+// 0 (the data needs no gradient) is all W; the server's B + W covers more
+// than its whole backward (the W walks the chain again, as exec's does).
+TEST(FinetuneTest, ASplitBackwardIsMeasuredAsItsTwoHalves) {
+  const ModelProfile full = measure_model(tiny_roberta());
+  const UnitProfile& ffn = full.units[full.index_of("layer.1.ffn")];
+  const int64_t N = 8, H = 64, F = 128;
+  EXPECT_EQ(ffn.bwd_input.matmul_macs, 2 * N * H * F);
+  EXPECT_EQ(ffn.bwd_params.matmul_macs, 3 * N * H * F);
+  EXPECT_EQ(ffn.bwd.matmul_macs, 4 * N * H * F);
+  const UnitProfile& emb = full.units[full.index_of("embeddings")];
+  EXPECT_EQ(emb.bwd_input.macs(), 0);  // token ids need no gradient
+  EXPECT_EQ(emb.bwd_params.macs(), emb.bwd.macs());
+
+  DeviceProfile dev;
+  dev.name = "d";
+  dev.peak_flops = 1e12;
+  dev.memory_bandwidth_Bps = 1e10;
+  Scenario sc;
+  sc.name = "zb";
+  sc.batch_size = 4;
+  sc.chunks = 2;
+  sc.partition = {{"client", "embeddings", "layer.0.attention"}, {"server", "layer.0.ffn", "head"}};
+  sc.compression.resize(1);
+  sc.devices = {{"client", "d"}, {"server", "d"}};
+  sc.model = tiny_roberta();
+  const std::map<std::string, DeviceProfile> devices = {{"client", dev}, {"server", dev}};
+  sc.schedule = Schedule::k1F1B;
+  const Plan f1b = make_plan(sc, full, devices);
+  sc.schedule = Schedule::kZbH1;
+  const Plan zb = make_plan(sc, full, devices);
+  EXPECT_TRUE(f1b.stages[0].bwd_weight_s.empty());
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(zb.stages[0].bwd_weight_s[i], zb.stages[0].bwd_s[i]);
+    EXPECT_NEAR(zb.stages[0].bwd_s[i], f1b.stages[0].bwd_s[i], 1e-9 * f1b.stages[0].bwd_s[i]);
+    EXPECT_GT(zb.stages[1].bwd_weight_s[i], 0);
+    EXPECT_LT(zb.stages[1].bwd_weight_s[i], zb.stages[1].bwd_s[i]);
+    EXPECT_GT(zb.stages[1].bwd_s[i], f1b.stages[1].bwd_s[i]);
+    EXPECT_DOUBLE_EQ(zb.weight_pass_s(1, Plan::kOwnCosts, i), zb.stages[1].bwd_weight_s[i]);
+    EXPECT_EQ(f1b.weight_pass_s(1, Plan::kOwnCosts, i), 0);
+  }
+  // Every stage keeps min(m, K) micro-batches until their W.
+  EXPECT_EQ(zb.stages[1].stashed_microbatches, 2);
+  EXPECT_EQ(f1b.stages[1].stashed_microbatches, 1);
+}
+
 // A LoRA U-shape whose client part before the server only embeds (LoRA
 // leaves the embeddings frozen): nothing before the first cut trains, so
 // its gradient is neither computed nor sent. The bytes per batch fall by

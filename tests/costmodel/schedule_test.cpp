@@ -52,6 +52,53 @@ TEST(ScheduleTest, PipeDreamNeverFlushesAndUpdatesAfterEachBatch) {
   EXPECT_EQ(ops(Schedule::kPipeDream, 0, 2, 2, 2), "F0.0 F0.1 B0.0 F1.0 B0.1 U0 F1.1 B1.0 B1.1 U1");
 }
 
+// ZB-H1 as the zero-bubble repository's schedule (exact semantics) orders
+// it: K-k-1 warm-up forwards, k forward-backward pairs with their weight
+// passes deferred, F B W, B W, then the deferred Ws.
+TEST(ScheduleTest, ZeroBubbleH1DefersKWeightPassesAtStageK) {
+  const char* table[] = {
+      "F0.0 F0.1 F0.2 F0.3 B0.0 W0.0 B0.1 W0.1 B0.2 W0.2 B0.3 W0.3 U0",
+      "F0.0 F0.1 F0.2 B0.0 F0.3 B0.1 W0.0 B0.2 W0.1 B0.3 W0.2 W0.3 U0",
+      "F0.0 F0.1 B0.0 F0.2 B0.1 F0.3 B0.2 W0.0 B0.3 W0.1 W0.2 W0.3 U0",
+      "F0.0 B0.0 F0.1 B0.1 F0.2 B0.2 F0.3 B0.3 W0.0 W0.1 W0.2 W0.3 U0",
+  };
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(ops(Schedule::kZbH1, k, 4, 4, 1), table[k]) << k;
+  // More micro-batches than stages: F B W in the middle.
+  EXPECT_EQ(ops(Schedule::kZbH1, 1, 3, 6, 1),
+            "F0.0 F0.1 B0.0 F0.2 B0.1 W0.0 F0.3 B0.2 W0.1 F0.4 B0.3 W0.2 F0.5 B0.4 W0.3 B0.5 W0.4 "
+            "W0.5 U0");
+  // Fewer: the warm-up is cut to m.
+  EXPECT_EQ(ops(Schedule::kZbH1, 2, 4, 2, 1), "F0.0 F0.1 B0.0 B0.1 W0.0 W0.1 U0");
+  EXPECT_TRUE(splits_backward(Schedule::kZbH1));
+  EXPECT_TRUE(is_synchronous(Schedule::kZbH1));
+  for (Schedule s : all_schedules()) {
+    if (s == Schedule::kZbH1) continue;
+    EXPECT_FALSE(splits_backward(s)) << schedule_name(s);
+    for (const Op& op : stage_ops(s, 0, 3, 2, 2)) EXPECT_NE(op.kind, OpKind::kWeight);
+  }
+  // Each W after its B, in the order of the Bs; every stage keeps min(m, K)
+  // micro-batches until their W (1f1b's first stage's count).
+  for (int K = 1; K <= 5; ++K)
+    for (int k = 0; k < K; ++k)
+      for (int64_t m = 1; m <= 8; ++m) {
+        std::vector<int64_t> bs, ws;
+        for (const Op& op : stage_ops(Schedule::kZbH1, k, K, m, 1)) {
+          if (op.kind == OpKind::kBackward) bs.push_back(op.microbatch);
+          if (op.kind == OpKind::kWeight) {
+            ws.push_back(op.microbatch);
+            EXPECT_LE(ws.size(), bs.size());
+          }
+        }
+        EXPECT_EQ(ws, bs);
+        EXPECT_EQ(stashed_microbatches(Schedule::kZbH1, k, K, m), std::min<int64_t>(m, K))
+            << "k=" << k << " K=" << K << " m=" << m;
+        const int64_t waiting = waiting_weight_passes(Schedule::kZbH1, k, K, m);
+        EXPECT_LE(waiting, std::min<int64_t>(k + 1, m));
+        if (m >= K) EXPECT_EQ(waiting, k + 1) << "k=" << k << " K=" << K << " m=" << m;
+        EXPECT_EQ(waiting_weight_passes(Schedule::k1F1B, k, K, m), 0);
+      }
+}
+
 TEST(ScheduleTest, DdgAndFrDelayTheBackwardByKMinusOneMinusKIterations) {
   const char* table[] = {
       "F0.0 S0 F1.0 S1 B0.0 U0 S2 B1.0 U1 S3",
@@ -86,7 +133,8 @@ TEST(ScheduleTest, EveryOpAppearsOnceAndUpdatesFollowTheirBackwards) {
               EXPECT_EQ(backwards_done[op.batch], m) << to_string(op);
             }
           }
-          EXPECT_EQ(seen.size(), static_cast<size_t>(4 * (2 * m + 1))) << schedule_name(s);
+          const int64_t passes = splits_backward(s) ? 3 : 2;  // F, B (and W)
+          EXPECT_EQ(seen.size(), static_cast<size_t>(4 * (passes * m + 1))) << schedule_name(s);
         }
 }
 
@@ -98,8 +146,8 @@ TEST(ScheduleTest, NamesRoundTripAndUnknownNamesAreRefused) {
     EXPECT_TRUE(schedule_from_name(schedule_names()[i], &s)) << schedule_names()[i];
     EXPECT_EQ(s, all_schedules()[i]);
   }
-  EXPECT_EQ(schedule_names(),
-            (std::vector<std::string>{"sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr"}));
+  EXPECT_EQ(schedule_names(), (std::vector<std::string>{"sequential", "gpipe", "1f1b", "pipedream",
+                                                        "ddg", "fr", "zb_h1"}));
   Schedule s = Schedule::kGpipe;
   EXPECT_FALSE(schedule_from_name("GPipe", &s));
   EXPECT_FALSE(schedule_from_name("", &s));

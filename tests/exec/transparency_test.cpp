@@ -105,13 +105,33 @@ TEST(TransparencyTest, GpipeAnd1F1BGiveTheGradientsOfSequential) {
   const Scenario sc = small_scenario("resnet20", 4);
   const auto sequential =
       split_gradients(sc, make_test_plan(sc, {0, 6}, none(), none(), 2, Schedule::kSequential, 1));
-  for (Schedule s : {Schedule::kGpipe, Schedule::k1F1B}) {
+  for (Schedule s : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kZbH1}) {
     SCOPED_TRACE(schedule_name(s));
     const auto got = split_gradients(sc, make_test_plan(sc, {0, 6}, none(), none(), 2, s, 1));
     std::vector<std::vector<torch::Tensor>> want(sequential.size());
     for (const auto& [u, g] : sequential) want[static_cast<size_t>(u)] = g;
     expect_allclose(got, want);
   }
+}
+
+Scenario lora_scenario();  // below
+
+// zb_h1 splits each backward into B (the input's gradient, sent at once)
+// and W (the parameters', deferred): with 4 micro-batches over 4 stages
+// stage k defers k weight passes, and the gradients are still sequential's.
+// The LoRA U-shape (frozen base weights, adapters on both sides) alike.
+TEST(TransparencyTest, ZeroBubbleH1GivesTheGradientsOfSequential) {
+  auto same = [](const Scenario& sc, const std::vector<int>& cuts, int64_t chunks) {
+    const auto sequential = split_gradients(
+        sc, make_test_plan(sc, cuts, none(), none(), chunks, Schedule::kSequential, 1));
+    std::vector<std::vector<torch::Tensor>> want(sequential.size());
+    for (const auto& [u, g] : sequential) want[static_cast<size_t>(u)] = g;
+    expect_allclose(
+        split_gradients(sc, make_test_plan(sc, cuts, none(), none(), chunks, Schedule::kZbH1, 1)),
+        want);
+  };
+  same(small_scenario("resnet20", 8), {0, 3, 6}, 4);
+  same(lora_scenario(), {2, 4}, 2);
 }
 
 // Asynchronous schedules run to the end and train (no transparency claim).

@@ -28,6 +28,9 @@ inline ModelProfile chain() {
     u.output_shape = {channels[i], 8, 8};
     u.fwd.matmul_macs = fwd[i];
     u.bwd.matmul_macs = 2 * fwd[i];
+    // As a linear layer's: its input's gradient (none for the data) and its weights'.
+    u.bwd_input.matmul_macs = i == 0 ? 0 : fwd[i];
+    u.bwd_params.matmul_macs = fwd[i];
     u.param_count = 50 * (i + 1);
     u.param_bytes = 4 * u.param_count;
     u.stash_bytes_per_sample = 256 * channels[i];

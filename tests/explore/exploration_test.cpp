@@ -41,6 +41,7 @@ TEST(ExplorationTest, EverySurvivorGetsASimulatedTimeWithinItsBounds) {
   sp.codecs = default_codec_options();
   sp.chunks = {1, 2, 4};
   sp.bandwidths_bit_per_s = {2e6, 8e6, 3.2e7};
+  sp.schedules = {Schedule::kGpipe, Schedule::kZbH1};
   const Exploration e = run_exploration(base(), chain(), devices(), sp, o);
   const auto& c = e.result.candidates;
   ASSERT_FALSE(c.empty());

@@ -55,6 +55,26 @@ TEST(SimulatorTest, OneFOneBHasGpipesMakespanWithLessStash) {
   EXPECT_EQ(m.stages[3].peak_stash_bytes, 100);
 }
 
+// ZB-H1 against the published figure: K equal stages, free links, B and W
+// of one micro-batch t_b and t_w (t_w <= t_f + t_b): a batch takes
+// m (t_f + t_b + t_w) + (K-1)(t_f + t_b - t_w), where 1f1b, sending the
+// gradient after the whole backward, takes (m + K - 1)(t_f + t_b + t_w).
+TEST(SimulatorTest, ZeroBubbleH1MeetsThePublishedBubble) {
+  for (const auto& [K, mb] : {std::pair{4, 8}, std::pair{3, 6}, std::pair{4, 4}, std::pair{2, 4}})
+    for (const auto& [tf, tb, tw] : {std::tuple{1e-3, 1e-3, 1e-3}, std::tuple{1e-3, 2e-3, 1e-3},
+                                     std::tuple{2e-3, 1e-3, 5e-4}}) {
+      Plan p = equal_stages(K, mb, tf, tb + tw, Schedule::kZbH1, 10, 3);
+      for (PlanStage& st : p.stages) st.bwd_weight_s.assign(static_cast<size_t>(mb), tw);
+      const Metrics zb = run(p);
+      const double ideal = mb * (tf + tb + tw);
+      EXPECT_NEAR(zb.time_per_batch_s, ideal + (K - 1) * (tf + tb - tw), kRel)
+          << "K=" << K << " m=" << mb << " tw=" << tw;
+      for (const auto& s : zb.stages) EXPECT_EQ(s.peak_stashed_microbatches, std::min(mb, K));
+      p.schedule = Schedule::k1F1B;
+      EXPECT_NEAR(run(p).time_per_batch_s, (mb + K - 1) * (tf + tb + tw), kRel);
+    }
+}
+
 TEST(SimulatorTest, PipeDreamSteadyStateIsOneStagesWork) {
   const int K = 4;
   const Metrics m = run(equal_stages(K, 1, kTf, kTb, Schedule::kPipeDream, 24, 8));

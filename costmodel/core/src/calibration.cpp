@@ -66,7 +66,8 @@ double class_factor(const std::vector<OpClassParts>& shares, size_t m, const OpC
 // by its party's `p`: × compute_scale × Σ_class share × scale, with the
 // stage's op-class shares, + op_overhead_s (a backward of 0 s stays 0).
 void calibrate_model(const PlanStage& in, size_t k, const PartyCalibration& p,
-                     std::vector<double>& fwd_s, std::vector<double>& bwd_s, double& update_s) {
+                     std::vector<double>& fwd_s, std::vector<double>& bwd_s, double& update_s,
+                     std::vector<double>* bwd_weight_s = nullptr) {
   for (size_t m = 0; m < fwd_s.size(); ++m) {
     const double fwd = p.compute_scale * class_factor(in.fwd_op_class_shares, m, p.op_class_scale,
                                                       k, "fwd_op_class_shares_per_microbatch");
@@ -75,6 +76,8 @@ void calibrate_model(const PlanStage& in, size_t k, const PartyCalibration& p,
     fwd_s[m] = fwd_s[m] * fwd + p.op_overhead_s;
     // A stage with no backward (drop_unneeded_gradients) runs none to calibrate.
     bwd_s[m] = bwd_s[m] > 0 ? bwd_s[m] * bwd + p.op_overhead_s : 0.0;
+    // zb_h1's W: the same work, scaled alike (the overhead goes to the B).
+    if (bwd_weight_s != nullptr && m < bwd_weight_s->size()) (*bwd_weight_s)[m] *= bwd;
   }
   update_s = update_s * p.compute_scale * p.op_class_scale.elementwise + p.op_overhead_s;
 }
@@ -86,7 +89,7 @@ Plan apply_calibration(const Plan& plan, const Calibration& c) {
   for (size_t k = 0; k < out.stages.size(); ++k) {
     PlanStage& st = out.stages[k];
     calibrate_model(plan.stages[k], k, party_calibration(c, st.party), st.fwd_s, st.bwd_s,
-                    st.update_s);
+                    st.update_s, &st.bwd_weight_s);
   }
   for (PlanClientGroup& g : out.client_groups)
     for (PlanStageCosts& own : g.stage_costs) {

@@ -73,6 +73,8 @@ void to_json(nlohmann::json& j, const UnitProfile& u) {
        {"output_elem_bytes", u.output_elem_bytes},
        {"fwd_per_sample", u.fwd},
        {"bwd_per_sample", u.bwd},
+       {"bwd_input_per_sample", u.bwd_input},
+       {"bwd_params_per_sample", u.bwd_params},
        {"param_count", u.param_count},
        {"param_bytes", u.param_bytes},
        {"trainable_param_count", u.trainable_param_count()},
@@ -93,6 +95,11 @@ void from_json(const nlohmann::json& j, UnitProfile& u) {
   u.output_elem_bytes = j.at("output_elem_bytes").get<int64_t>();
   u.fwd = j.at("fwd_per_sample").get<OpCounts>();
   u.bwd = j.at("bwd_per_sample").get<OpCounts>();
+  // Files written before the split backward: none measured.
+  if (j.contains("bwd_input_per_sample"))
+    u.bwd_input = j.at("bwd_input_per_sample").get<OpCounts>();
+  if (j.contains("bwd_params_per_sample"))
+    u.bwd_params = j.at("bwd_params_per_sample").get<OpCounts>();
   u.param_count = j.at("param_count").get<int64_t>();
   u.param_bytes = j.at("param_bytes").get<int64_t>();
   // Files written before fine-tuning existed: everything trained.

@@ -168,6 +168,14 @@ PassSeconds Plan::backward_pass(int stage, int64_t c, size_t i) const {
   return p;
 }
 
+double Plan::weight_pass_s(int stage, int64_t c, size_t i) const {
+  const PlanStage& st = stages[static_cast<size_t>(stage)];
+  if (!splits_backward(schedule) || st.bwd_weight_s.empty()) return 0.0;
+  const PlanStageCosts* g = group_costs(*this, stage, c);
+  if (g == nullptr) return st.bwd_weight_s[i];
+  return st.bwd_s[i] > 0 ? g->bwd_s[i] * st.bwd_weight_s[i] / st.bwd_s[i] : 0.0;
+}
+
 void drop_unneeded_gradients(Plan& plan) {
   bool trains = false;  // some stage up to this boundary's sender
   for (size_t b = 0; b < plan.boundaries.size(); ++b) {

@@ -157,8 +157,7 @@ void plan_fields::FieldReader::schedule(const char* key, Schedule& s, const char
   if (pass_ == Pass::kRequire) jr::require_key(j_, path_, key, need);
   if (pass_ != Pass::kRead) return;
   const std::string name = jr::read_choice(j_.at(key), at(key), "schedule", schedule_names());
-  for (int k = 0; k <= static_cast<int>(Schedule::kFr); ++k)
-    if (name == schedule_name(static_cast<Schedule>(k))) s = static_cast<Schedule>(k);
+  schedule_from_name(name, &s);
 }
 
 void plan_fields::FieldReader::scenario_object(const char* key, NetworkSpec& n, const char* need) {

@@ -255,11 +255,17 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
     st.work_bytes = std::max(st.work_bytes, (unit_work(c, u) + received - freed) * b_max);
     freed += unit_stash_in_stage(c, i, last);
   }
+  // zb_h1: the gradient received for each micro-batch whose W waits.
+  if (k + 1 < K)
+    st.work_bytes +=
+        waiting_weight_passes(sc.schedule, k, K, m) * model.units[last].output_numel() * 4 * b_max;
   st.fwd_per_batch = sum_units(model, first, last, false).scaled(sc.batch_size);
   st.bwd_per_batch = sum_units(model, first, last, true).scaled(sc.batch_size);
   st.fwd_per_batch.ops *= m;
   st.bwd_per_batch.ops *= m;
   time_units(model, dev->second, plan.microbatch_sizes, st);
+  if (splits_backward(sc.schedule))
+    split_backward_seconds(model, dev->second, plan.microbatch_sizes, st);
   st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
   st.weight_versions = weight_versions(sc.schedule, k, K, m);
   return st;

@@ -62,8 +62,12 @@ std::vector<PlanStageCosts> client_stage_costs(const PlanContext& c, const Plan&
     return st.party == client ? device : c.devices.at(st.party);
   };
   Plan on = plan;  // of its other stages only the client-role ones are read
-  for (PlanStage& st : on.stages)
-    if (st.party == client) time_units(c.model, device, on.microbatch_sizes, st);
+  for (PlanStage& st : on.stages) {
+    if (st.party != client) continue;
+    time_units(c.model, device, on.microbatch_sizes, st);
+    if (splits_backward(c.sc.schedule))
+      split_backward_seconds(c.model, device, on.microbatch_sizes, st);
+  }
   for (PlanBoundary& bd : on.boundaries) {
     PlanStage& sender = on.stages[bd.from_stage];
     PlanStage& receiver = on.stages[bd.to_stage];

@@ -36,6 +36,14 @@ struct PlanContext {
 void time_units(const ModelProfile& model, const DeviceProfile& dev,
                 const std::vector<int64_t>& sizes, PlanStage& st);
 
+// zb_h1: stage `st`'s backward split into B (its input's gradient) and W
+// (its parameters' gradients) as exec runs them, from the units' measured
+// bwd_input / bwd_params: bwd_s becomes B + W per micro-batch of `sizes`
+// and bwd_weight_s W, each the stage's timed backward (time_units) scaled
+// by the formula's share of that work on `dev`.
+void split_backward_seconds(const ModelProfile& model, const DeviceProfile& dev,
+                            const std::vector<int64_t>& sizes, PlanStage& st);
+
 // Boundary `bd`'s codec seconds per micro-batch of `sizes`, the sender on
 // `sdev` and the receiver on `rdev`, kept on the boundary; a trainable
 // codec's layers' backward goes into the two stages' model backward.

@@ -13,13 +13,19 @@ struct ScheduleInfo {
   const char* name;
 };
 constexpr ScheduleInfo kSchedules[] = {
-    {Schedule::kSequential, "sequential"}, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
-    {Schedule::kPipeDream, "pipedream"},   {Schedule::kDdg, "ddg"},     {Schedule::kFr, "fr"},
+    {Schedule::kSequential, "sequential"},
+    {Schedule::kGpipe, "gpipe"},
+    {Schedule::k1F1B, "1f1b"},
+    {Schedule::kPipeDream, "pipedream"},
+    {Schedule::kDdg, "ddg"},
+    {Schedule::kFr, "fr"},
+    {Schedule::kZbH1, "zb_h1"},
 };
 
 // Shorthands for the orders below: F(b, i), B(b, i), U(b), Sync(t).
 Op F(int64_t b, int64_t i) { return {OpKind::kForward, b, i}; }
 Op B(int64_t b, int64_t i) { return {OpKind::kBackward, b, i}; }
+Op W(int64_t b, int64_t i) { return {OpKind::kWeight, b, i}; }
 Op U(int64_t b) { return {OpKind::kUpdate, b, -1}; }
 Op Sync(int64_t t) { return {OpKind::kBarrier, t, -1}; }
 
@@ -63,6 +69,8 @@ std::string to_string(const Op& op) {
       return "F" + std::to_string(op.batch) + "." + std::to_string(op.microbatch);
     case OpKind::kBackward:
       return "B" + std::to_string(op.batch) + "." + std::to_string(op.microbatch);
+    case OpKind::kWeight:
+      return "W" + std::to_string(op.batch) + "." + std::to_string(op.microbatch);
     case OpKind::kUpdate:
       return "U" + std::to_string(op.batch);
     case OpKind::kBarrier:
@@ -81,9 +89,11 @@ bool has_iteration_barrier(Schedule schedule) {
   return schedule == Schedule::kDdg || schedule == Schedule::kFr;
 }
 
+bool splits_backward(Schedule schedule) { return schedule == Schedule::kZbH1; }
+
 bool is_synchronous(Schedule schedule) {
   return schedule == Schedule::kSequential || schedule == Schedule::kGpipe ||
-         schedule == Schedule::k1F1B;
+         schedule == Schedule::k1F1B || schedule == Schedule::kZbH1;
 }
 
 int64_t cooldown_batches(Schedule schedule, int K, int64_t m) {
@@ -141,6 +151,32 @@ void pipedream(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
   }
 }
 
+// The zero-bubble repository's ZB-H1 order (exact semantics) per batch:
+// warm-up forwards, k forward-backward pairs whose weight passes wait, then
+// F B W while forwards are left, B W while backwards are left, the waiting
+// Ws. Weight passes follow their backwards' order.
+void zb_h1(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t f = 0, g = 0, w = 0;  // next forward, backward (input gradient), weight pass
+    for (int64_t j = 0; j < std::min<int64_t>(K - k - 1, m); ++j) ops->push_back(F(b, f++));
+    for (int j = 0; j < k && f < m; ++j) {
+      ops->push_back(F(b, f++));
+      ops->push_back(B(b, g++));
+    }
+    while (f < m) {
+      ops->push_back(F(b, f++));
+      ops->push_back(B(b, g++));
+      ops->push_back(W(b, w++));
+    }
+    while (g < m) {
+      ops->push_back(B(b, g++));
+      ops->push_back(W(b, w++));
+    }
+    while (w < m) ops->push_back(W(b, w++));
+    ops->push_back(U(b));
+  }
+}
+
 // ddg and fr share the order; fr differs in what its backward costs.
 void delayed(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
   const int64_t delay = K - 1 - k;
@@ -162,7 +198,7 @@ void delayed(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
 std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches) {
   assert(0 <= k && k < K && m >= 1 && batches >= 0);
   std::vector<Op> ops;
-  ops.reserve(static_cast<size_t>(batches * (2 * m + 2) + K));
+  ops.reserve(static_cast<size_t>(batches * (3 * m + 2) + K));
   switch (schedule) {
     case Schedule::kSequential:
       sequential(m, batches, &ops);
@@ -180,15 +216,21 @@ std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t ba
     case Schedule::kFr:
       delayed(k, K, m, batches, &ops);
       break;
+    case Schedule::kZbH1:
+      zb_h1(k, K, m, batches, &ops);
+      break;
   }
   return ops;
 }
 
 int64_t peak_in_flight(const std::vector<Op>& ops) {
+  const bool weight_passes =
+      std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::kWeight; });
+  const OpKind releases = weight_passes ? OpKind::kWeight : OpKind::kBackward;
   int64_t now = 0, peak = 0;
   for (const Op& op : ops) {
     if (op.kind == OpKind::kForward) peak = std::max(peak, ++now);
-    if (op.kind == OpKind::kBackward) --now;
+    if (op.kind == releases) --now;
   }
   return peak;
 }
@@ -200,6 +242,16 @@ int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m) {
   // (tests/costmodel/schedule_test.cpp checks that more batches keep more
   // in flight nowhere).
   return peak_in_flight(stage_ops(schedule, k, K, m, K));
+}
+
+int64_t waiting_weight_passes(Schedule schedule, int k, int K, int64_t m) {
+  assert(0 <= k && k < K && m >= 1);
+  int64_t now = 0, peak = 0;
+  for (const Op& op : stage_ops(schedule, k, K, m, 1)) {
+    if (op.kind == OpKind::kBackward && splits_backward(schedule)) peak = std::max(peak, ++now);
+    if (op.kind == OpKind::kWeight) --now;
+  }
+  return peak;
 }
 
 int64_t peak_weight_versions(const std::vector<Op>& ops) {

@@ -84,6 +84,7 @@ struct UnitPass {
   std::vector<torch::Tensor> inputs, outputs;
   std::vector<OpCounts> fwd, bwd;
   torch::Tensor loss;
+  std::vector<OpCounts> bwd_input, bwd_params;  // split_backward's halves
 };
 
 // The unit's shapes and parameter counts, from its output and parameters.
@@ -206,6 +207,30 @@ void measure_loss(SplitModel& model, const torch::Tensor& target, bool meta, int
   if (logits.expired()) last.stash_bytes_per_sample -= bytes / batch;
 }
 
+// The two halves of unit i's backward as a split backward (zb_h1) runs
+// them, each alone on the graph kept for the whole backward after it: the
+// gradient of its input only, and of its trainable parameters only.
+void split_backward(SplitModel& model, int i, UnitPass* pass) {
+  const int n = model.size();
+  const torch::Tensor& out = i == n - 1 ? pass->loss : pass->outputs[i];
+  const torch::Tensor g = i == n - 1 ? torch::ones_like(out) : pass->inputs[i + 1].grad();
+  if (!g.defined()) return;  // the full backward below says what went wrong
+  const torch::Tensor& in = pass->inputs[i];
+  if (in.requires_grad()) {
+    MacCounter counter;
+    torch::autograd::grad({out}, {in}, {g}, /*retain_graph=*/true);
+    pass->bwd_input[i] = counter.counts();
+  }
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model.units[i]->parameters())
+    if (p.requires_grad()) params.push_back(p);
+  if (!params.empty()) {
+    MacCounter counter;
+    torch::autograd::grad({out}, params, {g}, /*retain_graph=*/true, false, /*allow_unused=*/true);
+    pass->bwd_params[i] = counter.counts();
+  }
+}
+
 // Backward, last unit first, each from the gradient its successor left on
 // its input copy.
 void backward_units(SplitModel& model, bool meta, int64_t batch, UnitPass* pass,
@@ -215,6 +240,7 @@ void backward_units(SplitModel& model, bool meta, int64_t batch, UnitPass* pass,
     // A unit whose output needs no gradient (frozen, fed by the input) has no
     // backward: nothing before it trains either.
     if (i < n - 1 && !pass->outputs[i].requires_grad()) continue;
+    split_backward(model, i, pass);
     TensorBytes work(meta, {});
     MacCounter counter;
     if (i == n - 1) {
@@ -268,8 +294,13 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
   profile.measured_batch = batch;
   profile.units.resize(n);
 
-  UnitPass pass{std::vector<torch::Tensor>(n), std::vector<torch::Tensor>(n),
-                std::vector<OpCounts>(n), std::vector<OpCounts>(n), torch::Tensor()};
+  UnitPass pass{std::vector<torch::Tensor>(n),
+                std::vector<torch::Tensor>(n),
+                std::vector<OpCounts>(n),
+                std::vector<OpCounts>(n),
+                torch::Tensor(),
+                std::vector<OpCounts>(n),
+                std::vector<OpCounts>(n)};
   forward_units(model, input, meta, batch, &pass, &profile);
   measure_loss(model, target, meta, batch, &pass, &profile);
   backward_units(model, meta, batch, &pass, &profile);
@@ -278,6 +309,8 @@ ModelProfile measure_model(const ModelSpec& spec, int64_t batch, bool replicate,
   for (int i = 0; i < n; ++i) {
     profile.units[i].fwd = pass.fwd[i].scaled(per);
     profile.units[i].bwd = pass.bwd[i].scaled(per);
+    profile.units[i].bwd_input = pass.bwd_input[i].scaled(per);
+    profile.units[i].bwd_params = pass.bwd_params[i].scaled(per);
   }
   return profile;
 }

@@ -105,8 +105,11 @@ Bounds screen_bounds(const Plan& plan) {
     const int stage = static_cast<int>(k);
     all_compute += plan.stage_compute_s(stage);
     all_fwd_bwd += plan.stage_compute_s(stage) - plan.stages[k].update_s;
+    // One micro-batch's way through: its forwards and its backwards (zb_h1:
+    // the Bs; its Ws may wait).
     path += Plan::forward_total(plan.forward_pass(stage, Plan::kOwnCosts, 0)) +
-            Plan::backward_total(plan.backward_pass(stage, Plan::kOwnCosts, 0));
+            Plan::backward_total(plan.backward_pass(stage, Plan::kOwnCosts, 0)) -
+            plan.weight_pass_s(stage, Plan::kOwnCosts, 0);
   }
   for (const auto& bd : plan.boundaries) {
     const std::string& a = plan.stages[bd.from_stage].party;
@@ -114,9 +117,10 @@ Bounds screen_bounds(const Plan& plan) {
     if (a == c) continue;
     const double up = ei::link_Bps(net, a, c, client), down = ei::link_Bps(net, c, a, client);
     all_wire += bd.forward.wire_bytes_per_batch / up + bd.backward.wire_bytes_per_batch / down;
+    const int directions = bd.needs_gradient ? 2 : 1;  // a gradient nobody needs is not sent
     path += bd.forward.wire_bytes.front() / up + bd.backward.wire_bytes.front() / down +
-            2 * net.latency_s;
-    messages += 2 * plan.chunks();
+            directions * net.latency_s;
+    messages += directions * plan.chunks();
   }
   const double steady = steady_state_bound(plan);
   if (plan.schedule == Schedule::kSequential)

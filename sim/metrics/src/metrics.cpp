@@ -71,11 +71,15 @@ void stage_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, double 
   // (stage, party) -> stash deltas / busy intervals.
   std::map<std::pair<int, int>, std::vector<std::pair<double, int>>> deltas;
   std::map<std::pair<int, int>, std::vector<Interval>> busy;
+  // A micro-batch's activations go with its backward, or with its weight
+  // pass where the schedule splits the backward (zb_h1).
+  const EventKind releases =
+      splits_backward(plan.schedule) ? EventKind::kWeight : EventKind::kBackward;
   for (const auto& e : tl.events) {
     if (e.stage < 0 || static_cast<size_t>(e.stage) >= K) continue;
     const auto key = std::make_pair(e.stage, e.party);
     if (e.kind == EventKind::kForward) deltas[key].emplace_back(e.start_s, +1);
-    if (e.kind == EventKind::kBackward) deltas[key].emplace_back(e.end_s, -1);
+    if (e.kind == releases) deltas[key].emplace_back(e.end_s, -1);
     if (is_compute(e.kind) && e.batch >= warmup) busy[key].emplace_back(e.start_s, e.end_s);
   }
   for (size_t k = 0; k < K; ++k) {

@@ -23,6 +23,8 @@ const char* event_kind_name(EventKind kind) {
       return "send";
     case EventKind::kRecv:
       return "recv";
+    case EventKind::kWeight:
+      return "weight";
   }
   return "?";
 }
@@ -52,6 +54,8 @@ std::string event_name(const TimelineEvent& e) {
       return "F " + s + " " + mb;
     case EventKind::kBackward:
       return "B " + s + " " + mb;
+    case EventKind::kWeight:
+      return "W " + s + " " + mb;
     case EventKind::kRecompute:
       return "R " + s + " " + mb;
     case EventKind::kUpdate:

@@ -35,6 +35,11 @@ struct UnitProfile {
   int64_t output_elem_bytes = 4;
   OpCounts fwd;                                // per sample
   OpCounts bwd;                                // per sample
+  // The parts a split backward runs alone (zb_h1), per sample: the input's
+  // gradient only (none where the input needs none), and the trainable
+  // parameters' gradients only (with what of the unit's own chain leads to
+  // them; none without trainable parameters).
+  OpCounts bwd_input, bwd_params;
   int64_t param_count = 0;
   int64_t param_bytes = 0;
   int64_t frozen_param_count = 0;              // no requires_grad (LoRA, frozen units)

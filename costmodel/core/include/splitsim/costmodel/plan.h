@@ -47,6 +47,9 @@ struct PlanStage {
   // boundaries' encode_s / decode_s (Plan::forward_pass adds them up).
   std::vector<double> fwd_s;
   std::vector<double> bwd_s;
+  // zb_h1: per micro-batch, the part of bwd_s that is the weight gradients
+  // (its W op; the rest is its B). Empty: none.
+  std::vector<double> bwd_weight_s;
   double update_s = 0;                     // optimizer step, once per batch
   bool timed_from_measurement = false;     // true: unit timings from a profile
   // Per micro-batch: the share of each op class in fwd_s / bwd_s, fractions
@@ -146,6 +149,11 @@ struct Plan {
   // group's costs on a client-role stage).
   PassSeconds forward_pass(int stage, int64_t c, size_t i) const;
   PassSeconds backward_pass(int stage, int64_t c, size_t i) const;
+  // zb_h1 (splits_backward): the part of backward_pass's model seconds
+  // that stage k's weight-gradient pass (W) over micro-batch i runs for
+  // client c, the rest being its B (a group's costs split as the plan's
+  // own); else 0.
+  double weight_pass_s(int stage, int64_t c, size_t i) const;
   double update_s(int stage, int64_t c) const;
   // A pass's seconds in all, summed as plan files state them: a forward as
   // (model + decode) + encode, a backward as (model + encode) + decode.

@@ -159,6 +159,8 @@ void fields(V& v, PlanStage& s) {
   v.per_microbatch("bwd_s_per_microbatch", s.bwd_s, kSeconds, "seconds");
   v.total("fwd_s_per_batch", s.fwd_s);
   v.total("bwd_s_per_batch", s.bwd_s);
+  // Optional: zb_h1's weight-gradient part of the model's backward.
+  v.per_microbatch_if_any("bwd_weight_s_per_microbatch", s.bwd_weight_s, kSeconds);
   v.required("update_s_per_batch", s.update_s, kSeconds, "seconds");
   v.optional("timed_from", s.timed_from_measurement, kTimedFrom);
   v.per_microbatch_if_any("fwd_op_class_shares_per_microbatch", s.fwd_op_class_shares, kShares);

@@ -11,12 +11,12 @@
 
 namespace splitsim {
 
-enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr };
+enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr, kZbH1 };
 
 // Every schedule, in the order of schedule_names().
 const std::vector<Schedule>& all_schedules();
-// "sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr" (the scenario's
-// "schedule" values).
+// "sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr", "zb_h1" (the
+// scenario's "schedule" values).
 const char* schedule_name(Schedule s);
 std::vector<std::string> schedule_names();
 // The schedule called `name`; false (and *s unchanged) for an unknown name.
@@ -25,6 +25,8 @@ bool schedule_from_name(const std::string& name, Schedule* s);
 enum class OpKind {
   kForward,   // forward of (batch, microbatch); needs the activation from stage k-1
   kBackward,  // backward of (batch, microbatch); needs the gradient from stage k+1
+              // (zb_h1: the input gradient only; the rest is its kWeight)
+  kWeight,    // zb_h1: the weight gradients of (batch, microbatch), after its kBackward
   kUpdate,    // optimizer step of `batch` (microbatch = -1)
   kBarrier,   // ddg/fr: wait until every stage reached the end of iteration `batch`
 };
@@ -39,7 +41,7 @@ struct Op {
   }
 };
 
-// "F0.1", "B2.0", "U3", "S4" (batch.microbatch).
+// "F0.1", "B2.0", "W2.0", "U3", "S4" (batch.microbatch).
 std::string to_string(const Op& op);
 std::string to_string(const std::vector<Op>& ops);
 
@@ -57,19 +59,28 @@ std::string to_string(const std::vector<Op>& ops);
 //    then a barrier S(t) across stages; K-1 extra iterations drain the
 //    delayed backwards. Per batch with K equal stages and free links:
 //    ddg T_F + T_B/K, fr T_F + (T_F + T_B)/K.
-// Every F and B of every (batch, microbatch) appears exactly once, every U once
-// per batch, after that batch's backwards. REQUIRES 0 <= k < K, m >= 1, batches >= 0.
+//  - zb_h1 (zero bubble H1, Qi et al. 2023, arXiv 2401.10241, with its
+//    exact semantics): the backward split into B (input gradient, sent at
+//    once) and W (weight gradients). Per batch: min(K-k-1, m) forwards; k
+//    times F B (W deferred); then F B W while forwards are left, B W while
+//    backwards are left, the deferred Ws, U. Ws in the order of their Bs;
+//    stage 0 (no input gradient to send) runs each W right after its B.
+// Every F and B (and zb_h1's W) of every (batch, microbatch) appears exactly
+// once, every U once per batch, after that batch's backwards. REQUIRES 0 <= k < K, m >= 1, batches
+// >= 0.
 std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches);
 
 // Forwards whose activations are kept at most along `ops` (a forward's
-// activation is kept until its backward).
+// activation is kept until its backward, or its weight pass where the
+// order has them: zb_h1).
 int64_t peak_in_flight(const std::vector<Op>& ops);
 
 // Peak micro-batches whose activations stage k (0-based) of K keeps for
 // backward, with m micro-batches per batch: peak_in_flight of the stage's
 // order, run long enough to reach steady state (K batches). That is:
 // sequential 1, gpipe m, 1f1b min(m, K-k), pipedream K-k, ddg and fr (K-k)*m
-// (they delay whole batches; fr keeps only the stage inputs).
+// (they delay whole batches; fr keeps only the stage inputs), zb_h1
+// min(m, K) (each stage as 1f1b's first: the deferred Ws hold theirs).
 // REQUIRES 0 <= k < K, m >= 1.
 int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m);
 
@@ -79,6 +90,13 @@ int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m);
 // weight stashing keeps exactly these (a version nobody holds is never
 // copied).
 int64_t peak_weight_versions(const std::vector<Op>& ops);
+
+// zb_h1: micro-batches whose B ran and whose W waits, at most, along stage
+// k's order (k + 1 for m >= K: the k deferred and the one between its B
+// and W; fewer when the warm-up takes every forward); 0 for the schedules
+// that do not split the backward.
+// REQUIRES 0 <= k < K, m >= 1.
+int64_t waiting_weight_passes(Schedule schedule, int k, int K, int64_t m);
 
 // Copies of the weights stage k of K keeps with m micro-batches per batch:
 // peak_weight_versions of its order in steady state. pipedream: the K-k
@@ -97,8 +115,11 @@ int64_t cooldown_batches(Schedule schedule, int K, int64_t m);
 // True iff the schedule ends each iteration with a barrier (ddg, fr).
 bool has_iteration_barrier(Schedule schedule);
 
+// True iff the schedule splits each backward into B and W ops (zb_h1).
+bool splits_backward(Schedule schedule);
+
 // True iff every batch ends before the next begins, with the weights
-// updated in between (sequential, gpipe, 1f1b: the model between two
+// updated in between (sequential, gpipe, 1f1b, zb_h1: the model between two
 // batches is a model to evaluate); false for those that overlap batches
 // (pipedream, ddg, fr).
 bool is_synchronous(Schedule schedule);

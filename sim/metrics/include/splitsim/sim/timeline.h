@@ -18,8 +18,12 @@ enum class EventKind : int32_t {
   kDecode,     // codec work after a receive (receiver side)
   kSend,       // a transfer, on the sending party's side
   kRecv,       // the same transfer, on the receiving party's side
+  kWeight,     // zb_h1: a stage's weight-gradient pass of one micro-batch
 };
-// "fwd", "bwd", "recompute", "update", "encode", "decode", "send", "recv".
+// The last kind: every kind's value lies in [kForward, kLastEventKind].
+inline constexpr EventKind kLastEventKind = EventKind::kWeight;
+// "fwd", "bwd", "recompute", "update", "encode", "decode", "send", "recv",
+// "weight".
 const char* event_kind_name(EventKind kind);
 // True for the kinds that occupy a party's processor (all but send/recv).
 bool is_compute(EventKind kind);
