@@ -57,6 +57,38 @@ void stash_live_weights(StageParts& parts) {
   parts.live = std::make_shared<StageParts::WeightVersion>();
 }
 
+void wait_turn(PartyContext& ctx, int client, int stage) {
+  const auto it = ctx.turns.find(client);
+  if (it == ctx.turns.end()) return;
+  auto& t = *it->second;
+  std::unique_lock<std::mutex> lock(t.mutex);
+  const auto mine = [&] {
+    return t.failed || t.next >= t.stages.size() || t.stages[t.next] == stage;
+  };
+  if (!t.cv.wait_for(lock, ctx.options.timeout, mine))
+    throw std::runtime_error("stage " + std::to_string(stage) +
+                             ": its turn in the party's interleaved order did not come within "
+                             "the timeout");
+  if (t.failed) throw std::runtime_error("another stage of this party failed");
+}
+
+void pass_turn(PartyContext& ctx, int client) {
+  const auto it = ctx.turns.find(client);
+  if (it == ctx.turns.end()) return;
+  auto& t = *it->second;
+  std::lock_guard<std::mutex> lock(t.mutex);
+  ++t.next;
+  t.cv.notify_all();
+}
+
+void fail_turns(PartyContext& ctx) {
+  for (auto& [client, t] : ctx.turns) {
+    std::lock_guard<std::mutex> lock(t->mutex);
+    t->failed = true;
+    t->cv.notify_all();
+  }
+}
+
 void iteration_barrier(PartyContext& ctx, int client, int64_t iteration) {
   auto& b = *ctx.barriers.at(client);
   std::unique_lock<std::mutex> lock(b.mutex);

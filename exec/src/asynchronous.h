@@ -3,7 +3,8 @@
 // order stage_ops() gives, so that exec runs them as the simulator does.
 //   pipedream: weight stashing (a backward runs with the weights its forward
 //              used; the update applies to the current ones);
-//   ddg, fr:   the iteration barrier over a client's stage instances.
+//   ddg, fr:   the iteration barrier over a client's stage instances;
+//   interleaved_1f1b: the party's one order over its stages' ops.
 #include <cstdint>
 #include <vector>
 
@@ -37,5 +38,13 @@ void stash_live_weights(StageParts& parts);
 // other ranks) has reached the end of `iteration`; throws on timeout or when
 // meeting the other ranks failed.
 void iteration_barrier(PartyContext& ctx, int client, int64_t iteration);
+
+// interleaved_1f1b: returns once the party's next op for `client` is
+// `stage`'s (at once without a turnstile); throws on timeout or when an
+// instance failed. pass_turn hands the turn to the next op; fail_turns
+// wakes every waiter of the party for good (an instance failed).
+void wait_turn(PartyContext& ctx, int client, int stage);
+void pass_turn(PartyContext& ctx, int client);
+void fail_turns(PartyContext& ctx);
 
 }  // namespace splitsim::exec_internal

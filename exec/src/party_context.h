@@ -77,6 +77,16 @@ struct PartyContext {
     std::string error;      // set when meeting the other ranks failed
   };
   std::map<int, std::unique_ptr<IterationBarrier>> barriers;  // by client
+  // interleaved_1f1b: this party's stages take their ops in its one order
+  // (device_ops), per client (asynchronous.h: wait_turn, pass_turn).
+  struct Turnstile {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<int> stages;  // the stage of each op of the party's order
+    size_t next = 0;
+    bool failed = false;  // an instance failed: nobody's turn comes
+  };
+  std::map<int, std::unique_ptr<Turnstile>> turns;  // by client
 };
 
 struct InstanceResult {

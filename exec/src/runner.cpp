@@ -130,6 +130,17 @@ void build_stages(PartyContext& ctx, const std::vector<std::pair<int, int>>& ins
       if (!b) b = std::make_unique<PartyContext::IterationBarrier>();
       ++b->local;
     }
+  if (ctx.plan->schedule == Schedule::kInterleaved1F1B) {
+    const int v = ctx.plan->virtual_stages;
+    const int p = static_cast<int>(ctx.plan->stages.size()) / v;
+    for (const auto& [k, c] : instances) {
+      auto& t = ctx.turns[c];
+      if (t) continue;
+      t = std::make_unique<PartyContext::Turnstile>();
+      for (const StageOp& s : device_ops(k % p, p, v, ctx.plan->chunks(), ctx.batches))
+        t->stages.push_back(s.stage);
+    }
+  }
 }
 
 // The instances' results merged into this process's RunResult (the

@@ -58,7 +58,7 @@ class Instance {
   }
 
   void run() {
-    const auto ops = stage_ops(plan_.schedule, k_, K_, m_, ctx_.batches);
+    const auto ops = stage_ops(plan_.schedule, k_, K_, m_, ctx_.batches, plan_.virtual_stages);
     const size_t window = static_cast<size_t>(2 * m_ + 2);
     for (size_t j = 0; j < ops.size(); ++j) {
       if (next_post_ < ops.size() && next_post_ <= j + window) {
@@ -67,11 +67,13 @@ class Instance {
           post_receive(next_post_, ops[next_post_]);
       }
       const Op& op = ops[j];
+      wait_turn(ctx_, c_, k_);
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
       if (op.kind == OpKind::kWeight) weight(op);
       if (op.kind == OpKind::kUpdate) update(op);
       if (op.kind == OpKind::kBarrier) iteration_barrier(ctx_, c_, op.batch);
+      pass_turn(ctx_, c_);
       while (sends_.size() > static_cast<size_t>(4 * m_ + 4)) wait_oldest_send();
     }
     while (!sends_.empty()) wait_oldest_send();
@@ -446,6 +448,7 @@ void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out)
   } catch (const std::exception& e) {
     out->error = "stage " + std::to_string(stage) + " (client " + std::to_string(client) +
                  "): " + error_reason(e);
+    fail_turns(ctx);
   }
 }
 

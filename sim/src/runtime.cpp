@@ -177,6 +177,23 @@ void PairSender::run() {
   }
 }
 
+void Turnstile::wait(int stage, sg4::Semaphore* wake) {
+  while (next_ < stages_.size() && stages_[next_] != stage) {
+    waiting_[stage] = wake;
+    wake->acquire();
+  }
+}
+
+void Turnstile::pass() {
+  ++next_;
+  if (next_ >= stages_.size()) return;
+  const auto it = waiting_.find(stages_[next_]);
+  if (it == waiting_.end()) return;
+  sg4::Semaphore* wake = it->second;
+  waiting_.erase(it);
+  wake->release();
+}
+
 void SimContext::set_computing(int party, bool on) {
   computing[static_cast<size_t>(party)] = on ? 1 : 0;
   const PlatformSpec& pf = plan->platform;
@@ -207,33 +224,43 @@ class StageActor {
   void operator()() {
     const Instance& in = ctx_->deployment->instances[id_];
     wake_ = sg4::Semaphore::create(0);
+    turn_wake_ = sg4::Semaphore::create(0);
+    const auto turn = ctx_->turns.find({in.party, in.client});
+    Turnstile* turnstile = turn == ctx_->turns.end() ? nullptr : turn->second.get();
     for (const Op& op : ctx_->ops[in.stage]) {
-      switch (op.kind) {
-        case OpKind::kForward:
-          forward(in, op);
-          break;
-        case OpKind::kBackward:
-          backward(in, op);
-          break;
-        case OpKind::kWeight:
-          compute(
-              in, op,
-              {{EventKind::kWeight, ctx_->plan->weight_pass_s(
-                                        in.stage, in.client, static_cast<size_t>(op.microbatch))}});
-          let_go(in);
-          break;
-        case OpKind::kUpdate:
-          compute(in, op, {{EventKind::kUpdate, ctx_->plan->update_s(in.stage, in.client)}});
-          let_go(in);
-          break;
-        case OpKind::kBarrier:
-          ctx_->barriers[in.client]->wait();
-          break;
-      }
+      if (turnstile != nullptr) turnstile->wait(in.stage, turn_wake_.get());
+      run(in, op);
+      if (turnstile != nullptr) turnstile->pass();
     }
   }
 
  private:
+  // One op of the stage's order.
+  void run(const Instance& in, const Op& op) {
+    switch (op.kind) {
+      case OpKind::kForward:
+        forward(in, op);
+        break;
+      case OpKind::kBackward:
+        backward(in, op);
+        break;
+      case OpKind::kWeight:
+        compute(
+            in, op,
+            {{EventKind::kWeight,
+              ctx_->plan->weight_pass_s(in.stage, in.client, static_cast<size_t>(op.microbatch))}});
+        let_go(in);
+        break;
+      case OpKind::kUpdate:
+        compute(in, op, {{EventKind::kUpdate, ctx_->plan->update_s(in.stage, in.client)}});
+        let_go(in);
+        break;
+      case OpKind::kBarrier:
+        ctx_->barriers[in.client]->wait();
+        break;
+    }
+  }
+
   void forward(const Instance& in, const Op& op) {
     const Plan& plan = *ctx_->plan;
     const int k = in.stage, K = static_cast<int>(plan.stages.size());
@@ -405,6 +432,7 @@ class StageActor {
   SimContext* ctx_;
   int id_;
   sg4::SemaphorePtr wake_;
+  sg4::SemaphorePtr turn_wake_;  // interleaved_1f1b: the party's turn came
   bool holding_ = false;  // the party's processor is this stage's (hold, let_go)
 };
 
@@ -420,9 +448,21 @@ void deploy_actors(SimContext* ctx) {
   ctx->fwd_inbox.resize(d.instances.size());
   ctx->bwd_inbox.resize(d.instances.size());
   for (int k = 0; k < K; ++k)
-    ctx->ops.push_back(
-        stage_ops(plan.schedule, k, K, plan.chunks(),
-                  plan.iterations + cooldown_batches(plan.schedule, K, plan.chunks())));
+    ctx->ops.push_back(stage_ops(
+        plan.schedule, k, K, plan.chunks(),
+        plan.iterations + cooldown_batches(plan.schedule, K, plan.chunks()), plan.virtual_stages));
+  if (plan.schedule == Schedule::kInterleaved1F1B) {
+    const int p = K / plan.virtual_stages;
+    for (const Instance& in : d.instances) {
+      auto& turn = ctx->turns[{in.party, in.client}];
+      if (turn) continue;
+      std::vector<int> stages;
+      for (const StageOp& s :
+           device_ops(in.stage % p, p, plan.virtual_stages, plan.chunks(), plan.iterations))
+        stages.push_back(s.stage);
+      turn = std::make_unique<Turnstile>(std::move(stages));
+    }
+  }
   if (has_iteration_barrier(plan.schedule))
     for (int c = 0; c < d.clients; ++c) ctx->barriers.push_back(sg4::Barrier::create(K));
   for (const Channel& ch : d.channels) {

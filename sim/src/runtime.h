@@ -77,6 +77,23 @@ class PairSender {
 // its message over.
 void complete_transfer(SimContext* ctx, Outgoing* o, double start_s, double arrival_s);
 
+// interleaved_1f1b: a party's stages take their ops in the party's one
+// order (device_ops): an instance waits until the next op of that order is
+// its stage's, and passes the turn on when its op is done.
+class Turnstile {
+ public:
+  explicit Turnstile(std::vector<int> stages) : stages_(std::move(stages)) {}
+  // Blocks until the party's next op is `stage`'s; `wake`: the caller's own
+  // semaphore (initial capacity 0).
+  void wait(int stage, simgrid::s4u::Semaphore* wake);
+  void pass();
+
+ private:
+  std::vector<int> stages_;  // the stage of each op of the party's order
+  size_t next_ = 0;
+  std::map<int, simgrid::s4u::Semaphore*> waiting_;  // by stage
+};
+
 struct SimContext {
   const Plan* plan = nullptr;
   const Deployment* deployment = nullptr;
@@ -88,6 +105,8 @@ struct SimContext {
   std::map<std::pair<int, int>, std::unique_ptr<PairSender>> senders;
   std::vector<simgrid::s4u::BarrierPtr> barriers;  // per client (ddg, fr)
   std::vector<std::vector<Op>> ops;                // per stage
+  // interleaved_1f1b: per (party, client) the turn of its stages' ops.
+  std::map<std::pair<int, int>, std::unique_ptr<Turnstile>> turns;
   std::vector<int> computing;                      // per party: 1 while it computes
 
   // Marks `party` as computing or not. On a shared machine with a

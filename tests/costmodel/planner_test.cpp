@@ -212,6 +212,44 @@ TEST(PlannerTest, UnknownUnitNamesTheAllowedOnes) {
   }
 }
 
+// interleaved_1f1b: the parties must take turns and m be a multiple of
+// them; the plan carries v, and each stage's stash is read off its part of
+// its party's order. Refusals name the scenario's key.
+TEST(PlannerTest, InterleavingTakesItsStagesPerPartyFromThePartition) {
+  Scenario s = ushape();
+  s.schedule = Schedule::kInterleaved1F1B;
+  s.chunks = 4;
+  auto where = [&](const Scenario& sc) {
+    try {
+      make_plan(sc, toy_model(), devices());
+    } catch (const InputError& e) {
+      return e.where();
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(where(s), "$.partition");  // a U-shape does not take turns
+  s.partition = {{"client", "u0", "u0"},
+                 {"server", "u1", "u1"},
+                 {"client", "u2", "u2"},
+                 {"server", "u3", "u3"}};
+  s.compression.resize(3);
+  const Plan plan = make_plan(s, toy_model(), devices());
+  EXPECT_EQ(plan.virtual_stages, 2);
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(plan.stages[k].stashed_microbatches,
+              peak_in_flight(stage_ops(Schedule::kInterleaved1F1B, k, 4, 4, 4, 2)));
+  EXPECT_EQ(plan.stages[0].stashed_microbatches, 4);  // 2 (p-1) + (v-1) p = 4 warm-up forwards
+  s.chunks = 3;
+  EXPECT_EQ(where(s), "$.chunks");
+  s.chunks = 4;
+  s.virtual_stages = 4;
+  EXPECT_EQ(where(s), "$.virtual_stages");
+  s.virtual_stages = 2;
+  EXPECT_EQ(where(s), "none");
+  s.schedule = Schedule::k1F1B;
+  EXPECT_EQ(where(s), "$.virtual_stages");  // only interleaved_1f1b takes it
+}
+
 TEST(PlannerTest, AModuleNameMeansAllItsUnits) {
   ModelProfile m = toy_model();
   m.units[1].name = "block.0";

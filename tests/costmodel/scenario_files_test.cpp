@@ -31,7 +31,7 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
       {"resnet20_many_clients.json", 2},
       {"roberta_cola_lora.json", 6},
       {"llama_ushape.json", 4},
-      {"resnet20_zero_bubble.json", 8},
+      {"resnet20_4stage_schedules.json", 12},
   };
   std::map<std::string, size_t> found;
   for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {

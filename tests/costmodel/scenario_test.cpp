@@ -110,7 +110,7 @@ TEST(ScenarioParse, ReadsEveryKey) {
 
 TEST(ScenarioParse, ScheduleNamesAndStateCopies) {
   EXPECT_EQ(schedule_names(), (std::vector<std::string>{"sequential", "gpipe", "1f1b", "pipedream",
-                                                        "ddg", "fr", "zb_h1"}));
+                                                        "ddg", "fr", "zb_h1", "interleaved_1f1b"}));
   EXPECT_STREQ(schedule_name(Schedule::kPipeDream), "pipedream");
   OptimizerSpec o;
   o.momentum = 0.1;

@@ -15,8 +15,17 @@
 namespace splitsim {
 namespace {
 
-std::string ops(Schedule s, int k, int K, int64_t m, int64_t batches) {
-  return to_string(stage_ops(s, k, K, m, batches));
+// The schedules whose stage orders stand alone for any K and m (not
+// interleaved_1f1b: its stages' orders come from their parties').
+std::vector<Schedule> stand_alone_schedules() {
+  std::vector<Schedule> out;
+  for (Schedule s : all_schedules())
+    if (s != Schedule::kInterleaved1F1B) out.push_back(s);
+  return out;
+}
+
+std::string ops(Schedule s, int k, int K, int64_t m, int64_t batches, int v = 1) {
+  return to_string(stage_ops(s, k, K, m, batches, v));
 }
 
 TEST(ScheduleTest, SequentialRunsEachMicrobatchForwardAndBackwardThenUpdates) {
@@ -71,7 +80,7 @@ TEST(ScheduleTest, ZeroBubbleH1DefersKWeightPassesAtStageK) {
   EXPECT_EQ(ops(Schedule::kZbH1, 2, 4, 2, 1), "F0.0 F0.1 B0.0 B0.1 W0.0 W0.1 U0");
   EXPECT_TRUE(splits_backward(Schedule::kZbH1));
   EXPECT_TRUE(is_synchronous(Schedule::kZbH1));
-  for (Schedule s : all_schedules()) {
+  for (Schedule s : stand_alone_schedules()) {
     if (s == Schedule::kZbH1) continue;
     EXPECT_FALSE(splits_backward(s)) << schedule_name(s);
     for (const Op& op : stage_ops(s, 0, 3, 2, 2)) EXPECT_NE(op.kind, OpKind::kWeight);
@@ -99,6 +108,74 @@ TEST(ScheduleTest, ZeroBubbleH1DefersKWeightPassesAtStageK) {
       }
 }
 
+// A party's order under interleaved_1f1b, each op with its stage ("F0.1@2").
+std::string device(int d, int p, int v, int64_t m) {
+  std::string out;
+  for (const StageOp& s : device_ops(d, p, v, m, 1))
+    out += (out.empty() ? "" : " ") + to_string(s.op) + "@" + std::to_string(s.stage);
+  return out;
+}
+
+// Megatron-LM's interleaved order: 2 (p-d-1) + (v-1) p warm-up forwards
+// (all when m = p), chunk by chunk in groups of p micro-batches, backwards
+// from the last chunk.
+TEST(ScheduleTest, InterleavedOneFOneBFollowsMegatronsOrder) {
+  EXPECT_EQ(device(0, 2, 2, 4),
+            "F0.0@0 F0.1@0 F0.0@2 F0.1@2 F0.2@0 B0.0@2 F0.3@0 B0.1@2 F0.2@2 B0.0@0 F0.3@2 B0.1@0 "
+            "B0.2@2 B0.3@2 B0.2@0 B0.3@0 U0@0 U0@2");
+  EXPECT_EQ(device(1, 2, 2, 4),
+            "F0.0@1 F0.1@1 F0.0@3 B0.0@3 F0.1@3 B0.1@3 F0.2@1 B0.0@1 F0.3@1 B0.1@1 F0.2@3 B0.2@3 "
+            "F0.3@3 B0.3@3 B0.2@1 B0.3@1 U0@1 U0@3");
+  // m = p: every forward first.
+  EXPECT_EQ(device(1, 2, 2, 2),
+            "F0.0@1 F0.1@1 F0.0@3 F0.1@3 B0.0@3 B0.1@3 B0.0@1 B0.1@1 U0@1 U0@3");
+  EXPECT_EQ(device(2, 3, 2, 3),
+            "F0.0@2 F0.1@2 F0.2@2 F0.0@5 F0.1@5 F0.2@5 B0.0@5 B0.1@5 B0.2@5 B0.0@2 B0.1@2 B0.2@2 "
+            "U0@2 U0@5");
+  // A stage's own order is its part of its party's.
+  EXPECT_EQ(ops(Schedule::kInterleaved1F1B, 3, 4, 4, 1, 2),
+            "F0.0 B0.0 F0.1 B0.1 F0.2 B0.2 F0.3 B0.3 U0");
+  // Every op of every stage once per batch, each backward after its forward.
+  for (int p = 2; p <= 4; ++p)
+    for (int v = 2; v <= 3; ++v)
+      for (int64_t m = p; m <= 8; m += p) {
+        const int K = p * v;
+        std::map<int, std::vector<Op>> by_stage;
+        for (int d = 0; d < p; ++d)
+          for (const StageOp& s : device_ops(d, p, v, m, 2)) {
+            EXPECT_EQ(s.stage % p, d);
+            by_stage[s.stage].push_back(s.op);
+          }
+        ASSERT_EQ(by_stage.size(), static_cast<size_t>(K));
+        for (int k = 0; k < K; ++k) {
+          const auto& list = by_stage[k];
+          EXPECT_EQ(list, stage_ops(Schedule::kInterleaved1F1B, k, K, m, 2, v));
+          EXPECT_EQ(list.size(), static_cast<size_t>(2 * (2 * m + 1)));
+          std::set<std::pair<int64_t, int64_t>> forwarded;
+          for (const Op& op : list) {
+            if (op.kind == OpKind::kForward) forwarded.insert({op.batch, op.microbatch});
+            if (op.kind == OpKind::kBackward)
+              EXPECT_TRUE(forwarded.count({op.batch, op.microbatch})) << to_string(op);
+          }
+        }
+      }
+  EXPECT_TRUE(is_synchronous(Schedule::kInterleaved1F1B));
+}
+
+TEST(ScheduleTest, InterleavingNeedsPartiesThatTakeTurns) {
+  using P = std::vector<std::string>;
+  EXPECT_EQ(virtual_stages_of(P{"c", "s", "c", "s"}), 2);
+  EXPECT_EQ(virtual_stages_of(P{"a", "b", "c", "a", "b", "c"}), 2);
+  EXPECT_EQ(virtual_stages_of(P{"c", "s", "c"}), 0);  // a U-shape
+  EXPECT_EQ(virtual_stages_of(P{"c", "s"}), 1);
+  EXPECT_EQ(virtual_stages_of(P{"c", "s", "s", "c"}), 0);
+  EXPECT_EQ(interleaving_problem(P{"c", "s", "c", "s"}, 4, 2), "");
+  EXPECT_NE(interleaving_problem(P{"c", "s", "c"}, 4, 2).find("take turns"), std::string::npos);
+  EXPECT_NE(interleaving_problem(P{"c", "s", "c", "s"}, 3, 2).find("multiple of the 2 parties"),
+            std::string::npos);
+  EXPECT_NE(interleaving_problem(P{"c", "s", "c", "s"}, 4, 3).find("disagrees"), std::string::npos);
+}
+
 TEST(ScheduleTest, DdgAndFrDelayTheBackwardByKMinusOneMinusKIterations) {
   const char* table[] = {
       "F0.0 S0 F1.0 S1 B0.0 U0 S2 B1.0 U1 S3",
@@ -113,7 +190,7 @@ TEST(ScheduleTest, DdgAndFrDelayTheBackwardByKMinusOneMinusKIterations) {
 }
 
 TEST(ScheduleTest, EveryOpAppearsOnceAndUpdatesFollowTheirBackwards) {
-  for (Schedule s : all_schedules())
+  for (Schedule s : stand_alone_schedules())
     for (int K : {1, 2, 5})
       for (int64_t m : {1, 3})
         for (int k = 0; k < K; ++k) {
@@ -147,7 +224,7 @@ TEST(ScheduleTest, NamesRoundTripAndUnknownNamesAreRefused) {
     EXPECT_EQ(s, all_schedules()[i]);
   }
   EXPECT_EQ(schedule_names(), (std::vector<std::string>{"sequential", "gpipe", "1f1b", "pipedream",
-                                                        "ddg", "fr", "zb_h1"}));
+                                                        "ddg", "fr", "zb_h1", "interleaved_1f1b"}));
   Schedule s = Schedule::kGpipe;
   EXPECT_FALSE(schedule_from_name("GPipe", &s));
   EXPECT_FALSE(schedule_from_name("", &s));
@@ -179,7 +256,7 @@ TEST(ScheduleTest, InFlightForwardsFollowTheSchedulesClosedForms) {
 TEST(ScheduleTest, StashCountIsTheSteadyStatePeakOfTheOrder) {
   // stashed_microbatches runs K batches; running more keeps no more in flight,
   // and K-1 batches are too few for some.
-  for (Schedule s : all_schedules())
+  for (Schedule s : stand_alone_schedules())
     for (int K = 1; K <= 5; ++K)
       for (int k = 0; k < K; ++k)
         for (int64_t m = 1; m <= 8; ++m) {
@@ -215,7 +292,7 @@ TEST(ScheduleTest, PlannerKeepsTheOrdersPeakInFlightAtEveryStage) {
       devices[party] = d;
     }
     sc.compression.resize(static_cast<size_t>(K - 1));
-    for (Schedule s : all_schedules())
+    for (Schedule s : stand_alone_schedules())
       for (int64_t m = 1; m <= 8; ++m) {
         sc.schedule = s;
         sc.chunks = m;
@@ -273,7 +350,7 @@ TEST(ScheduleTest, CooldownLetsTheLastMeasuredBatchEndInSteadyState) {
 // Synchronous: at every stage, each batch's operations all come before the
 // next batch's (the order itself says which schedules are).
 TEST(ScheduleTest, SynchronousSchedulesFinishEachBatchBeforeTheNext) {
-  for (Schedule s : all_schedules()) {
+  for (Schedule s : stand_alone_schedules()) {
     bool batches_in_order = true;
     for (int k = 0; k < 3; ++k) {
       int64_t last_batch = 0;

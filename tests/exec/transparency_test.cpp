@@ -134,6 +134,24 @@ TEST(TransparencyTest, ZeroBubbleH1GivesTheGradientsOfSequential) {
   same(lora_scenario(), {2, 4}, 2);
 }
 
+// interleaved_1f1b: client and server hold two of the four stages each and
+// run them in Megatron-LM's one order per party; the gradients are
+// sequential's, at m = p (all forwards first) and m = 2p.
+TEST(TransparencyTest, InterleavedOneFOneBGivesTheGradientsOfSequential) {
+  const Scenario sc = small_scenario("resnet20", 8);
+  for (int64_t chunks : {2, 4}) {
+    SCOPED_TRACE(chunks);
+    const auto sequential = split_gradients(
+        sc, make_test_plan(sc, {0, 3, 6}, none(), none(), chunks, Schedule::kSequential, 1));
+    std::vector<std::vector<torch::Tensor>> want(sequential.size());
+    for (const auto& [u, g] : sequential) want[static_cast<size_t>(u)] = g;
+    Plan plan =
+        make_test_plan(sc, {0, 3, 6}, none(), none(), chunks, Schedule::kInterleaved1F1B, 1);
+    plan.virtual_stages = 2;
+    expect_allclose(split_gradients(sc, plan), want);
+  }
+}
+
 // Asynchronous schedules run to the end and train (no transparency claim).
 TEST(TransparencyTest, AsynchronousSchedulesRunToTheEnd) {
   const Scenario sc = small_scenario("resnet20", 4);

@@ -96,6 +96,16 @@ std::vector<Plan> sample_plans() {
   c.platform.shared_machine = true;
   c.platform.co_compute_slowdown = 1.25;
   plans.push_back(c);
+  // zb_h1's weight passes; interleaved_1f1b's parties taking turns.
+  Plan zb = equal_stages(3, 2, 1e-3, 3e-3, Schedule::kZbH1, 6, 2);
+  for (PlanStage& st : zb.stages) st.bwd_weight_s = {1e-3, 1e-3};
+  zb.variant = "zb_h1";
+  plans.push_back(zb);
+  Plan il = equal_stages(4, 2, 1e-3, 2e-3, Schedule::kInterleaved1F1B, 6, 2,
+                         {"client", "server", "client", "server"});
+  il.virtual_stages = 2;
+  il.variant = "interleaved";
+  plans.push_back(il);
   return plans;
 }
 
@@ -279,6 +289,10 @@ TEST(PlanFileTest, BrokenPlansAreRefusedAtTheirPath) {
       {"bad codec", [](json& j) { j["boundaries"][0]["forward"]["codec"]["bits"] = 0; },
        "$.boundaries[0].forward.codec.bits", ""},
       {"unknown schedule", [](json& j) { j["schedule"] = "zigzag"; }, "$.schedule", "gpipe"},
+      {"interleaving a U-shape", [](json& j) { j["schedule"] = "interleaved_1f1b"; },
+       "$.virtual_stages", "take turns"},
+      {"virtual stages out of range", [](json& j) { j["virtual_stages"] = 0; }, "$.virtual_stages",
+       "from 1 to"},
       {"warmup past iterations", [](json& j) { j["warmup"] = 10; }, "$.warmup", "from 0 to"},
       {"zero iterations", [](json& j) { j["iterations"] = 0; }, "$.iterations", "from 1 to"},
       {"missing warmup", [](json& j) { j.erase("warmup"); }, "$.warmup", "splitsim plan --json"},

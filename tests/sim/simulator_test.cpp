@@ -75,6 +75,26 @@ TEST(SimulatorTest, ZeroBubbleH1MeetsThePublishedBubble) {
     }
 }
 
+// Interleaved 1F1B against the published figure: p parties holding v of
+// K = p v equal stages each (t_f, t_b per stage and micro-batch), free
+// links: a batch takes (m v + p - 1)(t_f + t_b), a bubble of (p-1)/(v m)
+// of the party's m v (t_f + t_b) of work, against 1f1b's (p-1)/m with the
+// same work in p stages.
+TEST(SimulatorTest, InterleavedOneFOneBMeetsThePublishedBubble) {
+  for (const auto& [p, v, mb] : {std::tuple{2, 2, 4}, std::tuple{2, 2, 2}, std::tuple{4, 2, 8},
+                                 std::tuple{3, 2, 6}, std::tuple{2, 3, 4}}) {
+    std::vector<std::string> parties;
+    for (int s = 0; s < p * v; ++s) parties.push_back("p" + std::to_string(s % p));
+    Plan plan = equal_stages(p * v, mb, kTf, kTb, Schedule::kInterleaved1F1B, 10, 3, parties);
+    plan.virtual_stages = v;
+    const Metrics m = run(plan);
+    const double work = mb * v * (kTf + kTb);
+    EXPECT_NEAR(m.time_per_batch_s, (mb * v + p - 1) * (kTf + kTb), kRel)
+        << "p=" << p << " v=" << v << " m=" << mb;
+    EXPECT_NEAR((m.time_per_batch_s - work) / work, double(p - 1) / (v * mb), 1e-9);
+  }
+}
+
 TEST(SimulatorTest, PipeDreamSteadyStateIsOneStagesWork) {
   const int K = 4;
   const Metrics m = run(equal_stages(K, 1, kTf, kTb, Schedule::kPipeDream, 24, 8));

@@ -91,6 +91,10 @@ void write_timed_from(json& j, const bool& measured) { j = measured ? "measured"
 
 bool read_flag(const json& v, const std::string& path) { return jr::read_bool(v, path); }
 
+int read_virtual_stages(const json& v, const std::string& path) {
+  return static_cast<int>(jr::read_int(v, path, 1, 1024));
+}
+
 CodecSpec read_codec(const json& v, const std::string& path) { return parse_codec(v, path); }
 
 void write_codec(json& j, const CodecSpec& c) { j = codec_to_json(c); }

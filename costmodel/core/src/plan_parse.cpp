@@ -255,6 +255,12 @@ Plan parse_plan(const json& j, const std::string& path) {
   read_stages_and_boundaries(j, path, &p);
   p.warmup = jr::read_int(j.at("warmup"), path + ".warmup", 0, p.iterations - 1);
   read_client_groups(j, path, &p);
+  if (p.schedule == Schedule::kInterleaved1F1B) {
+    std::vector<std::string> parties;
+    for (const PlanStage& st : p.stages) parties.push_back(st.party);
+    const std::string problem = interleaving_problem(parties, p.chunks(), p.virtual_stages);
+    if (!problem.empty()) throw InputError(path + ".virtual_stages", problem);
+  }
   take_codec_parts_out(&p);
   // Each factor is bounded: no overflow.
   const int64_t passes =

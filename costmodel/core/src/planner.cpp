@@ -146,7 +146,7 @@ int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m) {
   const int64_t fwd = k > 0 ? plan.boundaries[k - 1].forward.wire_bytes.front() : 0;
   const int64_t bwd = k + 1 < K ? plan.boundaries[k].backward.wire_bytes.front() : 0;
   if (fwd == 0 && bwd == 0) return 0;
-  const std::vector<Op> ops = stage_ops(plan.schedule, k, K, m, 3);
+  const std::vector<Op> ops = stage_ops(plan.schedule, k, K, m, 3, plan.virtual_stages);
   const size_t window = static_cast<size_t>(2 * m + 2);
   int64_t most = 0;
   for (size_t j = 0; j < ops.size(); ++j) {
@@ -266,7 +266,7 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
   time_units(model, dev->second, plan.microbatch_sizes, st);
   if (splits_backward(sc.schedule))
     split_backward_seconds(model, dev->second, plan.microbatch_sizes, st);
-  st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m);
+  st.stashed_microbatches = stashed_microbatches(sc.schedule, k, K, m, plan.virtual_stages);
   st.weight_versions = weight_versions(sc.schedule, k, K, m);
   return st;
 }
@@ -429,6 +429,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   plan.batch_size = sc.batch_size;
   plan.microbatch_sizes = split_batch(sc.batch_size, sc.chunks);
   plan.schedule = sc.schedule;
+  plan.virtual_stages = virtual_stages(sc);
   plan.compute_precision = sc.compute_precision;
   plan.network = sc.network;
   plan.platform = sc.platform;

@@ -36,6 +36,11 @@ struct PlanContext {
 void time_units(const ModelProfile& model, const DeviceProfile& dev,
                 const std::vector<int64_t>& sizes, PlanStage& st);
 
+// The plan's virtual_stages: 1, or for interleaved_1f1b the partition's
+// stages per party, checked (InputError at $.virtual_stages, $.partition or
+// $.chunks).
+int virtual_stages(const Scenario& sc);
+
 // zb_h1: stage `st`'s backward split into B (its input's gradient) and W
 // (its parameters' gradients) as exec runs them, from the units' measured
 // bwd_input / bwd_params: bwd_s becomes B + W per micro-batch of `sizes`

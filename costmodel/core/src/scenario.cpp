@@ -283,7 +283,8 @@ const std::vector<std::string>& top_level_keys() {
   // clang-format off
   static const std::vector<std::string> kKeys = {
       "schema", "name", "description", "model", "batch_size", "precision", "compute_precision",
-      "loss_scale", "partition", "compression", "chunks", "schedule", "optimizer", "devices",
+      "loss_scale", "partition", "compression", "chunks", "schedule", "virtual_stages",
+      "optimizer", "devices",
       "network", "platform", "iterations", "warmup", "clients", "dataset", "seed", "calibration"};
   // clang-format on
   return kKeys;
@@ -366,6 +367,8 @@ Scenario parse_scenario(const json& j, ScenarioNeeds needs) {
         jr::read_choice(j.at("schedule"), "$.schedule", "schedule", schedule_names());
     schedule_from_name(name, &s.schedule);  // read_choice refused any other name
   }
+  if (j.contains("virtual_stages"))
+    s.virtual_stages = jr::read_int(j.at("virtual_stages"), "$.virtual_stages", 2, 1024);
   if (j.contains("optimizer")) s.optimizer = parse_optimizer(j.at("optimizer"), "$.optimizer");
   if (j.contains("calibration"))
     s.calibration_file = jr::read_string(j.at("calibration"), "$.calibration");

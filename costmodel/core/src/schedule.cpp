@@ -20,6 +20,7 @@ constexpr ScheduleInfo kSchedules[] = {
     {Schedule::kDdg, "ddg"},
     {Schedule::kFr, "fr"},
     {Schedule::kZbH1, "zb_h1"},
+    {Schedule::kInterleaved1F1B, "interleaved_1f1b"},
 };
 
 // Shorthands for the orders below: F(b, i), B(b, i), U(b), Sync(t).
@@ -93,7 +94,8 @@ bool splits_backward(Schedule schedule) { return schedule == Schedule::kZbH1; }
 
 bool is_synchronous(Schedule schedule) {
   return schedule == Schedule::kSequential || schedule == Schedule::kGpipe ||
-         schedule == Schedule::k1F1B || schedule == Schedule::kZbH1;
+         schedule == Schedule::k1F1B || schedule == Schedule::kZbH1 ||
+         schedule == Schedule::kInterleaved1F1B;
 }
 
 int64_t cooldown_batches(Schedule schedule, int K, int64_t m) {
@@ -195,8 +197,69 @@ void delayed(int k, int K, int64_t m, int64_t batches, std::vector<Op>* ops) {
 
 }  // namespace
 
-std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches) {
+int virtual_stages_of(const std::vector<std::string>& stage_parties) {
+  const int K = static_cast<int>(stage_parties.size());
+  int p = 0;  // the turn: the parties up to the first repeat
+  while (p < K && std::find(stage_parties.begin(), stage_parties.begin() + p,
+                            stage_parties[static_cast<size_t>(p)]) == stage_parties.begin() + p)
+    ++p;
+  if (p == 0 || K % p != 0) return 0;
+  for (int s = p; s < K; ++s)
+    if (stage_parties[static_cast<size_t>(s)] != stage_parties[static_cast<size_t>(s % p)])
+      return 0;
+  return K / p;
+}
+
+std::string interleaving_problem(const std::vector<std::string>& stage_parties, int64_t m,
+                                 int virtual_stages) {
+  const int v = virtual_stages_of(stage_parties);
+  const int K = static_cast<int>(stage_parties.size());
+  if (v < 2)
+    return "interleaved_1f1b needs parties that take turns at least twice (stage s on the party "
+           "of stage s mod p, e.g. client, server, client, server); these do not";
+  if (virtual_stages != v)
+    return "virtual_stages " + std::to_string(virtual_stages) + " disagrees with the partition, " +
+           "whose " + std::to_string(K / v) + " parties hold " + std::to_string(v) + " stages each";
+  const int p = K / v;
+  if (m % p != 0)
+    return "interleaved_1f1b needs a number of micro-batches that is a multiple of the " +
+           std::to_string(p) + " parties; chunks is " + std::to_string(m);
+  return "";
+}
+
+std::vector<StageOp> device_ops(int d, int p, int v, int64_t m, int64_t batches) {
+  assert(0 <= d && d < p && v >= 1 && m >= 1 && m % p == 0 && batches >= 0);
+  const int64_t total = m * v, round = static_cast<int64_t>(p) * v;
+  const int64_t warmup = m == p ? total : std::min<int64_t>(2 * (p - d - 1) + (v - 1) * p, total);
+  auto chunk = [&](int64_t j) { return static_cast<int>((j % round) / p); };
+  auto microbatch = [&](int64_t j) { return (j / round) * p + j % p; };
+  std::vector<StageOp> ops;
+  for (int64_t b = 0; b < batches; ++b) {
+    // The party's j-th forward and j-th backward.
+    auto fwd = [&](int64_t j) { ops.push_back({chunk(j) * p + d, F(b, microbatch(j))}); };
+    auto bwd = [&](int64_t j) { ops.push_back({(v - 1 - chunk(j)) * p + d, B(b, microbatch(j))}); };
+    for (int64_t j = 0; j < warmup; ++j) fwd(j);
+    for (int64_t j = 0; j < total - warmup; ++j) {
+      fwd(warmup + j);
+      bwd(j);
+    }
+    for (int64_t j = total - warmup; j < total; ++j) bwd(j);
+    for (int c = 0; c < v; ++c) ops.push_back({c * p + d, U(b)});
+  }
+  return ops;
+}
+
+std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches,
+                          int virtual_stages) {
   assert(0 <= k && k < K && m >= 1 && batches >= 0);
+  if (schedule == Schedule::kInterleaved1F1B) {
+    assert(virtual_stages >= 1 && K % virtual_stages == 0);
+    const int p = K / virtual_stages;
+    std::vector<Op> own;
+    for (const StageOp& s : device_ops(k % p, p, virtual_stages, m, batches))
+      if (s.stage == k) own.push_back(s.op);
+    return own;
+  }
   std::vector<Op> ops;
   ops.reserve(static_cast<size_t>(batches * (3 * m + 2) + K));
   switch (schedule) {
@@ -219,6 +282,8 @@ std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t ba
     case Schedule::kZbH1:
       zb_h1(k, K, m, batches, &ops);
       break;
+    case Schedule::kInterleaved1F1B:  // above
+      break;
   }
   return ops;
 }
@@ -235,13 +300,13 @@ int64_t peak_in_flight(const std::vector<Op>& ops) {
   return peak;
 }
 
-int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m) {
+int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m, int virtual_stages) {
   assert(0 <= k && k < K && m >= 1);
   // K batches fill every order: pipedream needs K-k micro-batches in the
   // stream, ddg and fr K-k batches behind the delayed backward
   // (tests/costmodel/schedule_test.cpp checks that more batches keep more
   // in flight nowhere).
-  return peak_in_flight(stage_ops(schedule, k, K, m, K));
+  return peak_in_flight(stage_ops(schedule, k, K, m, K, virtual_stages));
 }
 
 int64_t waiting_weight_passes(Schedule schedule, int k, int K, int64_t m) {

@@ -56,6 +56,11 @@ Schedule parse_schedule(const json& v, const std::string& path) {
   const std::string name = jr::read_choice(v, path, "schedule", schedule_names());
   Schedule s = Schedule::kSequential;
   if (!schedule_from_name(name, &s)) throw InputError(path, "unknown schedule");  // unreachable
+  if (s == Schedule::kInterleaved1F1B)
+    throw InputError(path,
+                     "interleaved_1f1b needs parties that take turns (client, server, client, "
+                     "server, ...), which no cut kind of the explorer gives; plan and simulate "
+                     "such a partition with `splitsim simulate`");
   return s;
 }
 

@@ -128,6 +128,7 @@ struct Plan {
   int64_t batch_size = 0;
   std::vector<int64_t> microbatch_sizes;  // chunks entries summing to batch_size
   Schedule schedule = Schedule::kSequential;
+  int virtual_stages = 1;                  // interleaved_1f1b: stages per party
   std::string compute_precision = "fp32";  // the scenario's (fp16 / bf16: mixed)
   std::vector<PlanStage> stages;
   std::vector<PlanBoundary> boundaries;

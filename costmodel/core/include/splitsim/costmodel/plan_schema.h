@@ -98,6 +98,7 @@ void write_op_class_shares(json& j, const OpClassParts& p);
 bool read_timed_from(const json& v, const std::string& path);  // "measured": true
 void write_timed_from(json& j, const bool& measured);
 bool read_flag(const json& v, const std::string& path);  // true or false
+int read_virtual_stages(const json& v, const std::string& path);  // 1 to 1024
 CodecSpec read_codec(const json& v, const std::string& path);
 void write_codec(json& j, const CodecSpec& c);
 
@@ -119,6 +120,7 @@ inline constexpr JsonCodec<OpCounts> kWork{read_work};
 inline constexpr JsonCodec<OpClassParts> kShares{read_op_class_shares, write_op_class_shares};
 inline constexpr JsonCodec<bool> kTimedFrom{read_timed_from, write_timed_from};
 inline constexpr JsonCodec<bool> kFlag{read_flag};
+inline constexpr JsonCodec<int> kVirtualStages{read_virtual_stages};
 inline constexpr JsonCodec<CodecSpec> kCodec{read_codec, write_codec};
 
 }  // namespace plan_json
@@ -282,6 +284,8 @@ void fields(V& v, Plan& p) {
   v.required("clients", p.clients, kClients, kWriteAgain);
   v.objects_if_any("client_groups", p.client_groups);
   v.optional("compute_precision", p.compute_precision, kComputePrecision);
+  // Optional: 1 (parse_plan checks it against the stages' parties).
+  v.optional("virtual_stages", p.virtual_stages, kVirtualStages);
 }
 
 }  // namespace plan_schema

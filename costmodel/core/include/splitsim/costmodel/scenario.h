@@ -194,6 +194,9 @@ struct Scenario {
   std::vector<BoundaryCodecs> compression;  // one per boundary (partition.size()-1)
   int64_t chunks = 1;
   Schedule schedule = Schedule::kSequential;
+  // interleaved_1f1b: stages per party; 0: the partition's
+  // (virtual_stages_of, schedule.h).
+  int64_t virtual_stages = 0;
   OptimizerSpec optimizer;
   std::map<std::string, std::string> devices;  // party -> device profile name or file
   NetworkSpec network;

@@ -11,12 +11,12 @@
 
 namespace splitsim {
 
-enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr, kZbH1 };
+enum class Schedule { kSequential, kGpipe, k1F1B, kPipeDream, kDdg, kFr, kZbH1, kInterleaved1F1B };
 
 // Every schedule, in the order of schedule_names().
 const std::vector<Schedule>& all_schedules();
-// "sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr", "zb_h1" (the
-// scenario's "schedule" values).
+// "sequential", "gpipe", "1f1b", "pipedream", "ddg", "fr", "zb_h1",
+// "interleaved_1f1b" (the scenario's "schedule" values).
 const char* schedule_name(Schedule s);
 std::vector<std::string> schedule_names();
 // The schedule called `name`; false (and *s unchanged) for an unknown name.
@@ -65,10 +65,45 @@ std::string to_string(const std::vector<Op>& ops);
 //    times F B (W deferred); then F B W while forwards are left, B W while
 //    backwards are left, the deferred Ws, U. Ws in the order of their Bs;
 //    stage 0 (no input gradient to send) runs each W right after its B.
+//  - interleaved_1f1b (Megatron-LM's interleaved 1F1B, Narayanan et al.
+//    2021, arXiv 2104.04473): p parties hold v stages each (K = p v, stage
+//    s on party s mod p, `virtual_stages` v); each party runs its stages'
+//    ops in one order, device_ops; a stage's own order is its part of it.
 // Every F and B (and zb_h1's W) of every (batch, microbatch) appears exactly
-// once, every U once per batch, after that batch's backwards. REQUIRES 0 <= k < K, m >= 1, batches
-// >= 0.
-std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches);
+// once, every U once per batch, after that batch's backwards. REQUIRES 0 <=
+// k < K, m >= 1, batches >= 0; interleaved_1f1b: virtual_stages divides K
+// and m is a multiple of K / virtual_stages.
+std::vector<Op> stage_ops(Schedule schedule, int k, int K, int64_t m, int64_t batches,
+                          int virtual_stages = 1);
+
+// interleaved_1f1b's stages per party: the stages' parties (in stage order)
+// repeat a turn of p distinct parties v times (stage s on the party of
+// stage s mod p); v = K / p, or 0 when they do not take turns so.
+int virtual_stages_of(const std::vector<std::string>& stage_parties);
+
+// What keeps interleaved_1f1b from running `stage_parties` with m
+// micro-batches and v stages per party ("" when nothing): the parties must
+// take turns v >= 2 times (virtual_stages_of), and m be a multiple of p.
+std::string interleaving_problem(const std::vector<std::string>& stage_parties, int64_t m,
+                                 int virtual_stages);
+
+// One op of a party's order and the stage it runs on.
+struct StageOp {
+  int stage = 0;
+  Op op;
+};
+
+// interleaved_1f1b: the order of party d of p holding v stages each (d,
+// d + p, ..., d + (v-1) p), per batch as Megatron-LM's
+// forward_backward_pipelining_with_interleaving: w = 2 (p-d-1) + (v-1) p
+// forwards (all m v when m = p), then F B pairs while forwards are left,
+// then the other Bs, then its stages' Us. The party's j-th forward runs on
+// chunk c = (j mod p v) div p (stage c p + d) over micro-batch (j div p v) p
+// + j mod p; its j-th backward on chunk v-1-c, the same micro-batch. With
+// K equal stages of t_f, t_b per micro-batch and free links a batch takes
+// (m v + p - 1)(t_f + t_b): bubble (p-1)/(v m). REQUIRES 0 <= d < p, v >= 1,
+// m a multiple of p.
+std::vector<StageOp> device_ops(int d, int p, int v, int64_t m, int64_t batches);
 
 // Forwards whose activations are kept at most along `ops` (a forward's
 // activation is kept until its backward, or its weight pass where the
@@ -80,9 +115,10 @@ int64_t peak_in_flight(const std::vector<Op>& ops);
 // order, run long enough to reach steady state (K batches). That is:
 // sequential 1, gpipe m, 1f1b min(m, K-k), pipedream K-k, ddg and fr (K-k)*m
 // (they delay whole batches; fr keeps only the stage inputs), zb_h1
-// min(m, K) (each stage as 1f1b's first: the deferred Ws hold theirs).
+// min(m, K) (each stage as 1f1b's first: the deferred Ws hold theirs),
+// interleaved_1f1b read off its order (virtual_stages v).
 // REQUIRES 0 <= k < K, m >= 1.
-int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m);
+int64_t stashed_microbatches(Schedule schedule, int k, int K, int64_t m, int virtual_stages = 1);
 
 // Versions of the weights alive at once along `ops`, at most: the live
 // weights and each older version that a forward still waiting for its
@@ -119,7 +155,8 @@ bool has_iteration_barrier(Schedule schedule);
 bool splits_backward(Schedule schedule);
 
 // True iff every batch ends before the next begins, with the weights
-// updated in between (sequential, gpipe, 1f1b, zb_h1: the model between two
+// updated in between (sequential, gpipe, 1f1b, zb_h1, interleaved_1f1b: the
+// model between two
 // batches is a model to evaluate); false for those that overlap batches
 // (pipedream, ddg, fr).
 bool is_synchronous(Schedule schedule);

@@ -1,4 +1,5 @@
-// zb_h1's split backward priced per stage (planner_internal.h).
+// The planner's schedule-specific steps (planner_internal.h): zb_h1's split
+// backward priced per stage, interleaved_1f1b's stages per party checked.
 #include <algorithm>
 
 #include "planner_internal.h"
@@ -43,6 +44,23 @@ bool halves_measured(const ModelProfile& model) {
 }
 
 }  // namespace
+
+int virtual_stages(const Scenario& sc) {
+  if (sc.schedule != Schedule::kInterleaved1F1B) {
+    if (sc.virtual_stages > 1)
+      throw InputError("$.virtual_stages",
+                       "only schedule interleaved_1f1b gives a party several stages in turn");
+    return 1;
+  }
+  std::vector<std::string> parties;
+  for (const PartSpec& part : sc.partition) parties.push_back(part.party);
+  const int v = virtual_stages_of(parties);
+  const int want = sc.virtual_stages > 0 ? static_cast<int>(sc.virtual_stages) : v;
+  const std::string problem = interleaving_problem(parties, sc.chunks, want);
+  if (problem.empty()) return v;
+  const char* at = v < 2 ? "$.partition" : want != v ? "$.virtual_stages" : "$.chunks";
+  throw InputError(at, problem);
+}
 
 void split_backward_seconds(const ModelProfile& model, const DeviceProfile& dev,
                             const std::vector<int64_t>& sizes, PlanStage& st) {
