@@ -177,23 +177,6 @@ void PairSender::run() {
   }
 }
 
-void Turnstile::wait(int stage, sg4::Semaphore* wake) {
-  while (next_ < stages_.size() && stages_[next_] != stage) {
-    waiting_[stage] = wake;
-    wake->acquire();
-  }
-}
-
-void Turnstile::pass() {
-  ++next_;
-  if (next_ >= stages_.size()) return;
-  const auto it = waiting_.find(stages_[next_]);
-  if (it == waiting_.end()) return;
-  sg4::Semaphore* wake = it->second;
-  waiting_.erase(it);
-  wake->release();
-}
-
 void SimContext::set_computing(int party, bool on) {
   computing[static_cast<size_t>(party)] = on ? 1 : 0;
   const PlatformSpec& pf = plan->platform;

@@ -17,6 +17,7 @@
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/sim/simulator.h"
 #include "splitsim/sim/timeline.h"
+#include "turnstile.h"
 
 namespace splitsim::sim_internal {
 
@@ -76,23 +77,6 @@ class PairSender {
 // Records the send and recv events of `o` (ending at its arrival) and hands
 // its message over.
 void complete_transfer(SimContext* ctx, Outgoing* o, double start_s, double arrival_s);
-
-// interleaved_1f1b: a party's stages take their ops in the party's one
-// order (device_ops): an instance waits until the next op of that order is
-// its stage's, and passes the turn on when its op is done.
-class Turnstile {
- public:
-  explicit Turnstile(std::vector<int> stages) : stages_(std::move(stages)) {}
-  // Blocks until the party's next op is `stage`'s; `wake`: the caller's own
-  // semaphore (initial capacity 0).
-  void wait(int stage, simgrid::s4u::Semaphore* wake);
-  void pass();
-
- private:
-  std::vector<int> stages_;  // the stage of each op of the party's order
-  size_t next_ = 0;
-  std::map<int, simgrid::s4u::Semaphore*> waiting_;  // by stage
-};
 
 struct SimContext {
   const Plan* plan = nullptr;

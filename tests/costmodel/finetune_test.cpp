@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "expect_input_error.h"
@@ -27,6 +29,28 @@ ModelSpec tiny_roberta(const std::string& method = "full") {
   s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 128, s.seq_len = 8, s.vocab_size = 100;
   s.finetune.method = method;
   return s;
+}
+
+// The tiny RoBERTa split over client and server at `partition`, batch 4,
+// codec none, both parties on the device of flat_devices().
+Scenario tiny_split(const std::string& name, std::vector<PartSpec> partition) {
+  Scenario sc;
+  sc.name = name;
+  sc.batch_size = 4;
+  sc.compression.resize(partition.size() - 1);
+  sc.partition = std::move(partition);
+  sc.devices = {{"client", "d"}, {"server", "d"}};
+  sc.model = tiny_roberta();
+  return sc;
+}
+
+// One device for every party: 1 TFLOP/s, 10 GB/s.
+std::map<std::string, DeviceProfile> flat_devices() {
+  DeviceProfile dev;
+  dev.name = "d";
+  dev.peak_flops = 1e12;
+  dev.memory_bandwidth_Bps = 1e10;
+  return {{"client", dev}, {"server", dev}};
 }
 
 int64_t trainable(const SplitModel& m) {
@@ -155,19 +179,10 @@ TEST(FinetuneTest, AdapterGradientsAcrossACutEqualTheUnsplitModel) {
 // The plan counts gradients, optimizer state and the update for the
 // trainable parameters only; the weights stay whole.
 TEST(FinetuneTest, PlanHoldsStateAndUpdatesForTheTrainableParametersOnly) {
-  DeviceProfile dev;
-  dev.name = "d";
-  dev.peak_flops = 1e12;
-  dev.memory_bandwidth_Bps = 1e10;
-  Scenario sc;
-  sc.name = "lora";
-  sc.batch_size = 4;
+  Scenario sc = tiny_split(
+      "lora", {{"client", "embeddings", "layer.0.attention"}, {"server", "layer.0.ffn", "head"}});
   sc.optimizer.name = "adamw";
-  sc.partition = {{"client", "embeddings", "layer.0.attention"}, {"server", "layer.0.ffn", "head"}};
-  sc.compression.resize(1);
-  sc.devices = {{"client", "d"}, {"server", "d"}};
-  const std::map<std::string, DeviceProfile> devices = {{"client", dev}, {"server", dev}};
-  sc.model = tiny_roberta();
+  const auto devices = flat_devices();
   const Plan full = make_plan(sc, measure_model(sc.model), devices);
   sc.model = tiny_roberta("lora");
   const Plan lora = make_plan(sc, measure_model(sc.model), devices);
@@ -210,19 +225,10 @@ TEST(FinetuneTest, ASplitBackwardIsMeasuredAsItsTwoHalves) {
   EXPECT_EQ(emb.bwd_input.macs(), 0);  // token ids need no gradient
   EXPECT_EQ(emb.bwd_params.macs(), emb.bwd.macs());
 
-  DeviceProfile dev;
-  dev.name = "d";
-  dev.peak_flops = 1e12;
-  dev.memory_bandwidth_Bps = 1e10;
-  Scenario sc;
-  sc.name = "zb";
-  sc.batch_size = 4;
+  Scenario sc = tiny_split(
+      "zb", {{"client", "embeddings", "layer.0.attention"}, {"server", "layer.0.ffn", "head"}});
   sc.chunks = 2;
-  sc.partition = {{"client", "embeddings", "layer.0.attention"}, {"server", "layer.0.ffn", "head"}};
-  sc.compression.resize(1);
-  sc.devices = {{"client", "d"}, {"server", "d"}};
-  sc.model = tiny_roberta();
-  const std::map<std::string, DeviceProfile> devices = {{"client", dev}, {"server", dev}};
+  const auto devices = flat_devices();
   sc.schedule = Schedule::k1F1B;
   const Plan f1b = make_plan(sc, full, devices);
   sc.schedule = Schedule::kZbH1;
@@ -249,22 +255,12 @@ TEST(FinetuneTest, ASplitBackwardIsMeasuredAsItsTwoHalves) {
 // and posts no gradient receives. A trainable codec at the cut trains on
 // the client, and brings the gradient back.
 TEST(FinetuneTest, NoGradientGoesBackToAFrozenFirstPart) {
-  DeviceProfile dev;
-  dev.name = "d";
-  dev.peak_flops = 1e12;
-  dev.memory_bandwidth_Bps = 1e10;
-  Scenario sc;
-  sc.name = "lora_frozen_client";
-  sc.batch_size = 4;
+  Scenario sc = tiny_split("lora_frozen_client", {{"client", "embeddings", "embeddings"},
+                                                  {"server", "layer.0.attention", "layer.1.ffn"},
+                                                  {"client", "head", "head"}});
   sc.chunks = 2;
   sc.schedule = Schedule::k1F1B;
-  sc.partition = {{"client", "embeddings", "embeddings"},
-                  {"server", "layer.0.attention", "layer.1.ffn"},
-                  {"client", "head", "head"}};
-  sc.compression.resize(2);
-  sc.devices = {{"client", "d"}, {"server", "d"}};
-  const std::map<std::string, DeviceProfile> devices = {{"client", dev}, {"server", dev}};
-  sc.model = tiny_roberta();
+  const auto devices = flat_devices();
   const Plan full = make_plan(sc, measure_model(sc.model), devices);
   sc.model = tiny_roberta("lora");
   const ModelProfile lora_model = measure_model(sc.model);

@@ -134,31 +134,6 @@ void check_counts_fit(const Scenario& sc, const ModelProfile& model) {
                        std::to_string(static_cast<long long>(most)));
 }
 
-// The wire tensors of the receives a stage has posted ahead at most at
-// once. A transport posts each receive ahead of the op that takes it (exec:
-// the receives of the next 2m + 2 ops, exec/src/stage_instance.cpp), so that
-// the bytes land while the stage computes; each holds one micro-batch's wire
-// tensors (the largest micro-batch's). Counted where the stage's memory
-// peaks, while a backward runs; the running op's own is not counted:
-// decoded, it is the received gradient.
-int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m) {
-  const int K = static_cast<int>(plan.stages.size());
-  const int64_t fwd = k > 0 ? plan.boundaries[k - 1].forward.wire_bytes.front() : 0;
-  const int64_t bwd = k + 1 < K ? plan.boundaries[k].backward.wire_bytes.front() : 0;
-  if (fwd == 0 && bwd == 0) return 0;
-  const std::vector<Op> ops = stage_ops(plan.schedule, k, K, m, 3, plan.virtual_stages);
-  const size_t window = static_cast<size_t>(2 * m + 2);
-  int64_t most = 0;
-  for (size_t j = 0; j < ops.size(); ++j) {
-    if (ops[j].kind != OpKind::kBackward) continue;  // where the stage's memory peaks
-    int64_t held = 0;
-    for (size_t i = j + 1; i < ops.size() && i <= j + window; ++i)
-      held += ops[i].kind == OpKind::kForward ? fwd : ops[i].kind == OpKind::kBackward ? bwd : 0;
-    most = std::max(most, held);
-  }
-  return most;
-}
-
 }  // namespace
 
 namespace planner_internal {

@@ -36,6 +36,15 @@ struct PlanContext {
 void time_units(const ModelProfile& model, const DeviceProfile& dev,
                 const std::vector<int64_t>& sizes, PlanStage& st);
 
+// The wire tensors of the receives a stage has posted ahead at most at
+// once. A transport posts each receive ahead of the op that takes it (exec:
+// the receives of the next 2m + 2 ops, exec/src/stage_instance.cpp), so that
+// the bytes land while the stage computes; each holds one micro-batch's wire
+// tensors (the largest micro-batch's). Counted where the stage's memory
+// peaks, while a backward runs; the running op's own is not counted:
+// decoded, it is the received gradient.
+int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m);
+
 // The plan's virtual_stages: 1, or for interleaved_1f1b the partition's
 // stages per party, checked (InputError at $.virtual_stages, $.partition or
 // $.chunks).

@@ -1,4 +1,5 @@
-// The planner's schedule-specific steps (planner_internal.h): zb_h1's split
+// The planner's steps that read the schedule's operation orders
+// (planner_internal.h): the receives a stage posts ahead, zb_h1's split
 // backward priced per stage, interleaved_1f1b's stages per party checked.
 #include <algorithm>
 
@@ -44,6 +45,24 @@ bool halves_measured(const ModelProfile& model) {
 }
 
 }  // namespace
+
+int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m) {
+  const int K = static_cast<int>(plan.stages.size());
+  const int64_t fwd = k > 0 ? plan.boundaries[k - 1].forward.wire_bytes.front() : 0;
+  const int64_t bwd = k + 1 < K ? plan.boundaries[k].backward.wire_bytes.front() : 0;
+  if (fwd == 0 && bwd == 0) return 0;
+  const std::vector<Op> ops = stage_ops(plan.schedule, k, K, m, 3, plan.virtual_stages);
+  const size_t window = static_cast<size_t>(2 * m + 2);
+  int64_t most = 0;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    if (ops[j].kind != OpKind::kBackward) continue;  // where the stage's memory peaks
+    int64_t held = 0;
+    for (size_t i = j + 1; i < ops.size() && i <= j + window; ++i)
+      held += ops[i].kind == OpKind::kForward ? fwd : ops[i].kind == OpKind::kBackward ? bwd : 0;
+    most = std::max(most, held);
+  }
+  return most;
+}
 
 int virtual_stages(const Scenario& sc) {
   if (sc.schedule != Schedule::kInterleaved1F1B) {
