@@ -64,6 +64,10 @@ std::mutex& build_mutex() {
 // Throws InputError for what exec cannot run.
 void check_supported(const RunSpec& spec, const RunOptions& options) {
   const Plan& plan = spec.plan;
+  if (plan.synchronised())
+    throw InputError("$.training", "exec runs its clients unsynchronised; training " +
+                                       plan.training +
+                                       " is the simulator's alone so far (`splitsim simulate`)");
   for (size_t b = 0; b < plan.boundaries.size(); ++b)
     if (plan.boundaries[b].from_stage != static_cast<int>(b) ||
         plan.boundaries[b].to_stage != static_cast<int>(b) + 1)

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "platform.h"
+#include "rounds.h"
 #include "splitsim/costmodel/link_fit.h"
 
 namespace splitsim::sim_internal {
@@ -38,7 +39,9 @@ void complete_transfer(SimContext* ctx, Outgoing* o, double start_s, double arri
   TimelineEvent recv = send;
   recv.kind = EventKind::kRecv;
   std::swap(recv.party, recv.peer);
-  recv.stage = send.backward ? send.stage - 1 : send.stage + 1;
+  // A stage's tensor goes to the next stage (or the previous); weights
+  // (boundary -1) are no stage's.
+  if (send.boundary >= 0) recv.stage = send.backward ? send.stage - 1 : send.stage + 1;
   ctx->timeline->events.push_back(send);
   ctx->timeline->events.push_back(recv);
   o->message.arrival_s = arrival_s;
@@ -210,11 +213,17 @@ class StageActor {
     turn_wake_ = sg4::Semaphore::create(0);
     const auto turn = ctx_->turns.find({in.party, in.client});
     Turnstile* turnstile = turn == ctx_->turns.end() ? nullptr : turn->second.get();
+    Rounds* rounds = ctx_->rounds.get();
+    int64_t batch = -1;
     for (const Op& op : ctx_->ops[in.stage]) {
+      if (rounds != nullptr && op.batch != batch) rounds->before_batch(in, op.batch);
+      batch = op.batch;
       if (turnstile != nullptr) turnstile->wait(in.stage, turn_wake_.get());
       run(in, op);
       if (turnstile != nullptr) turnstile->pass();
+      if (rounds != nullptr && op.kind == OpKind::kUpdate) rounds->after_batch(in, op.batch);
     }
+    if (rounds != nullptr) rounds->after_last(in);
   }
 
  private:
@@ -458,6 +467,11 @@ void deploy_actors(SimContext* ctx) {
     sg4::Actor::create("send " + d.parties[a].name + "->" + d.parties[b].name, ctx->hosts[a],
                        [raw] { raw->run(); })
         ->daemonize();
+  }
+  if (plan.synchronised()) {
+    ctx->rounds = std::make_shared<Rounds>(ctx);
+    Rounds* raw = ctx->rounds.get();
+    sg4::Actor::create("rounds", ctx->hosts[raw->server_party()], [raw] { raw->serve(); });
   }
   for (size_t i = 0; i < d.instances.size(); ++i) {
     const Instance& in = d.instances[i];

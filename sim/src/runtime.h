@@ -55,6 +55,7 @@ struct Outgoing {
 };
 
 struct SimContext;
+class Rounds;
 
 // One actor per directed pair of parties that talk (a connection, like a
 // Gloo pair): pushes the bytes of its transfers through the network one
@@ -92,6 +93,7 @@ struct SimContext {
   // interleaved_1f1b: per (party, client) the turn of its stages' ops.
   std::map<std::pair<int, int>, std::unique_ptr<Turnstile>> turns;
   std::vector<int> computing;                      // per party: 1 while it computes
+  std::shared_ptr<Rounds> rounds;                  // a training mode's rounds, or null
 
   // Marks `party` as computing or not. On a shared machine with a
   // co-compute slowdown, every computing party runs at pstate 1 (slowed)

@@ -50,6 +50,24 @@ TempFile write_temp(const std::string& name, const std::string& text) {
 
 json codec(const std::string& text) { return json::parse(text); }
 
+TEST(ScenarioParse, TrainingModesAndTheirSchedules) {
+  EXPECT_EQ(parse_scenario(base()).training, "unsynchronised");
+  json j = base();
+  j["training"] = "splitfed_v1";
+  j["aggregate_every"] = 4;
+  const Scenario s = parse_scenario(j);
+  EXPECT_EQ(s.training, "splitfed_v1");
+  EXPECT_EQ(s.aggregate_every, 4);
+  j["training"] = "fedavg";
+  expect_parse_error(j, "$.training", "training mode");
+  j["training"] = "vanilla";
+  j["schedule"] = "pipedream";  // overlaps batches: no round between them
+  expect_parse_error(j, "$.training", "pipedream");
+  j["schedule"] = "gpipe";
+  j["aggregate_every"] = 0;
+  expect_parse_error(j, "$.aggregate_every", "");
+}
+
 TEST(ScenarioParse, MinimalScenarioGetsDefaults) {
   const Scenario s = parse_scenario(base());
   EXPECT_EQ(s.name, "t");

@@ -53,6 +53,18 @@ std::string read_compute_precision(const json& v, const std::string& path) {
   return jr::read_choice(v, path, "compute precision", {"fp32", "fp16", "bf16"});
 }
 
+std::string read_training(const json& v, const std::string& path) {
+  return jr::read_choice(v, path, "training mode", training_mode_names());
+}
+
+int64_t read_aggregate_every(const json& v, const std::string& path) {
+  return jr::read_int(v, path, 1, limits::kMaxIterations);
+}
+
+double read_seconds_per_byte(const json& v, const std::string& path) {
+  return jr::read_number(v, path, {0, false, 1, false});
+}
+
 std::string read_text_or_empty(const json& v, const std::string& path) {
   return jr::read_string(v, path, true);
 }

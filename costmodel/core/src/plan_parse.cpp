@@ -261,6 +261,17 @@ Plan parse_plan(const json& j, const std::string& path) {
     const std::string problem = interleaving_problem(parties, p.chunks(), p.virtual_stages);
     if (!problem.empty()) throw InputError(path + ".virtual_stages", problem);
   }
+  if (p.synchronised()) {
+    if (!is_synchronous(p.schedule))
+      throw InputError(path + ".training", "training " + p.training +
+                                               " takes rounds between batches, which schedule " +
+                                               schedule_name(p.schedule) + " overlaps");
+    bool server = false;
+    for (const PlanStage& st : p.stages) server = server || st.party != p.stages.front().party;
+    if (!server)
+      throw InputError(path + ".training",
+                       "training " + p.training + " needs a party besides stage 0's");
+  }
   take_codec_parts_out(&p);
   // Each factor is bounded: no overflow.
   const int64_t passes =

@@ -428,6 +428,7 @@ Plan make_plan(const Scenario& sc, const ModelProfile& model,
   for (size_t i = 0; i < sc.client_groups.size(); ++i) groups.push_back(client_group(c, plan, i));
   plan = calibrated(plan, sc);
   plan.client_groups = std::move(groups);
+  set_training(sc, devices, &plan);
   return plan;
 }
 

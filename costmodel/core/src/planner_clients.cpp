@@ -121,4 +121,26 @@ PlanClientGroup client_group(const PlanContext& c, const Plan& plan, size_t i) {
   return pg;
 }
 
+void set_training(const Scenario& sc, const std::map<std::string, DeviceProfile>& devices,
+                  Plan* plan) {
+  plan->training = sc.training;
+  plan->aggregate_every = sc.aggregate_every;
+  if (!plan->synchronised()) return;
+  if (!is_synchronous(plan->schedule))
+    throw InputError("$.training", "training " + sc.training +
+                                       " takes rounds between batches, which schedule " +
+                                       schedule_name(plan->schedule) + " overlaps");
+  const std::string& client = plan->stages.front().party;
+  for (const PlanStage& st : plan->stages) {
+    if (st.party == client) continue;
+    const auto dev = devices.find(st.party);
+    const double bw = dev == devices.end() ? 0 : dev->second.memory_bandwidth_Bps;
+    plan->average_s_per_byte = bw > 0 ? 1 / bw : 0;
+    return;
+  }
+  throw InputError("$.training", "training " + sc.training +
+                                     " needs a server: a party besides the client's (stage 0's) "
+                                     "in the partition");
+}
+
 }  // namespace splitsim::planner_internal

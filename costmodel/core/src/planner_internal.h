@@ -50,6 +50,13 @@ int64_t posted_receive_bytes(const Plan& plan, int k, int64_t m);
 // $.chunks).
 int virtual_stages(const Scenario& sc);
 
+// The plan's training mode and aggregation (Scenario::training): a mode
+// with rounds needs a party besides the client role's to aggregate or hand
+// on through (InputError at $.training); its averaging costs a read of each
+// copy and a write of the average at that party's memory bandwidth.
+void set_training(const Scenario& sc, const std::map<std::string, DeviceProfile>& devices,
+                  Plan* plan);
+
 // zb_h1: stage `st`'s backward split into B (its input's gradient) and W
 // (its parameters' gradients) as exec runs them, from the units' measured
 // bwd_input / bwd_params: bwd_s becomes B + W per micro-batch of `sizes`

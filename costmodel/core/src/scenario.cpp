@@ -285,7 +285,8 @@ const std::vector<std::string>& top_level_keys() {
       "schema", "name", "description", "model", "batch_size", "precision", "compute_precision",
       "loss_scale", "partition", "compression", "chunks", "schedule", "virtual_stages",
       "optimizer", "devices",
-      "network", "platform", "iterations", "warmup", "clients", "dataset", "seed", "calibration"};
+      "network", "platform", "iterations", "warmup", "clients", "training", "aggregate_every",
+      "dataset", "seed", "calibration"};
   // clang-format on
   return kKeys;
 }
@@ -388,12 +389,30 @@ Scenario parse_scenario(const json& j, ScenarioNeeds needs) {
   }
   if (j.contains("clients"))
     s.client_groups = scenario_internal::parse_clients(j.at("clients"), &s.clients);
+  if (j.contains("training"))
+    s.training =
+        jr::read_choice(j.at("training"), "$.training", "training mode", training_mode_names());
+  if (s.training != "unsynchronised" && !is_synchronous(s.schedule))
+    throw InputError("$.training", "training " + s.training +
+                                       " takes rounds between batches: a schedule that ends each "
+                                       "batch before the next (sequential, gpipe, 1f1b, zb_h1, "
+                                       "interleaved_1f1b), not " +
+                                       schedule_name(s.schedule));
+  if (j.contains("aggregate_every"))
+    s.aggregate_every =
+        jr::read_int(j.at("aggregate_every"), "$.aggregate_every", 1, limits::kMaxIterations);
   check_passes(s, j);
   if (j.contains("dataset")) {
     s.dataset = jr::read_choice(j.at("dataset"), "$.dataset", "dataset", kDatasets);
   }
   if (j.contains("seed")) s.seed = static_cast<uint64_t>(jr::read_int(j.at("seed"), "$.seed", 0));
   return s;
+}
+
+const std::vector<std::string>& training_mode_names() {
+  static const std::vector<std::string> kNames = {"unsynchronised", "vanilla", "splitfed_v1",
+                                                  "splitfed_v2"};
+  return kNames;
 }
 
 double PlatformSpec::sent_s_per_byte(const std::string& party) const {

@@ -106,8 +106,11 @@ void client_group_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, 
   const size_t n = tl.client_parties.size();
   if (n < 2) return;
   std::vector<std::vector<double>> end(n, std::vector<double>(static_cast<size_t>(batches), t0));
+  // A client's batch is its own work and tensors; the weights a training
+  // mode moves between rounds (boundary -1) are the round's.
   for (const auto& e : tl.events)
-    if (e.client >= 0 && static_cast<size_t>(e.client) < n)
+    if (e.client >= 0 && static_cast<size_t>(e.client) < n &&
+        (is_compute(e.kind) || e.boundary >= 0))
       end[e.client][e.batch] = std::max(end[e.client][e.batch], e.end_s);
   const double steady = static_cast<double>(batches - warmup);
   std::vector<double> per_batch(n);

@@ -25,6 +25,8 @@ const char* event_kind_name(EventKind kind) {
       return "recv";
     case EventKind::kWeight:
       return "weight";
+    case EventKind::kAverage:
+      return "average";
   }
   return "?";
 }
@@ -64,8 +66,11 @@ std::string event_name(const TimelineEvent& e) {
       return "encode " + dir + " " + b + " " + mb;
     case EventKind::kDecode:
       return "decode " + dir + " " + b + " " + mb;
+    case EventKind::kAverage:
+      return "average";
     case EventKind::kSend:
     case EventKind::kRecv:
+      if (e.boundary < 0) return "xfer weights";
       return "xfer " + dir + " " + b + " " + mb;
   }
   return "?";

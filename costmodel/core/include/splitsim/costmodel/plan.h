@@ -136,6 +136,12 @@ struct Plan {
   PlatformSpec platform;
   int64_t iterations = 0, warmup = 0, clients = 1;
   std::vector<PlanClientGroup> client_groups;  // empty, or counts summing to clients
+  // The scenario's training mode and aggregation period (Scenario::training),
+  // and the aggregating party's seconds per byte it averages (one read of
+  // each copy and one write of the average at its memory bandwidth).
+  std::string training = "unsynchronised";
+  int64_t aggregate_every = 1;
+  double average_s_per_byte = 0;
 
   int64_t chunks() const { return static_cast<int64_t>(microbatch_sizes.size()); }
   // A client index for the plan's own costs, whatever its groups say.
@@ -166,6 +172,16 @@ struct Plan {
   // Bytes per batch that `party` sends / receives.
   int64_t bytes_sent(const std::string& party) const;
   int64_t bytes_received(const std::string& party) const;
+  // The training modes (Scenario::training): true iff clients wait for each
+  // other between batches (every mode but "unsynchronised").
+  bool synchronised() const { return training != "unsynchronised"; }
+  // Bytes of the weights that travel between the clients and the server in
+  // an aggregation or a hand-over: the trainable parameters of the client
+  // role's stages (those on stage 0's party).
+  int64_t client_part_bytes() const;
+  // The trainable parameters of the other stages (splitfed_v1 averages them
+  // too, on the server).
+  int64_t server_part_bytes() const;
 };
 
 // The gradient nobody needs (a frozen first part, a client that only

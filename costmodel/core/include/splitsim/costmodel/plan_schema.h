@@ -78,6 +78,9 @@ int64_t read_batch_size(const json& v, const std::string& path);  // 1 to limits
 int64_t read_iterations(const json& v, const std::string& path);  // 1 to limits::kMaxIterations
 int64_t read_clients(const json& v, const std::string& path);     // 1 to limits::kMaxClients
 std::string read_compute_precision(const json& v, const std::string& path);  // fp32|fp16|bf16
+std::string read_training(const json& v, const std::string& path);     // training_mode_names()
+int64_t read_aggregate_every(const json& v, const std::string& path);  // 1 to kMaxIterations
+double read_seconds_per_byte(const json& v, const std::string& path);  // 0 to 1
 std::string read_text_or_empty(const json& v, const std::string& path);
 std::vector<std::string> read_texts(const json& v, const std::string& path);
 // Bytes, a shape's dimension, a count of parameters: non-negative, and small
@@ -108,6 +111,9 @@ inline constexpr JsonCodec<int64_t> kBatchSize{read_batch_size};
 inline constexpr JsonCodec<int64_t> kIterations{read_iterations};
 inline constexpr JsonCodec<int64_t> kClients{read_clients};
 inline constexpr JsonCodec<std::string> kComputePrecision{read_compute_precision};
+inline constexpr JsonCodec<std::string> kTraining{read_training};
+inline constexpr JsonCodec<int64_t> kAggregateEvery{read_aggregate_every};
+inline constexpr JsonCodec<double> kSecondsPerByte{read_seconds_per_byte};
 inline constexpr JsonCodec<std::string> kTextOrEmpty{read_text_or_empty};
 inline constexpr JsonCodec<std::vector<std::string>> kTexts{read_texts};
 inline constexpr JsonCodec<int64_t> kCount{read_count};
@@ -286,6 +292,10 @@ void fields(V& v, Plan& p) {
   v.optional("compute_precision", p.compute_precision, kComputePrecision);
   // Optional: 1 (parse_plan checks it against the stages' parties).
   v.optional("virtual_stages", p.virtual_stages, kVirtualStages);
+  // Optional: "unsynchronised", every 1, no averaging cost.
+  v.optional("training", p.training, kTraining);
+  v.optional("aggregate_every", p.aggregate_every, kAggregateEvery);
+  v.optional("average_s_per_byte", p.average_s_per_byte, kSecondsPerByte);
 }
 
 }  // namespace plan_schema

@@ -205,6 +205,12 @@ struct Scenario {
   int64_t warmup = 2;                          // first batches left out of steady state
   int64_t clients = 1;                         // with groups: their counts' sum
   std::vector<ClientGroupSpec> client_groups;  // "clients" as a list; empty: all alike
+  // How the clients train together (training_mode_names(); scenarios/FORMAT.md
+  // "Training modes"): "unsynchronised" (each on its own), "vanilla" (one
+  // after the other, the client part handed on), "splitfed_v1" / "splitfed_v2"
+  // (in parallel, the client parts averaged every `aggregate_every` batches).
+  std::string training = "unsynchronised";
+  int64_t aggregate_every = 1;
   std::string dataset = "synthetic";           // synthetic | fashion_mnist | cifar10
   uint64_t seed = 0;
   // "calibration": a splitsim.calibration/1 file, relative to the scenario
@@ -226,6 +232,9 @@ struct Scenario {
     return compute_precision == "fp16" ? 128.0 : 1.0;
   }
 };
+
+// The training modes' names, "unsynchronised" first (the default).
+const std::vector<std::string>& training_mode_names();
 
 // One point of a scenario's sweep. `label` is "base" without a sweep, else
 // "chunks=4 compression=conv32" (the axes that vary, in file order).

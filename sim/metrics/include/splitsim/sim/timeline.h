@@ -19,11 +19,12 @@ enum class EventKind : int32_t {
   kSend,       // a transfer, on the sending party's side
   kRecv,       // the same transfer, on the receiving party's side
   kWeight,     // zb_h1: a stage's weight-gradient pass of one micro-batch
+  kAverage,    // splitfed: the server averaging the clients' weights (stage, client -1)
 };
 // The last kind: every kind's value lies in [kForward, kLastEventKind].
-inline constexpr EventKind kLastEventKind = EventKind::kWeight;
+inline constexpr EventKind kLastEventKind = EventKind::kAverage;
 // "fwd", "bwd", "recompute", "update", "encode", "decode", "send", "recv",
-// "weight".
+// "weight", "average".
 const char* event_kind_name(EventKind kind);
 // True for the kinds that occupy a party's processor (all but send/recv).
 bool is_compute(EventKind kind);
@@ -35,7 +36,7 @@ struct TimelineEvent {
   int32_t party = 0;      // index into Timeline::parties: where it ran
   int32_t peer = -1;      // send: receiving party; recv: sending party; else -1
   int32_t stage = 0;      // stage index in the Plan (send: sender, recv: receiver)
-  int32_t boundary = -1;  // send/recv/encode/decode: the Plan boundary index
+  int32_t boundary = -1;  // send/recv/encode/decode: the Plan boundary index (-1: weights)
   int32_t backward = 0;   // send/recv/encode/decode: 1 for the gradient direction
   int32_t client = 0;     // which client's batch (0 with one client)
   int32_t reserved = 0;
@@ -64,6 +65,7 @@ struct Timeline {
 // The name shared by sim and exec traces:
 //   "F s1 mb3", "B s1 mb3", "R s1 mb3", "update s1",
 //   "encode fwd b0 mb3", "decode bwd b1 mb0", "xfer fwd b0 mb3" (send and recv),
+//   "xfer weights" (a training mode's weights, boundary -1), "average",
 // where sN is the stage, bN the boundary (Plan.boundaries index), mbN the micro-batch.
 // The batch and the client are trace arguments, not part of the name.
 std::string event_name(const TimelineEvent& e);
