@@ -278,6 +278,12 @@ TEST(ExploreTest, TheSpaceSizeIsBoundedNamingTheProduct) {
   write_space({{"schema", "splitsim.explore/1"}, {"schedules", {"1f1b", "interleaved_1f1b"}}});
   expect_error_saying([&] { make_space(flags, Scenario{}); }, f + " $.schedules[1]",
                       "no cut kind of the explorer");
+  write_space({{"schema", "splitsim.explore/1"}, {"schedules", {"1f1b", "pipedream"}}});
+  Scenario splitfed;
+  splitfed.training = "splitfed_v1";
+  EXPECT_EQ(make_space(flags, Scenario{}).schedules.size(), 2u);
+  expect_error_saying([&] { make_space(flags, splitfed); }, f + " $.schedules[1]",
+                      "pipedream overlaps batches");
   std::filesystem::remove(f);
 }
 

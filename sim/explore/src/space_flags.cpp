@@ -91,6 +91,13 @@ ExploreSpace make_space(const SpaceFlags& a, const Scenario& base) {
     }
     try {
       space = parse_space(j);
+      // A training mode with rounds holds them between batches.
+      for (size_t i = 0; i < space.schedules.size(); ++i)
+        if (base.training != "unsynchronised" && !is_synchronous(space.schedules[i]))
+          throw InputError("$.schedules[" + std::to_string(i) + "]",
+                           std::string(schedule_name(space.schedules[i])) +
+                               " overlaps batches, which the scenario's training " + base.training +
+                               " separates by rounds");
     } catch (const InputError& e) {
       throw InputError(a.space_file + " " + e.where(),
                        e.message());
