@@ -13,12 +13,13 @@ import splitsim
 from conftest import SCENARIOS, cli_json, run_cli
 
 # A spread of the shipped scenarios: a sweep of codecs and chunk counts, a
-# K-stage pipeline, schedules on a transformer, many clients on a shared link.
+# K-stage pipeline, schedules on a transformer, many clients on a shared link,
+# the training modes.
 # SPLITSIM_ALL_SCENARIOS=1 checks every shipped scenario file instead
 # (scenarios/**, minutes; a TorchScript one needs its .pt file written first,
 # else it is skipped).
 CHECKED = ["mobilenet_v2_ushape.json", "resnet20_kstage.json", "bert_small_schedules.json",
-           "resnet20_many_clients.json"]
+           "resnet20_many_clients.json", "resnet20_training_modes.json"]
 
 
 def shipped_scenarios():
