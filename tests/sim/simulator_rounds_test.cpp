@@ -126,6 +126,27 @@ TEST(SimulatorRoundsTest, SplitfedV2ServesTheClientsInClientOrder) {
   }
 }
 
+TEST(SimulatorRoundsTest, PipelinesWithTwoServerStagesHoldTheirRounds) {
+  // Two stages a party (client 0 and 2, server 1 and 3), 4 micro-batches,
+  // two clients: every mode finishes every batch under every synchronous
+  // pipeline, and rounds never make a round shorter than running free.
+  for (Schedule s : {Schedule::k1F1B, Schedule::kZbH1, Schedule::kInterleaved1F1B}) {
+    Plan p =
+        testing::equal_stages(4, 4, 1e-3, 2e-3, s, 8, 2, {"client", "server", "client", "server"});
+    p.virtual_stages = s == Schedule::kInterleaved1F1B ? 2 : 1;
+    p.clients = 2;
+    p.stages[0].param_bytes = p.stages[2].param_bytes = 500'000;
+    p.average_s_per_byte = 1e-9;
+    const double free = compute_metrics(simulate(p), p, p.warmup).time_per_batch_s;
+    for (const char* mode : {"vanilla", "splitfed_v1", "splitfed_v2"}) {
+      p.training = mode;
+      const Metrics m = compute_metrics(simulate(p), p, p.warmup);
+      EXPECT_GE(m.time_per_batch_s, free - 1e-12) << schedule_name(s) << " " << mode;
+      EXPECT_EQ(m.batches, 8) << schedule_name(s) << " " << mode;
+    }
+  }
+}
+
 TEST(SimulatorRoundsTest, PlanFilesKeepTheModeAndRefuseOneThatCannotHoldRounds) {
   Plan p = rounds_plan("splitfed_v2", 2);
   p.aggregate_every = 3;
