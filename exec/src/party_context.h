@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rounds.h"
 #include "splitsim/costmodel/codec_module.h"
 #include "splitsim/costmodel/memory_account.h"
 #include "splitsim/costmodel/model_zoo.h"
@@ -87,6 +88,20 @@ struct PartyContext {
     bool failed = false;  // an instance failed: nobody's turn comes
   };
   std::map<int, std::unique_ptr<Turnstile>> turns;  // by client
+  // splitfed_v1 on the server's rank: clients 1..n-1 run the server stages
+  // on copies of their units of their own (client 0 on `model`, `stages`).
+  std::map<int, SplitModel> replicas;                        // by client
+  std::map<std::pair<int, int>, StageParts> replica_stages;  // by (stage, client)
+  std::unique_ptr<Rounds> rounds;  // training modes with rounds, else null
+
+  // The parts and the units instance (stage, client) runs on.
+  StageParts& parts(int stage, int client) {
+    const auto it = replica_stages.find({stage, client});
+    return it != replica_stages.end() ? it->second : stages[static_cast<size_t>(stage)];
+  }
+  SplitModel& model_of(int stage, int client) {
+    return replica_stages.count({stage, client}) != 0 ? replicas.at(client) : model;
+  }
 };
 
 struct InstanceResult {

@@ -1,6 +1,7 @@
 #include "splitsim/exec/runner.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -22,14 +23,14 @@ uint64_t codec_seed(uint64_t seed, int boundary, bool backward) {
   return seed * 7919 + 1000 + static_cast<uint64_t>(boundary) * 2 + (backward ? 1 : 0);
 }
 
-void build_stage(PartyContext& ctx, int k) {
+// Stage k's parts on `model`'s units.
+void build_stage(PartyContext& ctx, int k, SplitModel& model, StageParts& s) {
   const Plan& plan = *ctx.plan;
   const uint64_t seed = ctx.spec->seed;
   const int K = static_cast<int>(plan.stages.size());
-  StageParts& s = ctx.stages[static_cast<size_t>(k)];
   s.first_unit = plan.stages[k].first_unit;
   s.last_unit = plan.stages[k].last_unit;
-  s.params = ctx.model.parameters(s.first_unit, s.last_unit);
+  s.params = model.parameters(s.first_unit, s.last_unit);
   if (k > 0) {
     const PlanBoundary& b = plan.boundaries[static_cast<size_t>(k - 1)];
     const RunBoundary& shapes = ctx.spec->boundaries[static_cast<size_t>(k - 1)];
@@ -64,10 +65,22 @@ std::mutex& build_mutex() {
 // Throws InputError for what exec cannot run.
 void check_supported(const RunSpec& spec, const RunOptions& options) {
   const Plan& plan = spec.plan;
-  if (plan.synchronised())
-    throw InputError("$.training", "exec runs its clients unsynchronised; training " +
-                                       plan.training +
-                                       " is the simulator's alone so far (`splitsim simulate`)");
+  if (plan.synchronised()) {
+    // The rounds meet at one server rank, which holds every stage that is
+    // not the clients' (Rounds, rounds.h).
+    const ExecTopology& topo = spec.topology;
+    int server_rank = -1;
+    for (int k = 0; k < topo.stages; ++k)
+      for (int c = 0; c < topo.clients; ++c) {
+        if (plan.stages[static_cast<size_t>(k)].party == plan.stages.front().party) continue;
+        if (server_rank < 0) server_rank = topo.rank_of(k, c);
+        if (topo.rank_of(k, c) != server_rank)
+          throw InputError("$.training", "training " + plan.training +
+                                             " runs in exec when one party holds every stage "
+                                             "the clients do not; this plan spreads them over "
+                                             "several (`splitsim simulate` runs it)");
+      }
+  }
   for (size_t b = 0; b < plan.boundaries.size(); ++b)
     if (plan.boundaries[b].from_stage != static_cast<int>(b) ||
         plan.boundaries[b].to_stage != static_cast<int>(b) + 1)
@@ -119,13 +132,44 @@ void build_model_and_data(PartyContext& ctx, const std::vector<std::pair<int, in
   }
 }
 
+// splitfed_v1: every client but client 0 gets the server stages on a copy
+// of their units (the same seeds: the same initial weights).
+void build_replicas(PartyContext& ctx, const std::vector<std::pair<int, int>>& instances) {
+  const Plan& plan = *ctx.plan;
+  std::map<int, std::vector<bool>> units;  // by client
+  for (const auto& [k, c] : instances) {
+    if (c == 0 || plan.stages[k].party == plan.stages.front().party) continue;
+    auto& local = units[c];
+    local.resize(static_cast<size_t>(plan.stages.back().last_unit + 1), false);
+    for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
+      local[static_cast<size_t>(u)] = true;
+  }
+  for (auto& [c, local] : units) {
+    {
+      std::lock_guard<std::mutex> lock(build_mutex());
+      ctx.replicas[c] = build_model(ctx.spec->model, ctx.spec->seed, &local);
+    }
+    SplitModel& replica = ctx.replicas[c];
+    replica.train(true);
+    for (auto& u : replica.units)
+      if (u) u->to(ctx.device);
+  }
+  for (const auto& [k, c] : instances)
+    if (ctx.replicas.count(c) != 0 && plan.stages[k].party != plan.stages.front().party)
+      build_stage(ctx, k, ctx.replicas[c], ctx.replica_stages[{k, c}]);
+}
+
 // Each local stage's parts, the instance that reports progress, and the
 // iteration barriers of the schedules that have one.
 void build_stages(PartyContext& ctx, const std::vector<std::pair<int, int>>& instances) {
   ctx.stages.resize(ctx.plan->stages.size());
   int built = -1;
   for (const auto& [k, c] : instances)
-    if (k != built) build_stage(ctx, built = k);
+    if (k != built) {
+      built = k;
+      build_stage(ctx, k, ctx.model, ctx.stages[static_cast<size_t>(k)]);
+    }
+  if (ctx.plan->training == "splitfed_v1") build_replicas(ctx, instances);
   for (const auto& [k, c] : instances)  // (stage, client) ascending: the last local stage
     if (k > ctx.progress_stage) ctx.progress_stage = k, ctx.progress_client = c;
   if (has_iteration_barrier(ctx.plan->schedule))
@@ -217,12 +261,21 @@ RunResult run_party(const RunSpec& spec, Transport& transport, int rank, const R
   build_model_and_data(ctx, instances, &source);
   build_stages(ctx, instances);
 
+  if (spec.plan.synchronised()) ctx.rounds = std::make_unique<exec_internal::Rounds>(ctx);
+
   std::vector<InstanceResult> results(instances.size());
+  InstanceResult served;  // the rounds' server thread: its transfers and averages
   std::vector<std::thread> threads;
   for (size_t i = 0; i < instances.size(); ++i)
     threads.emplace_back(exec_internal::run_instance, std::ref(ctx), instances[i].first,
                          instances[i].second, &results[i]);
+  if (ctx.rounds && ctx.rounds->serves())
+    threads.emplace_back([&ctx, &served] { ctx.rounds->serve(&served); });
   for (auto& t : threads) t.join();
+  if (!served.events.empty() || !served.error.empty()) {
+    served.updated = spec.plan.iterations;
+    results.push_back(std::move(served));
+  }
 
   int64_t eval_sent = 0, eval_received = 0;
   RunResult r = merge_results(ctx, results, &eval_sent, &eval_received);

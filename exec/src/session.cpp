@@ -91,9 +91,9 @@ void check_event(const TimelineEvent& e, const Timeline& tl, int rank) {
   const bool ok = static_cast<int32_t>(e.kind) >= 0 &&
                   static_cast<int32_t>(e.kind) <= static_cast<int32_t>(kLastEventKind) &&
                   e.party >= 0 && e.party < parties && e.peer >= -1 && e.peer < parties &&
-                  e.stage >= 0 && e.boundary >= -1 && e.client >= 0 && e.client < tl.clients &&
-                  e.batch >= 0 && e.microbatch >= -1 && e.bytes >= 0 && std::isfinite(e.start_s) &&
-                  std::isfinite(e.end_s);
+                  (e.stage >= 0 || e.boundary == -1) && e.boundary >= -1 && e.client >= 0 &&
+                  e.client < tl.clients && e.batch >= 0 && e.microbatch >= -1 && e.bytes >= 0 &&
+                  std::isfinite(e.start_s) && std::isfinite(e.end_s);
   if (!ok) {
     throw std::runtime_error("rank " + std::to_string(rank) +
                              " sent an event outside the run (party, client or kind out of "
@@ -236,16 +236,18 @@ ExecClock::time_point synchronise(Transport& tr, std::chrono::milliseconds timeo
 }
 
 void join_transfer_ends(Timeline* timeline) {
-  using Key = std::tuple<int32_t, int32_t, int32_t, int64_t, int64_t>;
-  const auto key = [](const TimelineEvent& e) {
-    return Key{e.boundary, e.backward, e.client, e.batch, e.microbatch};
+  // (from, to, boundary, direction, client, batch, micro-batch): a training
+  // mode's weights (boundary -1) go up and down for one client and batch.
+  using Key = std::tuple<int32_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t>;
+  const auto key = [](const TimelineEvent& e, int32_t from, int32_t to) {
+    return Key{from, to, e.boundary, e.backward, e.client, e.batch, e.microbatch};
   };
   std::map<Key, TimelineEvent*> sends;
   for (auto& e : timeline->events)
-    if (e.kind == EventKind::kSend) sends[key(e)] = &e;
+    if (e.kind == EventKind::kSend) sends[key(e, e.party, e.peer)] = &e;
   for (auto& e : timeline->events) {
     if (e.kind != EventKind::kRecv) continue;
-    auto it = sends.find(key(e));
+    auto it = sends.find(key(e, e.peer, e.party));
     if (it == sends.end()) continue;
     TimelineEvent& send = *it->second;
     send.end_s = std::max(send.start_s, e.end_s);

@@ -42,7 +42,8 @@ class Instance {
   Instance(PartyContext& ctx, int k, int c, InstanceResult* out)
       : ctx_(ctx),
         plan_(*ctx.plan),
-        parts_(ctx.stages[k]),
+        parts_(ctx.parts(k, c)),
+        model_(ctx.model_of(k, c)),
         wire_(ctx, k, c),
         k_(k),
         c_(c),
@@ -60,6 +61,7 @@ class Instance {
   void run() {
     const auto ops = stage_ops(plan_.schedule, k_, K_, m_, ctx_.batches, plan_.virtual_stages);
     const size_t window = static_cast<size_t>(2 * m_ + 2);
+    int64_t batch = -1;  // of the last op (a training mode's rounds wait between batches)
     for (size_t j = 0; j < ops.size(); ++j) {
       if (next_post_ < ops.size() && next_post_ <= j + window) {
         std::lock_guard<std::mutex> lock(ctx_.compute);
@@ -67,6 +69,8 @@ class Instance {
           post_receive(next_post_, ops[next_post_]);
       }
       const Op& op = ops[j];
+      if (ctx_.rounds && op.batch != batch)
+        ctx_.rounds->before_batch(k_, c_, batch = op.batch, out_);
       wait_turn(ctx_, c_, k_);
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
@@ -74,9 +78,12 @@ class Instance {
       if (op.kind == OpKind::kUpdate) update(op);
       if (op.kind == OpKind::kBarrier) iteration_barrier(ctx_, c_, op.batch);
       pass_turn(ctx_, c_);
+      if (ctx_.rounds && op.kind == OpKind::kUpdate)
+        ctx_.rounds->after_batch(k_, c_, op.batch, out_);
       while (sends_.size() > static_cast<size_t>(4 * m_ + 4)) wait_oldest_send();
     }
     while (!sends_.empty()) wait_oldest_send();
+    if (ctx_.rounds) ctx_.rounds->after_last(k_, c_, out_);
   }
 
  private:
@@ -202,18 +209,18 @@ class Instance {
     {
       AutocastGuard autocast(ctx_.device, ctx_.spec->compute_precision);
       mixed = autocast.active();
-      out = ctx_.model.forward(x, parts_.first_unit, parts_.last_unit);
+      out = model_.forward(x, parts_.first_unit, parts_.last_unit);
     }
     if (mixed && out.is_floating_point() && out.scalar_type() != torch::kFloat32)
       out = out.to(torch::kFloat32);
     if (k_ == K_ - 1) {
       const int64_t n = mb_size(op.microbatch);
       torch::Tensor target = data(op.batch).second.narrow(0, mb_offset(op.microbatch), n);
-      s->loss = ctx_.model.loss(out, target) * (static_cast<double>(n) / plan_.batch_size);
+      s->loss = model_.loss(out, target) * (static_cast<double>(n) / plan_.batch_size);
       BatchStats& st = stats(op.batch);
       st.loss += s->loss.item<double>();
       st.samples += static_cast<double>(n);
-      st.correct += correctly_classified(ctx_.model, out, target);
+      st.correct += correctly_classified(model_, out, target);
     } else {
       s->y = parts_.fwd_enc->carry(out);
     }
@@ -403,7 +410,7 @@ class Instance {
       for (int u = parts_.first_unit; u <= parts_.last_unit; ++u) {
         auto& g = out_->gradients[u];
         g.clear();
-        for (const auto& p : ctx_.model.units[static_cast<size_t>(u)]->parameters())
+        for (const auto& p : model_.units[static_cast<size_t>(u)]->parameters())
           g.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
       }
     } else if (parts_.optimizer) {
@@ -420,6 +427,7 @@ class Instance {
   PartyContext& ctx_;
   const Plan& plan_;
   StageParts& parts_;
+  SplitModel& model_;  // the units parts_ runs on (splitfed_v1: the client's own copy)
   StageWire wire_;
   int k_, c_, K_ = 0;
   int64_t m_ = 1;
@@ -449,6 +457,7 @@ void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out)
     out->error = "stage " + std::to_string(stage) + " (client " + std::to_string(client) +
                  "): " + error_reason(e);
     fail_turns(ctx);
+    if (ctx.rounds) ctx.rounds->fail();
   }
 }
 

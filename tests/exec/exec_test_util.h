@@ -119,15 +119,17 @@ inline RunSpec test_run(const Scenario& sc, const Plan& plan) {
   return make_run_spec({"base", sc, nlohmann::json::object()}, plan);
 }
 
-// Runs both ranks of a client/server plan in this process.
+// Runs every rank of a plan (both of one client and a server; one more per
+// client) in this process; the results by rank.
 inline std::vector<RunResult> run_loopback(const Scenario& sc, const Plan& plan,
                                            RunOptions options) {
   const RunSpec spec = test_run(sc, plan);
-  auto hub = std::make_shared<LoopbackHub>(2);
-  std::vector<RunResult> out(2);
+  const int world = spec.topology.world_size();
+  auto hub = std::make_shared<LoopbackHub>(world);
+  std::vector<RunResult> out(static_cast<size_t>(world));
   const auto start = ExecClock::now();
   std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank)
+  for (int rank = 0; rank < world; ++rank)
     threads.emplace_back([&, rank] {
       LoopbackTransport t(hub, rank);
       out[rank] = run_party(spec, t, rank, options, start);

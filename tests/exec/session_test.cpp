@@ -3,12 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace splitsim {
 namespace {
 
 TimelineEvent transfer(EventKind kind, int64_t microbatch, double start, double end) {
   TimelineEvent e;
   e.kind = kind;
+  e.party = kind == EventKind::kSend ? 0 : 1;  // party 0 sends to party 1
+  e.peer = 1 - e.party;
   e.boundary = 0;
   e.microbatch = microbatch;
   e.bytes = 1000;
@@ -45,6 +49,32 @@ TEST(JoinTransferEnds, BothEndsGetOneIntervalFromFirstByteSentToLastByteReceived
   EXPECT_DOUBLE_EQ(tl.events[4].end_s, 5.1);
   EXPECT_DOUBLE_EQ(tl.events[5].start_s, 0.0);
   EXPECT_DOUBLE_EQ(tl.events[5].end_s, 9.0);
+}
+
+// A training mode's weights (boundary -1) go up from a client and down to it
+// for the same client and batch: two transfers, told apart by direction.
+TEST(JoinTransferEnds, WeightsUpAndDownForOneClientAndBatchAreTwoTransfers) {
+  Timeline tl;
+  for (const auto& [from, start, end] :
+       {std::tuple{0, 1.0, 2.0}, std::tuple{1, 5.0, 6.0}}) {  // up, then the average down
+    TimelineEvent send = transfer(EventKind::kSend, -1, start, start);
+    send.boundary = -1;
+    send.party = from;
+    send.peer = 1 - from;
+    TimelineEvent recv = send;
+    recv.kind = EventKind::kRecv;
+    recv.party = send.peer;
+    recv.peer = from;
+    recv.start_s = 0;
+    recv.end_s = end;
+    tl.events.push_back(send);
+    tl.events.push_back(recv);
+  }
+  join_transfer_ends(&tl);
+  EXPECT_DOUBLE_EQ(tl.events[0].end_s, 2.0);
+  EXPECT_DOUBLE_EQ(tl.events[1].start_s, 1.0);
+  EXPECT_DOUBLE_EQ(tl.events[2].end_s, 6.0);
+  EXPECT_DOUBLE_EQ(tl.events[3].start_s, 5.0);
 }
 
 }  // namespace

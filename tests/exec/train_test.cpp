@@ -131,19 +131,5 @@ TEST(TrainEvalTest, RefusedForAsynchronousSchedulesAndWithoutData) {
   EXPECT_THROW(run_party(test_run(sc, gpipe), t, 0, o, ExecClock::now()), InputError);
 }
 
-TEST(TrainEvalTest, TrainingModesWithRoundsAreTheSimulatorsAloneSoFar) {
-  const Scenario sc = small_scenario("resnet20", 8);
-  Plan plan = make_test_plan(sc, {3}, CodecSpec{}, CodecSpec{}, 1, Schedule::kGpipe, 2);
-  plan.training = "splitfed_v1";
-  auto hub = std::make_shared<LoopbackHub>(2);
-  LoopbackTransport t(hub, 0);
-  try {
-    run_party(test_run(sc, plan), t, 0, RunOptions{}, ExecClock::now());
-    ADD_FAILURE() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "$.training");
-  }
-}
-
 }  // namespace
 }  // namespace splitsim::testing
