@@ -82,6 +82,12 @@ Command add_train_command(CLI::App& app) {
                   "Report the batches to reach this test accuracy (percent) and the "
                   "simulator's time for them")
       ->check(number_range(0, 100));
+  sub->add_option("--alpha", o.alpha,
+                  "Several clients (the scenario's clients, in a training mode with rounds): "
+                  "each class's samples shared out in Dirichlet(ALPHA) proportions; 0: IID, equal "
+                  "parts")
+      ->check(number_range(0, 1e6))
+      ->capture_default_str();
   sub->add_option("--seed", o.seed,
                   "In place of the scenario's seed: initial weights, data order, codecs")
       ->check(int_range(0, int64_t{1} << 62));

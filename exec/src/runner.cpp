@@ -93,8 +93,10 @@ void check_supported(const RunSpec& spec, const RunOptions& options) {
                        "held-out evaluation runs between batches: schedule sequential, gpipe or "
                        "1f1b, not " +
                            std::string(schedule_name(plan.schedule)));
-    if (spec.topology.clients != 1)
-      throw InputError("eval_every", "held-out evaluation runs with one client");
+    if (spec.topology.clients != 1 && !plan.synchronised())
+      throw InputError("eval_every",
+                       "held-out evaluation runs with one client, or with several in a training "
+                       "mode with rounds (client 0's model)");
   }
 }
 

@@ -69,8 +69,10 @@ class Instance {
           post_receive(next_post_, ops[next_post_]);
       }
       const Op& op = ops[j];
-      if (ctx_.rounds && op.batch != batch)
+      if (ctx_.rounds && op.batch != batch) {
         ctx_.rounds->before_batch(k_, c_, batch = op.batch, out_);
+        run_deferred_evaluation();
+      }
       wait_turn(ctx_, c_, k_);
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
@@ -84,6 +86,7 @@ class Instance {
     }
     while (!sends_.empty()) wait_oldest_send();
     if (ctx_.rounds) ctx_.rounds->after_last(k_, c_, out_);
+    run_deferred_evaluation();
   }
 
  private:
@@ -395,8 +398,21 @@ class Instance {
       ctx_.options.on_batch(op.batch + 1, k_ == K_ - 1 ? stats(op.batch).loss
                                                        : std::numeric_limits<double>::quiet_NaN());
     const int64_t every = ctx_.options.eval_every;
-    if (every > 0 && (op.batch + 1) % every == 0 && op.batch < plan_.iterations)
+    if (every <= 0 || (op.batch + 1) % every != 0 || op.batch >= plan_.iterations || c_ != 0)
+      return;
+    // Client 0's model is the one evaluated. Under splitfed its instances
+    // evaluate once the round's average is in (before their next batch, or
+    // after the last): stage 0 loads it there.
+    if (ctx_.rounds && plan_.training != "vanilla")
+      deferred_eval_ = op.batch + 1;
+    else
       evaluate_stage(ctx_, wire_, op.batch + 1, &eval_serial_, out_);
+  }
+
+  void run_deferred_evaluation() {
+    if (deferred_eval_ < 0) return;
+    evaluate_stage(ctx_, wire_, deferred_eval_, &eval_serial_, out_);
+    deferred_eval_ = -1;
   }
 
   void step(const Op& op) {
@@ -438,7 +454,8 @@ class Instance {
   double loss_scale_ = 1;       // Scenario::effective_loss_scale()
   InstanceResult* out_;
   size_t next_post_ = 0;
-  int64_t eval_serial_ = 0;  // eval batches so far (their tags)
+  int64_t eval_serial_ = 0;     // eval batches so far (their tags)
+  int64_t deferred_eval_ = -1;  // splitfed: the evaluation after this many batches, still due
   std::map<size_t, PostedRecv> recvs_;
   std::deque<PendingSend> sends_;
   std::map<std::pair<int64_t, int64_t>, Stash> stash_;

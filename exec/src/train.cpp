@@ -16,6 +16,7 @@
 #include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/costmodel/workspace.h"
+#include "splitsim/exec/client_data.h"
 #include "splitsim/exec/dataset.h"
 #include "splitsim/exec/gloo_transport.h"
 #include "splitsim/exec/loopback_transport.h"
@@ -35,6 +36,7 @@ struct Setup {
   Plan deploy;              // the variant's plan as the scenario has it (what simulate sees)
   nlohmann::json identity;  // what the handshake compares
   LabeledImages train, test;
+  ClientPartition partition;  // several clients: each one's training samples
   std::vector<int64_t> input_shape;
   int64_t batches_per_epoch = 0, test_batches = 0;
   int64_t eval_every = 0;   // training batches between evaluations
@@ -46,14 +48,17 @@ void check_options(const TrainOptions& o) {
   if (o.train_samples < 0) throw InputError("train_samples", "must not be negative");
   if (o.test_samples < 0) throw InputError("test_samples", "must not be negative");
   if (o.eval_every < 0) throw InputError("eval_every", "must not be negative");
+  if (!(o.alpha >= 0) || o.alpha > 1e6) throw InputError("alpha", "must be in [0, 1e6]");
 }
 
 // The train and test splits by dataset, read once for every variant.
 using SplitCache = std::map<std::string, std::pair<LabeledImages, LabeledImages>>;
 
 // Throws InputError unless `sc` is what train runs: labeled images of
-// `dataset` into an image classifier, one client, a synchronous schedule.
-void check_trainable(const Scenario& sc, const std::string& dataset, bool dataset_given) {
+// `dataset` into an image classifier, a synchronous schedule, one client or
+// several alike in one process in a training mode with rounds.
+void check_trainable(const Scenario& sc, const std::string& dataset, bool dataset_given,
+                     const TrainOptions& o) {
   if (dataset != "fashion_mnist" && dataset != "cifar10")
     throw InputError(dataset_given ? "dataset" : "$.dataset",
                      "train needs labeled images with a test split: fashion_mnist or cifar10, "
@@ -64,8 +69,16 @@ void check_trainable(const Scenario& sc, const std::string& dataset, bool datase
                      "train evaluates between batches: sequential, gpipe or 1f1b, "
                      "not " +
                          std::string(schedule_name(sc.schedule)));
-  if (sc.clients != 1)
-    throw InputError("$.clients", "train runs one client, not " + std::to_string(sc.clients));
+  if (sc.clients != 1 && sc.training == "unsynchronised")
+    throw InputError("$.training",
+                     "train with several clients evaluates client 0's model: give a training "
+                     "mode with rounds (vanilla, splitfed_v1, splitfed_v2), not unsynchronised");
+  if (sc.clients != 1 && !sc.client_groups.empty())
+    throw InputError("$.clients", "train runs alike clients: give \"clients\": N");
+  if (sc.clients != 1 && !o.role.empty())
+    throw InputError("role", "train runs several clients in one process (leave --role out)");
+  if (sc.clients == 1 && o.alpha > 0)
+    throw InputError("alpha", "spreads the samples over several clients; the scenario has one");
   if (model_input_shape(sc.model).size() != 3)
     throw InputError("$.model",
                      "train reads images: an image classification model, not " + sc.model.name);
@@ -75,7 +88,7 @@ void check_trainable(const Scenario& sc, const std::string& dataset, bool datase
 Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, SplitCache* cache) {
   Setup s;
   const std::string dataset = o.dataset.empty() ? v.scenario.dataset : o.dataset;
-  check_trainable(v.scenario, dataset, !o.dataset.empty());
+  check_trainable(v.scenario, dataset, !o.dataset.empty(), o);
   s.input_shape = model_input_shape(v.scenario.model);
   auto it = cache->find(dataset);
   if (it == cache->end())
@@ -90,7 +103,13 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   s.test = it->second.second;
   s.deploy = ws.plan(v);
   const int64_t batch = s.deploy.batch_size;
-  s.batches_per_epoch = s.train.labels.size(0) / batch;
+  const int clients = static_cast<int>(v.scenario.clients);
+  if (clients > 1)
+    s.partition = partition_samples(
+        s.train.labels, s.train.labels.max().item<int64_t>() + 1, clients, o.alpha,
+        o.seed >= 0 ? static_cast<uint64_t>(o.seed) : v.scenario.seed, batch);
+  // An epoch: every sample once over all clients (each client its share).
+  s.batches_per_epoch = s.train.labels.size(0) / clients / batch;
   s.test_batches = s.test.labels.size(0) / batch;
   if (s.batches_per_epoch < 1)
     throw InputError("train_samples", std::to_string(s.train.labels.size(0)) +
@@ -107,6 +126,15 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
   changes.dataset = dataset;
   s.run = make_run_spec(v, s.deploy, changes);
   s.eval_every = o.eval_every > 0 ? o.eval_every : s.batches_per_epoch;
+  // splitfed evaluates the averaged model: at the end of a round.
+  const int64_t every = s.run.plan.aggregate_every;
+  if (clients > 1 && s.run.plan.training != "vanilla" && s.eval_every % every != 0) {
+    if (o.eval_every > 0)
+      throw InputError("eval_every", std::to_string(o.eval_every) +
+                                         " batches is not a multiple of aggregate_every (" +
+                                         std::to_string(every) + ")");
+    s.eval_every = std::max(every, s.eval_every - s.eval_every % every);
+  }
   s.evaluations = s.run.plan.iterations / s.eval_every;
   if (s.evaluations < 1)
     throw InputError("eval_every", std::to_string(s.eval_every) +
@@ -118,7 +146,8 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
                          {"seed", s.run.seed},
                          {"dataset", dataset},
                          {"train_samples", s.train.labels.size(0)},
-                         {"test_samples", s.test.labels.size(0)}};
+                         {"test_samples", s.test.labels.size(0)},
+                         {"alpha", o.alpha}};
   return s;
 }
 
@@ -142,6 +171,20 @@ nlohmann::json compression_json(const Plan& plan) {
 }
 
 std::string percent(double x) { return format_percent(x, 2); }
+
+// How many clients trained, in which mode, and the samples of each class
+// each held.
+nlohmann::json clients_json(const Setup& s, const TrainOptions& o) {
+  const Plan& plan = s.run.plan;
+  nlohmann::json j = {{"count", plan.clients}, {"training", plan.training}};
+  if (plan.training != "unsynchronised" && plan.training != "vanilla")
+    j["aggregate_every"] = plan.aggregate_every;
+  if (s.partition.samples.empty()) return j;
+  j["partition"] = o.alpha > 0 ? "dirichlet" : "iid";
+  if (o.alpha > 0) j["alpha"] = o.alpha;
+  j["class_counts"] = s.partition.class_counts;
+  return j;
+}
 
 // The report from the merged results (the last stage's evaluations and
 // batch statistics; the wire bytes of every rank given).
@@ -198,6 +241,7 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
           {"wire_bytes_per_batch",
            batches > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(batches) : 0.0},
           {"wall_s", wall_s},
+          {"clients", clients_json(s, o)},
           {"complete", static_cast<int64_t>(evals.size()) == s.evaluations}};
 }
 
@@ -231,7 +275,10 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
     threads.emplace_back([&, r] {
       try {
         LoopbackTransport t(hub, r);
-        auto train = make_image_source(s.train, s.input_shape, s.run.seed);
+        auto train =
+            s.partition.samples.empty()
+                ? make_image_source(s.train, s.input_shape, s.run.seed)
+                : make_client_image_source(s.train, s.partition, s.input_shape, s.run.seed);
         auto test = make_ordered_image_source(s.test, s.input_shape);
         RunOptions ro = run_options(s, o, train.get(), test.get());
         ro.on_eval = on_eval;

@@ -10,6 +10,7 @@
 
 #include "exec_test_util.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/exec/dataset.h"
 
 namespace splitsim::testing {
 namespace {
@@ -204,6 +205,33 @@ TEST(ExecRoundsTest, WeightsMoveAsOftenAsTheModeSaysWithTheClientPartsBytes) {
     EXPECT_EQ(m.averages, 2);
     ASSERT_GT(plan.client_part_bytes(), 0);
     for (int64_t b : m.bytes) EXPECT_EQ(b, plan.client_part_bytes());
+  }
+}
+
+// Held-out evaluation with several clients scores client 0's model; under
+// splitfed after the round's average is in. No mode stalls on it (the
+// server's turns, the averages and the evaluation's transfers interleave).
+TEST(ExecRoundsTest, EveryModeEvaluatesClientZerosModelBetweenRounds) {
+  const Scenario sc = plain_sgd_scenario();
+  torch::Generator gen = at::detail::createCPUGenerator(2);
+  auto test = make_ordered_image_source(
+      {torch::rand({8, 1, 8, 8}, gen), torch::randint(10, {8}, gen)}, model_input_shape(sc.model));
+  for (const char* mode : {"vanilla", "splitfed_v1", "splitfed_v2"}) {
+    const Plan plan = mode_plan(sc, mode, 3, 4, {3, 8}, 2);
+    RunOptions o;
+    o.timeout = std::chrono::milliseconds(30000);
+    o.eval_data = test.get();
+    o.eval_every = 2;
+    o.eval_batches = 2;
+    const auto results = run_loopback(sc, plan, o);
+    size_t evals = 0;
+    for (size_t rank = 0; rank < results.size(); ++rank) {
+      EXPECT_TRUE(results[rank].complete) << mode << ": " << results[rank].error;
+      evals += results[rank].evals.size();
+      if (!results[rank].evals.empty())
+        EXPECT_EQ(static_cast<int>(rank), client_rank(sc, plan, 0)) << mode;
+    }
+    EXPECT_EQ(evals, 2u) << mode;  // after batches 2 and 4, by client 0's last stage
   }
 }
 

@@ -154,5 +154,57 @@ TEST_F(ExecCliTest, TrainRefusesBadDataFilesNamingThem) {
       << classes.err();
 }
 
+// Several clients (issue #43): each trains on its part of the samples,
+// IID or skewed in labels, in a training mode with rounds; client 0's
+// model, averaged, is evaluated after each round that ends an evaluation.
+TEST_F(ExecCliTest, TrainSeveralSplitfedClientsOnTheirPartsOfTheData) {
+  if (installed_fashion_mnist_dir().empty())
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  nlohmann::json s = nlohmann::json::parse(slurp(write_train_scenario(dir, "fashion_mnist")));
+  s["clients"] = 4;
+  s["training"] = "splitfed_v1";
+  s["aggregate_every"] = 2;
+  const std::string file = dir + "/splitfed.json";
+  std::ofstream(file) << s.dump();
+  const std::vector<std::string> common = {"train",          file,  "--train-samples", "1024",
+                                           "--test-samples", "256", "--json"};
+  Child iid(dir, "iid", common);
+  ASSERT_EQ(iid.wait(200), 0) << iid.err();
+  const nlohmann::json a = nlohmann::json::parse(iid.out());
+  EXPECT_EQ(a["clients"]["count"], 4);
+  EXPECT_EQ(a["clients"]["training"], "splitfed_v1");
+  EXPECT_EQ(a["clients"]["partition"], "iid");
+  ASSERT_EQ(a["clients"]["class_counts"].size(), 4u);
+  for (const auto& counts : a["clients"]["class_counts"]) {
+    int64_t total = 0;
+    for (const auto& n : counts) total += n.get<int64_t>();
+    EXPECT_EQ(total, 256);  // 1024 / 4
+  }
+  // An epoch: every sample once over the clients, 1024 / 4 / 16 rounds.
+  EXPECT_EQ(a["batches_per_epoch"], 16);
+  ASSERT_EQ(a["evaluations"].size(), 1u);
+  EXPECT_GT(a["best_test_accuracy"].get<double>(), 0.2);  // chance: 0.1
+
+  std::vector<std::string> skew = common;
+  for (const char* arg : {"--alpha", "0.1"}) skew.push_back(arg);
+  Child dirichlet(dir, "dirichlet", skew);
+  ASSERT_EQ(dirichlet.wait(200), 0) << dirichlet.err();
+  const nlohmann::json b = nlohmann::json::parse(dirichlet.out());
+  EXPECT_EQ(b["clients"]["partition"], "dirichlet");
+  EXPECT_EQ(b["clients"]["alpha"], 0.1);
+  EXPECT_NE(b["clients"]["class_counts"], a["clients"]["class_counts"]);
+
+  std::vector<std::string> odd = common;
+  for (const char* arg : {"--eval-every", "3"}) odd.push_back(arg);
+  Child off_round(dir, "off_round", odd);
+  EXPECT_EQ(off_round.wait(60), 2);
+  EXPECT_NE(off_round.err().find("--eval-every"), std::string::npos) << off_round.err();
+  s["training"] = "unsynchronised";
+  std::ofstream(file) << s.dump();
+  Child free_running(dir, "free_running", common);
+  EXPECT_EQ(free_running.wait(60), 2);
+  EXPECT_NE(free_running.err().find("$.training"), std::string::npos) << free_running.err();
+}
+
 }  // namespace
 }  // namespace splitsim::testing

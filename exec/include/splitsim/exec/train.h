@@ -25,6 +25,9 @@ struct TrainOptions {
   int64_t train_samples = 0;  // the first N training samples (0: all)
   int64_t test_samples = 0;   // the first N test samples, whole batches (0: all)
   int64_t seed = -1;          // >= 0: in place of the scenario's seed (weights, data order, codecs)
+  // Several clients: their samples IID (0) or skewed in labels, each class
+  // shared out in Dirichlet(alpha) proportions (client_data.h).
+  double alpha = 0;
   int threads = 1;            // torch intra-op threads (per process)
   double timeout_s = 600;     // per transfer (and connect, two processes)
   // Two processes: "server" (rank 0, listens) or another party (connects);
