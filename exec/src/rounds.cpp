@@ -58,7 +58,8 @@ Rounds::Rounds(PartyContext& ctx) : ctx_(ctx) {
     }
     if (held != bytes_ || !fp32)
       throw std::logic_error("client " + std::to_string(c) + "'s part holds " +
-                             std::to_string(held) + " B of trainable parameters; the plan counts " +
+                             std::to_string(held) +
+                             " B of trainable parameters and buffers; the plan counts " +
                              std::to_string(bytes_) + " (FP32 weights move between rounds)");
   }
 }
@@ -80,22 +81,28 @@ bool Rounds::shares_server_part() const {
 
 int Rounds::client_rank(int client) const { return ctx_.topo->rank_of(0, client); }
 
-std::vector<torch::Tensor> Rounds::client_params(int client) const {
+std::vector<torch::Tensor> Rounds::state_of(int client, bool server) const {
   std::vector<torch::Tensor> out;
-  for (int k = 0; k < ctx_.topo->stages; ++k)
-    if (!is_server_stage(k))
-      for (const auto& p : ctx_.parts(k, client).params)
-        if (p.requires_grad()) out.push_back(p);
+  for (int k = 0; k < ctx_.topo->stages; ++k) {
+    if (is_server_stage(k) != server) continue;
+    StageParts& parts = ctx_.parts(k, client);
+    for (const auto& p : parts.params)
+      if (p.requires_grad()) out.push_back(p);
+    const SplitModel& model = ctx_.model_of(k, client);
+    for (int u = parts.first_unit; u <= parts.last_unit; ++u)
+      for (const auto& b : model.units[static_cast<size_t>(u)]->buffers())
+        if (b.is_floating_point()) out.push_back(b);
+  }
   return out;
 }
 
+std::vector<torch::Tensor> Rounds::client_params(int client) const {
+  return state_of(client, false);
+}
+
 std::vector<std::vector<torch::Tensor>> Rounds::server_params() const {
-  std::vector<std::vector<torch::Tensor>> out(static_cast<size_t>(n_));
-  for (int c = 0; c < n_; ++c)
-    for (int k = 0; k < ctx_.topo->stages; ++k)
-      if (is_server_stage(k))
-        for (const auto& p : ctx_.parts(k, c).params)
-          if (p.requires_grad()) out[static_cast<size_t>(c)].push_back(p);
+  std::vector<std::vector<torch::Tensor>> out;
+  for (int c = 0; c < n_; ++c) out.push_back(state_of(c, true));
   return out;
 }
 

@@ -13,9 +13,10 @@
 //  - vanilla and splitfed_v2 share one server part: client c's server
 //    stages start batch b once client c - 1's (client n - 1's of batch
 //    b - 1 for client 0) have updated it.
-// The weights are one tensor, the client part's trainable parameters end to
-// end (Plan::client_part_bytes()); their transfers are timeline events of
-// boundary -1 and stage -1, the server's averaging an `average` event.
+// The weights are one tensor, the client part's trainable parameters and
+// running statistics end to end (Plan::client_part_bytes()); their
+// transfers are timeline events of boundary -1 and stage -1, the server's
+// averaging an `average` event.
 #include <torch/torch.h>
 
 #include <condition_variable>
@@ -60,8 +61,12 @@ class Rounds {
   bool is_server_stage(int stage) const;
   bool shares_server_part() const;  // vanilla, splitfed_v2: server turns
   int client_rank(int client) const;
-  // The client part's trainable parameters (this rank's client), and the
-  // server parts' of every client (splitfed_v1 on the server rank).
+  // What a round moves and averages of `client`'s client part (server:
+  // its server part): the trainable parameters, then the floating-point
+  // buffers (batch norm's running statistics) of the stages' units.
+  std::vector<torch::Tensor> state_of(int client, bool server) const;
+  // The client part's (this rank's client), and the server parts' of every
+  // client (splitfed_v1 on the server rank).
   std::vector<torch::Tensor> client_params(int client) const;
   std::vector<std::vector<torch::Tensor>> server_params() const;
   int tag(int64_t batch, bool down, int client) const;

@@ -206,6 +206,22 @@ TEST(OptimizerStepTest, TemporariesAreTheCopiesThePlanCounts) {
 
 // Tensors made before the account, and what an in-place op writes into
 // them, are not the unit's; a temporary freed inside is not either.
+// Running statistics are state a training mode averages with the weights:
+// batch norm's mean and variance (FP32, a value per channel each), not its
+// integer count of batches; a transformer's layer norms hold none.
+TEST(MeasureShapesTest, BufferBytesAreTheFloatingPointRunningStatistics) {
+  ModelSpec resnet;
+  resnet.name = "resnet20";
+  resnet = resolve_model_defaults(resnet, "$.model");
+  const ModelProfile r = measure_model(resnet, 2, false, MeasureOn::kCpu);
+  EXPECT_EQ(r.units.front().name, "conv1");
+  EXPECT_EQ(r.units.front().buffer_bytes, 2 * 16 * 4);  // conv1's batch norm, 16 channels
+  EXPECT_EQ(r.units.back().buffer_bytes, 0);            // the head: pooling and a linear layer
+  for (const UnitProfile& u :
+       measure_model(small_transformer("llama", 1), 2, false, MeasureOn::kMeta).units)
+    EXPECT_EQ(u.buffer_bytes, 0) << u.name;
+}
+
 TEST(MeasureShapesTest, StorageAccountCountsOnlyWhatIsCreatedAndHeld) {
   torch::Tensor before = torch::ones({1000});
   StorageAccount account;

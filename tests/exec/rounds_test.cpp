@@ -32,10 +32,15 @@ Plan mode_plan(const Scenario& sc, const std::string& training, int clients, int
   p.clients = clients;
   p.training = training;
   p.aggregate_every = every;
-  // The hand-built plan counts parameters; the rounds move their bytes.
+  // The hand-built plan counts parameters; the rounds move their bytes and
+  // the units' running statistics.
+  const SplitModel model = build_model(sc.model, sc.seed);
   for (PlanStage& st : p.stages) {
     st.param_bytes = 4 * st.param_count;
     st.frozen_param_bytes = 4 * st.frozen_param_count;
+    for (int u = st.first_unit; u <= st.last_unit; ++u)
+      for (const auto& b : model.units[static_cast<size_t>(u)]->buffers())
+        if (b.is_floating_point()) st.buffer_bytes += static_cast<int64_t>(b.nbytes());
   }
   return p;
 }

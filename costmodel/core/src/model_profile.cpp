@@ -79,6 +79,7 @@ void to_json(nlohmann::json& j, const UnitProfile& u) {
        {"param_bytes", u.param_bytes},
        {"trainable_param_count", u.trainable_param_count()},
        {"trainable_param_bytes", u.trainable_param_bytes()},
+       {"buffer_bytes", u.buffer_bytes},
        {"stash_bytes_per_sample", u.stash_bytes_per_sample},
        {"output_stash_bytes_per_sample", u.output_stash_bytes_per_sample},
        {"keeps_input", u.keeps_input},
@@ -105,6 +106,8 @@ void from_json(const nlohmann::json& j, UnitProfile& u) {
   // Files written before fine-tuning existed: everything trained.
   u.frozen_param_count = u.param_count - j.value("trainable_param_count", u.param_count);
   u.frozen_param_bytes = u.param_bytes - j.value("trainable_param_bytes", u.param_bytes);
+  // Files written before buffers were counted: none.
+  u.buffer_bytes = j.value("buffer_bytes", int64_t{0});
   u.stash_bytes_per_sample = j.at("stash_bytes_per_sample").get<int64_t>();
   // Files written before these were measured: every output held.
   u.output_stash_bytes_per_sample = j.value("output_stash_bytes_per_sample", int64_t{0});

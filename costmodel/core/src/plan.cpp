@@ -310,14 +310,14 @@ int64_t party_peak_memory_bytes(const Plan& plan, const std::vector<int>& stages
 int64_t Plan::client_part_bytes() const {
   int64_t n = 0;
   for (const PlanStage& st : stages)
-    if (st.party == stages.front().party) n += st.trainable_param_bytes();
+    if (st.party == stages.front().party) n += st.trainable_param_bytes() + st.buffer_bytes;
   return n;
 }
 
 int64_t Plan::server_part_bytes() const {
   int64_t n = 0;
   for (const PlanStage& st : stages)
-    if (st.party != stages.front().party) n += st.trainable_param_bytes();
+    if (st.party != stages.front().party) n += st.trainable_param_bytes() + st.buffer_bytes;
   return n;
 }
 

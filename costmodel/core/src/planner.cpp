@@ -198,6 +198,7 @@ PlanStage plan_stage(const PlanContext& c, const Plan& plan, int k, int K,
     st.param_bytes += model.units[i].param_bytes;
     st.frozen_param_count += model.units[i].frozen_param_count;
     st.frozen_param_bytes += model.units[i].frozen_param_bytes;
+    st.buffer_bytes += model.units[i].buffer_bytes;
     st.stash_bytes_per_microbatch += unit_stash_in_stage(c, i, last) * b_max;
   }
   // The stage's input per sample: the batch's (stage 0) or what it

@@ -104,6 +104,8 @@ void describe_unit(const SplitModel& model, int i, const torch::Tensor& output, 
           std::max<int64_t>(u->largest_trainable_tensor_bytes, p.numel() * p.element_size());
     }
   }
+  for (const auto& b : model.units[i]->buffers())
+    if (b.is_floating_point()) u->buffer_bytes += b.numel() * b.element_size();
 }
 
 // Whether the unit's backward keeps its input (or a view of it) alive: run

@@ -44,6 +44,9 @@ struct UnitProfile {
   int64_t param_bytes = 0;
   int64_t frozen_param_count = 0;              // no requires_grad (LoRA, frozen units)
   int64_t frozen_param_bytes = 0;
+  // Floating-point buffers (batch norm's running statistics): state that
+  // training changes besides the weights, averaged with them by splitfed.
+  int64_t buffer_bytes = 0;
   int64_t stash_bytes_per_sample = 0;          // retained after forward, for backward
   // The part of that stash that is its output's storage, and whether its
   // own backward keeps its input: within a stage the output of a unit whose

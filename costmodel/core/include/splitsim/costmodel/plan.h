@@ -28,6 +28,7 @@ struct PlanStage {
   int64_t param_bytes = 0;
   int64_t frozen_param_count = 0;          // without gradients and optimizer state
   int64_t frozen_param_bytes = 0;
+  int64_t buffer_bytes = 0;  // floating-point buffers (running statistics)
   int64_t optimizer_state_bytes = 0;
   // Activation bytes at the compute precision (activation_memory_factor).
   int64_t stash_bytes_per_microbatch = 0;  // largest micro-batch
@@ -176,11 +177,12 @@ struct Plan {
   // other between batches (every mode but "unsynchronised").
   bool synchronised() const { return training != "unsynchronised"; }
   // Bytes of the weights that travel between the clients and the server in
-  // an aggregation or a hand-over: the trainable parameters of the client
-  // role's stages (those on stage 0's party).
+  // an aggregation or a hand-over: the trainable parameters and the
+  // floating-point buffers (running statistics) of the client role's stages
+  // (those on stage 0's party).
   int64_t client_part_bytes() const;
-  // The trainable parameters of the other stages (splitfed_v1 averages them
-  // too, on the server).
+  // The same of the other stages (splitfed_v1 averages them too, on the
+  // server).
   int64_t server_part_bytes() const;
 };
 

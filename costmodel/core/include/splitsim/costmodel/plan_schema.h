@@ -148,6 +148,7 @@ void fields(V& v, PlanStage& s) {
   v.optional("bwd_work_per_batch", s.bwd_per_batch, kWork);
   v.optional("param_count", s.param_count, kCount);
   v.optional("param_bytes", s.param_bytes, kCount);
+  v.optional("buffer_bytes", s.buffer_bytes, kCount);
   // Plan files written before fine-tuning existed: everything trained.
   v.complement("trainable_param_count", s.param_count, s.frozen_param_count);
   v.complement("trainable_param_bytes", s.param_bytes, s.frozen_param_bytes);
