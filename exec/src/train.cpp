@@ -73,8 +73,6 @@ void check_trainable(const Scenario& sc, const std::string& dataset, bool datase
     throw InputError("$.training",
                      "train with several clients evaluates client 0's model: give a training "
                      "mode with rounds (vanilla, splitfed_v1, splitfed_v2), not unsynchronised");
-  if (sc.clients != 1 && !sc.client_groups.empty())
-    throw InputError("$.clients", "train runs alike clients: give \"clients\": N");
   if (sc.clients != 1 && !o.role.empty())
     throw InputError("role", "train runs several clients in one process (leave --role out)");
   if (sc.clients == 1 && o.alpha > 0)

@@ -92,11 +92,23 @@ TEST(RunSpecTest, ChangedIterationsKeepTheWarmupBelowThemAndEnterTheIdentity) {
   EXPECT_EQ(make_run_spec(v, plan, changes).plan.warmup, 0);
 }
 
-TEST(RunSpecTest, ClientGroupsAreRefused) {
+// Client groups differ in device and link, which the processes' machines
+// and the shaping around them give (scenarios/many_clients/): exec runs each
+// of their clients as one more client process.
+TEST(RunSpecTest, ClientGroupsRunAsThatManyClientProcesses) {
   Plan plan;
   const ScenarioVariant v = variant_and_plan(CodecSpec{}, &plan);
-  plan.client_groups.push_back(PlanClientGroup{});
-  EXPECT_THROW(make_run_spec(v, plan), InputError);
+  plan.clients = 3;
+  PlanClientGroup slow, fast;
+  slow.name = "slow";
+  slow.count = 1;
+  fast.name = "fast";
+  fast.count = 2;
+  plan.client_groups = {slow, fast};
+  const RunSpec r = make_run_spec(v, plan);
+  EXPECT_EQ(r.topology.clients, 3);
+  EXPECT_EQ(r.topology.world_size(), 4);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(r.topology.rank_of(0, c), c + 1);
 }
 
 }  // namespace

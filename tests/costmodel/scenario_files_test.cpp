@@ -102,6 +102,37 @@ TEST(ScenarioFiles, ManyClientsScenariosShareAServerLinkSlowerThanTheClients) {
     EXPECT_LT(v.scenario.network.server_bandwidth_bit_per_s,
               v.scenario.network.bandwidth_bit_per_s / 5);
   }
+  // The training modes for real: four modes x two server links, alike clients.
+  const auto modes = load_scenario_file(
+      SPLITSIM_SOURCE_DIR "/scenarios/many_clients/resnet20_thin_3clients_modes.json");
+  ASSERT_EQ(modes.size(), 8u);
+  std::set<std::string> trainings;
+  for (const auto& v : modes) {
+    EXPECT_EQ(v.scenario.clients, 3);
+    EXPECT_TRUE(v.scenario.client_groups.empty());
+    trainings.insert(v.scenario.training);
+  }
+  EXPECT_EQ(trainings.size(), 4u);
+  // What `splitsim train` runs for the accuracy of several clients: the
+  // modes with rounds, Fashion-MNIST, a schedule train evaluates between.
+  const auto accuracy = load_scenario_file(
+      SPLITSIM_SOURCE_DIR "/scenarios/many_clients/resnet20_fashion_mnist_clients.json");
+  ASSERT_EQ(accuracy.size(), 6u);  // x averaging every 1 or 32 batches
+  for (const auto& v : accuracy) {
+    EXPECT_EQ(v.scenario.clients, 4);
+    EXPECT_NE(v.scenario.training, "unsynchronised");
+    EXPECT_EQ(v.scenario.dataset, "fashion_mnist");
+    EXPECT_EQ(v.scenario.schedule, Schedule::kGpipe);
+  }
+  // Heterogeneous clients for real: two groups of two, on links of their own.
+  const auto groups =
+      load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/many_clients/resnet20_two_groups.json");
+  ASSERT_EQ(groups.size(), 2u);
+  ASSERT_EQ(groups[0].scenario.client_groups.size(), 2u);
+  for (const auto& g : groups[0].scenario.client_groups) {
+    EXPECT_EQ(g.count, 2);
+    EXPECT_TRUE(g.has_bandwidth) << g.name;  // a rate of its own, which the script shapes
+  }
   const auto many = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/resnet20_many_clients.json");
   ASSERT_EQ(many.size(), 2u);
   EXPECT_EQ(many.front().scenario.clients, 100);

@@ -94,6 +94,17 @@ TEST(ValidateCliTest, SeveralVariantsWithoutMatrixExitTwoNamingVariant) {
   EXPECT_NE(r.err.find("--variant: 12 variants are selected"), std::string::npos) << r.err;
 }
 
+// One client process on one link: several clients go to the many-clients
+// script, said before anything is measured.
+TEST(ValidateCliTest, SeveralClientsExitTwoNamingTheScriptThatMeasuresThem) {
+  const CliResult r =
+      run_cli("validate " + source_path("scenarios/many_clients/resnet20_thin_3clients.json") +
+              " --variant 25000000");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("$.clients"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("shared_server_link.sh"), std::string::npos) << r.err;
+}
+
 TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
   const auto dir = temp_dir("standin");
   const std::string report = (dir / "report.json").string();

@@ -307,6 +307,14 @@ void Validator::median_profiles() {
 
 std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& items) {
   if (items.empty()) return {};
+  // One server process and one client process over one shaped link.
+  for (const ValidationItem& item : items)
+    if (item.variant->scenario.clients > 1)
+      throw InputError("$.clients",
+                       "validate runs one client process on one link; several clients, alike or "
+                       "in groups, are measured by scenarios/many_clients/shared_server_link.sh "
+                       "(variant \"" +
+                           item.variant->label + "\")");
   open_link(rate_of(items.front()));
   std::vector<Prepared> prepared(items.size());
   for (size_t i = 0; i < items.size(); ++i) prepare(items[i], &prepared[i]);
