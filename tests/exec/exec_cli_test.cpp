@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -76,6 +77,48 @@ TEST_F(ExecCliTest, TwoProcessesOverGlooTrainLikeTheUnsplitModel) {
   const std::string t = slurp(trace);
   EXPECT_NE(t.find("\"F s0 mb0\""), std::string::npos);
   EXPECT_NE(t.find("\"xfer fwd b0 mb0\""), std::string::npos);
+}
+
+// Issue #43: several client processes in two groups, in splitfed rounds,
+// over Gloo: every process completes, the metrics name the groups, and each
+// group's bytes per batch (activations, gradients and the client parts'
+// uploads and averages) are the simulator's for the same scenario.
+TEST_F(ExecCliTest, ClientGroupsInSplitfedRoundsMoveTheBytesTheSimulatorPredicts) {
+  nlohmann::json s = nlohmann::json::parse(slurp(scenario));
+  s["clients"] = {{{"name", "one"}, {"count", 1}}, {{"name", "two"}, {"count", 2}}};
+  s["training"] = "splitfed_v1";
+  s["aggregate_every"] = 2;
+  s["iterations"] = 4;
+  std::ofstream(scenario) << s.dump(2);
+  const int port = free_port();
+  Child server(dir, "server", server_args(port));
+  std::vector<std::unique_ptr<Child>> clients;
+  for (int c = 0; c < 3; ++c)
+    clients.push_back(
+        std::make_unique<Child>(dir, "client" + std::to_string(c),
+                                client_args(port, {"--client-index", std::to_string(c)})));
+  ASSERT_EQ(server.wait(110), 0) << server.err();
+  for (auto& c : clients) ASSERT_EQ(c->wait(20), 0) << c->err();
+  Child simulate(dir, "simulate", {"simulate", scenario, "--json"});
+  ASSERT_EQ(simulate.wait(60), 0) << simulate.err();
+  const nlohmann::json measured = nlohmann::json::parse(server.out());
+  const nlohmann::json predicted = nlohmann::json::parse(simulate.out());
+  EXPECT_EQ(measured["complete"], true);
+  ASSERT_EQ(measured["client_groups"].size(), 2u);
+  ASSERT_EQ(predicted["client_groups"].size(), 2u);
+  const double activations = 2.0 * 4 * 16 * 32 * 32 * 4;  // both ways, per batch
+  for (size_t g = 0; g < 2; ++g) {
+    const auto& m = measured["client_groups"][g];
+    const auto& p = predicted["client_groups"][g];
+    EXPECT_EQ(m["name"], p["name"]);
+    EXPECT_EQ(m["clients"], p["clients"]);
+    const double sent = m["bytes_sent_per_batch"].get<double>();
+    EXPECT_DOUBLE_EQ(sent, p["bytes_sent_per_batch"].get<double>()) << m["name"];
+    EXPECT_DOUBLE_EQ(m["bytes_received_per_batch"].get<double>(),
+                     p["bytes_received_per_batch"].get<double>())
+        << m["name"];
+    EXPECT_GT(sent, activations / 2) << "the client parts' uploads come on top";
+  }
 }
 
 TEST_F(ExecCliTest, HandshakeMismatchIsRefused) {
