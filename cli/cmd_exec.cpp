@@ -63,6 +63,12 @@ Command add_exec_command(CLI::App& app) {
                   "Every party passes the same N")
       ->check(int_range(1, limits::kMaxIterations));
   add_congestion_control_flag(sub, &args->congestion_control);
+  sub->add_option("--compute-slowdown", args->compute_slowdown,
+                  "Emulate a processor F times slower in this process (a slow client on a fast "
+                  "machine): each computation holds the party's processor, idle, until it has "
+                  "lasted F times what it took; transfers are not slowed")
+      ->check(number_range(1, 1000))
+      ->capture_default_str();
   sub->add_option("--token", args->token,
                   "Shared secret every side must present in the handshake (else "
                   "$SPLITSIM_TOKEN; prefer the variable: a command line is visible in ps)");

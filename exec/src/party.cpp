@@ -99,6 +99,7 @@ RunOptions exec_run_options(const ExecPartyOptions& args, const GlooOptions& go,
   ro.data_dir = args.data;
   ro.distinct_batches = args.distinct_batches;
   ro.device = args.device;
+  ro.compute_slowdown = args.compute_slowdown;
   // A line every 10 s or so and at the end (a full-size model takes
   // seconds per batch on a CPU).
   auto last_line = std::chrono::steady_clock::now();

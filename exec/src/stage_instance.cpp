@@ -3,6 +3,7 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <thread>
 
 #include "asynchronous.h"
 #include "error_reason.h"
@@ -110,6 +111,11 @@ class Instance {
 
   size_t record(EventKind kind, const Op& op, double t0, double t1, int boundary = -1,
                 int backward = 0, int peer = -1, int64_t bytes = 0) {
+    const double slowdown = ctx_.options.compute_slowdown;
+    if (slowdown > 1 && is_compute(kind)) {  // in the computation's turn on the processor
+      t1 = t0 + slowdown * (t1 - t0);
+      std::this_thread::sleep_for(std::chrono::duration<double>(t1 - now_s()));
+    }
     TimelineEvent e;
     e.kind = kind;
     e.party = party();

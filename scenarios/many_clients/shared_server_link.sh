@@ -10,16 +10,22 @@
 # share), each client's port to its own rate: its group's
 # bandwidth_bit_per_s (a number or a list, one per client), else the
 # network's. With QUOTAS ("GROUP=FRACTION,..."), a group's client processes
-# run in a cgroup of their own limited to that fraction of one CPU (cgroup
-# v2 cpu.max, or v1 cpu.cfs_quota_us; period 10 ms), and the prediction
-# gives that group this machine's profile slowed by the same factor. Then,
+# compute at that fraction of this machine's speed, and the prediction gives
+# that group this machine's profile slowed by the same factor: by default
+# each process emulates the slower processor (`exec --compute-slowdown
+# 1/FRACTION`: each computation holds its processor 1/FRACTION times as
+# long, the transfers run at full speed); with SSL_THROTTLE=cgroup the
+# group's processes run in a cgroup limited to that fraction of one CPU
+# (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us; period 10 ms), which throttles
+# their network threads too (sim/README.md "Many clients, measured"). Then,
 # per variant of the scenario and repetition, it runs `splitsim exec` as the
 # server and one process per client. The prediction is `splitsim simulate`
 # of the same scenario on this machine's profile (`splitsim profile`,
 # measured first). Prints per variant the time per round and, per client
 # group, its clients' time per batch and bytes sent per batch: predicted,
 # measured median (min..max over repetitions), error; the straggler group
-# each names; and the CPU steal during the runs. Everything it creates
+# each names (the one whose client ends the most rounds' batches last:
+# metrics' last_in_round); and the CPU steal during the runs. Everything it creates
 # (namespaces, cgroups, files) is removed on exit.
 #
 # Usage (root; iproute2): shared_server_link.sh SPLITSIM [REPEAT] [SCENARIO] [QUOTAS]
@@ -38,6 +44,9 @@ quotas=${4:-}
 py=/usr/bin/python3
 # tc tbf's queue bound (its "latency"), as validate --shaper tbf; $SSL_TBF_LATENCY to vary it.
 queue=${SSL_TBF_LATENCY:-200ms}
+throttle=${SSL_THROTTLE:-slowdown}
+[[ $throttle == slowdown || $throttle == cgroup ]] ||
+  { echo "$0: SSL_THROTTLE is slowdown or cgroup, not $throttle" >&2; exit 2; }
 [[ -x $py ]] || py=python3
 
 work=$(mktemp -d)
@@ -181,6 +190,7 @@ cgroup_of() {  # cgroup_of GROUP QUOTA: prints the cgroup's directory
 }
 declare -A group_cgroup
 while IFS=$'\t' read -r group _ q; do
+  [[ $throttle == cgroup ]] || continue
   [[ $q == 1 || -n ${group_cgroup[$group]:-} ]] && continue
   group_cgroup[$group]=$(cgroup_of "$group" "$q")
   cgroups+=("${group_cgroup[$group]}")
@@ -209,13 +219,15 @@ print(int(rate))" "$label")
     server=$!
     pids=()
     i=0
-    while IFS=$'\t' read -r group _ _; do
+    while IFS=$'\t' read -r group _ q; do
       cg=${group_cgroup[$group]:-}
-      # The shell enters the group's cgroup, then becomes the client process.
+      slowdown=1
+      [[ $throttle == slowdown ]] && slowdown=$("$py" -c "print(1 / $q)")
+      # The shell enters the group's cgroup (if any), then becomes the client process.
       bash -c '[[ -z $1 ]] || echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" \
         ip netns exec "$tag-c$i" "$bin" exec "$scenario" --variant "$label" --role client \
-        --client-index "$i" --connect "10.214.0.1:$port_no" --timeout-s 120 >/dev/null \
-        2>"$work/client$i.err" &
+        --client-index "$i" --connect "10.214.0.1:$port_no" --timeout-s 120 \
+        --compute-slowdown "$slowdown" >/dev/null 2>"$work/client$i.err" &
       pids+=($!)
       i=$((i + 1))
     done <"$work/clients.tsv"
@@ -245,8 +257,9 @@ def row(name, p, ms, unit="s", fmt="%10.3f"):
     print(("  %-28s " + fmt + " %s " + fmt + " %s (" + fmt.strip() + ".." + fmt.strip() +
            ") %+7.1f%%") % (name, p, unit, m, unit, ms[0], ms[-1], 100 * (p - m) / m))
 
-def straggler(groups):
-    return max(groups, key=lambda g: g["time_per_batch_s"]["median"])["name"]
+def straggler(groups):  # the group that ends the most rounds' batches last
+    g = max(groups, key=lambda g: g["last_in_round"])
+    return "%s (%.0f%% of rounds)" % (g["name"], 100 * g["last_in_round"])
 
 for v, p in enumerate(predicted):
     runs = [json.load(open("%s/v%d_r%d.json" % (work, v, r))) for r in range(repeat)]

@@ -66,4 +66,32 @@ TEST(ProcessorTurnTest, AStagesOpIsOneTurnOnThePartysProcessor) {
 }
 
 }  // namespace
+// --compute-slowdown F emulates a processor F times slower: every
+// computation lasts F times its own time, and the transfers are not slowed
+// (their bytes are the same). A coarse bound: the factor is 3, the check 2.
+TEST(ProcessorTurnTest, ComputeSlowdownStretchesEveryComputationAndNoTransfer) {
+  const Scenario sc = small_scenario("resnet20", 8);
+  const Plan plan = make_test_plan(sc, {3}, CodecSpec{}, CodecSpec{}, 1, Schedule::kGpipe, 3);
+  auto busy = [&](double slowdown, int64_t* bytes) {
+    RunOptions o;
+    o.timeout = std::chrono::milliseconds(30000);
+    o.compute_slowdown = slowdown;
+    double s = 0;
+    *bytes = 0;
+    for (const auto& r : run_loopback(sc, plan, o)) {
+      EXPECT_TRUE(r.complete) << r.error;
+      for (const auto& e : r.timeline.events) {
+        if (is_compute(e.kind)) s += e.end_s - e.start_s;
+        if (e.kind == EventKind::kSend) *bytes += e.bytes;
+      }
+    }
+    return s;
+  };
+  int64_t plain_bytes = 0, slowed_bytes = 0;
+  const double plain = busy(1, &plain_bytes);
+  const double slowed = busy(3, &slowed_bytes);
+  EXPECT_GT(slowed, 2 * plain) << "plain " << plain << " s, slowed " << slowed << " s";
+  EXPECT_EQ(slowed_bytes, plain_bytes);
+}
+
 }  // namespace splitsim::testing

@@ -96,6 +96,15 @@ TEST(SimulatorRoundsTest, AFastClientWaitsForTheSlowOneAtEachAverage) {
   const Metrics fed = compute_metrics(simulate(p), p, p.warmup);
   EXPECT_NEAR(fed.round_wait_spread.max_s, fed.round_wait_spread.min_s, 1e-9);
   EXPECT_GT(fed.round_wait_spread.min_s, 0);
+  // The straggler in either mode: the slow client ends every round's
+  // batches last, though under splitfed both take a round per batch.
+  for (const Metrics* m : {&free, &fed}) {
+    ASSERT_EQ(m->client_groups.size(), 2u);
+    EXPECT_DOUBLE_EQ(m->client_groups[0].last_in_round, 0);
+    EXPECT_DOUBLE_EQ(m->client_groups[1].last_in_round, 1);
+  }
+  EXPECT_NEAR(fed.client_groups[0].time_per_batch.median_s,
+              fed.client_groups[1].time_per_batch.median_s, 1e-9);
 }
 
 TEST(SimulatorRoundsTest, SplitfedV2ServesTheClientsInClientOrder) {

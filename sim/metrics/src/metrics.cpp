@@ -117,13 +117,16 @@ void client_group_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, 
   for (size_t c = 0; c < n; ++c)
     per_batch[c] = (end[c][batches - 1] - (warmup > 0 ? end[c][warmup - 1] : t0)) / steady;
   std::vector<double> waits;
+  std::vector<int64_t> last_of(n, 0);  // rounds each client ended last
   for (int64_t b = warmup; b < batches; ++b) {
     double first = std::numeric_limits<double>::infinity(), last = 0;
+    size_t latest = 0;
     for (size_t c = 0; c < n; ++c) {
       first = std::min(first, end[c][b]);
-      last = std::max(last, end[c][b]);
+      if (end[c][b] > last) last = end[c][b], latest = c;
     }
     waits.push_back(last - first);
+    ++last_of[latest];
   }
   m->round_wait_spread = spread_of(waits);
   std::vector<std::pair<std::string, int64_t>> groups;
@@ -145,6 +148,7 @@ void client_group_metrics(const Timeline& tl, const Plan& plan, int64_t warmup, 
       g.busy_s_per_batch += p.busy_s_per_batch / count;
       g.bytes_sent_per_batch += p.bytes_sent_per_batch / count;
       g.bytes_received_per_batch += p.bytes_received_per_batch / count;
+      g.last_in_round += static_cast<double>(last_of[c]) / steady;
     }
     g.time_per_batch = spread_of(times);
     m->client_groups.push_back(g);

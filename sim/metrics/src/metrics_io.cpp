@@ -74,7 +74,8 @@ void to_json(nlohmann::json& j, const Metrics& m) {
                           {"max", g.time_per_batch.max_s}}},
                         {"busy_s_per_batch", g.busy_s_per_batch},
                         {"bytes_sent_per_batch", g.bytes_sent_per_batch},
-                        {"bytes_received_per_batch", g.bytes_received_per_batch}});
+                        {"bytes_received_per_batch", g.bytes_received_per_batch},
+                        {"last_in_round", g.last_in_round}});
     j["client_groups"] = groups;
     j["round_wait_s"] = {{"min", m.round_wait_spread.min_s},
                          {"median", m.round_wait_spread.median_s},
@@ -142,11 +143,11 @@ void from_json(const nlohmann::json& j, Metrics& m) {
   m.busiest_resource = j.value("busiest_resource", "");
   m.busiest_utilisation = j.value("busiest_utilisation", 0.0);
   for (const auto& g : j.value("client_groups", nlohmann::json::array()))
-    m.client_groups.push_back({g.at("name").get<std::string>(), g.at("clients").get<int64_t>(),
-                               spread_from_json(g.at("time_per_batch_s")),
-                               g.at("busy_s_per_batch").get<double>(),
-                               g.at("bytes_sent_per_batch").get<double>(),
-                               g.at("bytes_received_per_batch").get<double>()});
+    m.client_groups.push_back(
+        {g.at("name").get<std::string>(), g.at("clients").get<int64_t>(),
+         spread_from_json(g.at("time_per_batch_s")), g.at("busy_s_per_batch").get<double>(),
+         g.at("bytes_sent_per_batch").get<double>(), g.at("bytes_received_per_batch").get<double>(),
+         g.value("last_in_round", 0.0)});
   if (j.contains("round_wait_s")) m.round_wait_spread = spread_from_json(j.at("round_wait_s"));
 }
 

@@ -38,6 +38,7 @@ struct ExecPartyOptions {
   // namespace's default); every party must pass the same (the handshake
   // compares it). The metrics JSON names what rank 0's connections used.
   std::string congestion_control;
+  double compute_slowdown = 1;  // RunOptions::compute_slowdown (this process only)
 };
 
 // `splitsim exec`: loads the scenario (Workspace), plans the one selected

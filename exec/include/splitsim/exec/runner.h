@@ -70,6 +70,11 @@ struct RunOptions {
   // process (its last local stage, lowest client) with the batches done so
   // far and that batch's loss where that stage computes it (NaN elsewhere).
   std::function<void(int64_t done, double loss)> on_batch;
+  // >= 1: this process emulates a processor this many times slower (a slow
+  // client on a fast machine): each computation (forward, backward, update,
+  // codec work) holds the party's processor, idle, until it has lasted this
+  // many times what it took. Transfers are not slowed.
+  double compute_slowdown = 1;
 };
 
 struct BatchStats {

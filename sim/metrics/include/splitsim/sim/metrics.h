@@ -60,6 +60,10 @@ struct ClientGroupMetrics {
   double busy_s_per_batch = 0;      // one client's compute, averaged over the group
   double bytes_sent_per_batch = 0;  // one client's, averaged over the group
   double bytes_received_per_batch = 0;
+  // The share of the steady rounds whose last client to end its own batch
+  // (its compute and tensors; a mode's weights are the round's) is one of
+  // this group's: the straggler is the group with the largest.
+  double last_in_round = 0;
 };
 
 struct Metrics {
