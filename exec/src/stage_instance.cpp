@@ -421,8 +421,14 @@ class Instance {
     deferred_eval_ = -1;
   }
 
+  // The update waits for the stage's sends but the last (its tensors are
+  // the transfer's own, which no update touches), as the simulator's update
+  // follows the last send call, not its arrival: a server whose turn passes
+  // after its update (splitfed_v2, vanilla) would otherwise hold the next
+  // client until the gradient had crossed the link. The earlier ones are
+  // done by then or nearly, and their buffers go before the step's.
   void step(const Op& op) {
-    while (!sends_.empty()) wait_oldest_send();
+    while (sends_.size() > 1) wait_oldest_send();
     std::lock_guard<std::mutex> lock(ctx_.compute);
     const double t0 = now_s();
     if (stash_weights_) stash_live_weights(parts_);
