@@ -247,16 +247,7 @@ void Rounds::average(int64_t b, InstanceResult* out) {
         for (const auto& p : parts) p[i].detach().copy_(m);
       }
     }
-    TimelineEvent e;
-    e.kind = EventKind::kAverage;
-    e.party = server_party_;
-    e.stage = -1;
-    e.client = -1;
-    e.batch = b;
-    e.microbatch = -1;
-    e.start_s = t0;
-    e.end_s = now_s();
-    out->events.push_back(e);
+    out->events.push_back(average_event(server_party_, b, t0, now_s()));
   }
   for (int c = 0; c < n_; ++c) transfer(mean, client_rank(c), c, b, true, out);
 }

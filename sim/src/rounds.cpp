@@ -106,16 +106,7 @@ void Rounds::average(int64_t b) {
   else
     sg4::this_actor::sleep_for(seconds);
   ctx_->set_computing(server_, false);
-  TimelineEvent e;
-  e.kind = EventKind::kAverage;
-  e.party = server_;
-  e.stage = -1;
-  e.client = -1;
-  e.batch = b;
-  e.microbatch = -1;
-  e.start_s = start;
-  e.end_s = sg4::Engine::get_clock();
-  ctx_->timeline->events.push_back(e);
+  ctx_->timeline->events.push_back(average_event(server_, b, start, sg4::Engine::get_clock()));
   host.release();
 }
 

@@ -107,6 +107,15 @@ int client_rank(const Scenario& sc, const Plan& plan, int c) {
   return test_run(sc, plan).topology.party_rank[static_cast<size_t>(c)];
 }
 
+// The server and every client end with `want` (after a round's average).
+void expect_weights_everywhere(const Scenario& sc, const Plan& plan,
+                               const std::vector<RunResult>& results, const Weights& want) {
+  expect_weights(results[0], want, "server");
+  for (int c = 0; c < plan.clients; ++c)
+    expect_weights(results[static_cast<size_t>(client_rank(sc, plan, c))], want,
+                   "client " + std::to_string(c));
+}
+
 // splitfed_v1, one round: each client trains its own copy of the whole model
 // on its batch, then client parts and server parts are averaged: FedAvg of
 // one SGD step, w - lr (g0 + g1) / 2, everywhere.
@@ -120,10 +129,7 @@ TEST(ExecRoundsTest, SplitfedV1OneRoundIsTheAverageOfEachClientsOwnStep) {
   const int last = static_cast<int>(w0.size()) - 1;
   step(&want, g0, sc.optimizer.lr / 2, 0, last);
   step(&want, g1, sc.optimizer.lr / 2, 0, last);
-  expect_weights(results[0], want, "server");
-  for (int c = 0; c < 2; ++c)
-    expect_weights(results[static_cast<size_t>(client_rank(sc, plan, c))], want,
-                   "client " + std::to_string(c));
+  expect_weights_everywhere(sc, plan, results, want);
 }
 
 // splitfed_v2, one round: the one server part takes client 0's batch, then
@@ -148,10 +154,7 @@ TEST(ExecRoundsTest, SplitfedV2ServesTheClientsInOrderAndAveragesTheClientParts)
     for (size_t i = 0; i < want[u].size(); ++i)
       want[u][i] = w0[u][i] - lr * (g0[u][i] + g1[u][i]) / 2;
   }
-  expect_weights(results[0], want, "server");
-  for (int c = 0; c < 2; ++c)
-    expect_weights(results[static_cast<size_t>(client_rank(sc, plan, c))], want,
-                   "client " + std::to_string(c));
+  expect_weights_everywhere(sc, plan, results, want);
 }
 
 // vanilla: the clients take turns on one model, the client part handed on:

@@ -33,6 +33,19 @@ const char* event_kind_name(EventKind kind) {
 
 bool is_compute(EventKind kind) { return kind != EventKind::kSend && kind != EventKind::kRecv; }
 
+TimelineEvent average_event(int32_t party, int64_t batch, double start_s, double end_s) {
+  TimelineEvent e;
+  e.kind = EventKind::kAverage;
+  e.party = party;
+  e.stage = -1;
+  e.client = -1;
+  e.batch = batch;
+  e.microbatch = -1;
+  e.start_s = start_s;
+  e.end_s = end_s;
+  return e;
+}
+
 int32_t Timeline::party_index(const std::string& name) const {
   for (size_t i = 0; i < parties.size(); ++i)
     if (parties[i] == name) return static_cast<int32_t>(i);

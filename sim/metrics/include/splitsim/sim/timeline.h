@@ -49,6 +49,10 @@ struct TimelineEvent {
   double duration_s() const { return end_s - start_s; }
 };
 
+// A training mode's averaging of the round closed by `batch` on `party`
+// (no stage's, no client's), from start_s to end_s.
+TimelineEvent average_event(int32_t party, int64_t batch, double start_s, double end_s);
+
 struct Timeline {
   std::vector<std::string> parties;  // "client", "server", "client3", "gpu1", ...
   // Parties that own the data (the client role; replicas with several clients).
