@@ -23,6 +23,11 @@ uint64_t codec_seed(uint64_t seed, int boundary, bool backward) {
   return seed * 7919 + 1000 + static_cast<uint64_t>(boundary) * 2 + (backward ? 1 : 0);
 }
 
+// Whether stage k is not the client role's (the party of stage 0).
+bool is_server_stage(const Plan& plan, int k) {
+  return plan.stages[static_cast<size_t>(k)].party != plan.stages.front().party;
+}
+
 // Stage k's parts on `model`'s units.
 void build_stage(PartyContext& ctx, int k, SplitModel& model, StageParts& s) {
   const Plan& plan = *ctx.plan;
@@ -72,7 +77,7 @@ void check_supported(const RunSpec& spec, const RunOptions& options) {
     int server_rank = -1;
     for (int k = 0; k < topo.stages; ++k)
       for (int c = 0; c < topo.clients; ++c) {
-        if (plan.stages[static_cast<size_t>(k)].party == plan.stages.front().party) continue;
+        if (!is_server_stage(plan, k)) continue;
         if (server_rank < 0) server_rank = topo.rank_of(k, c);
         if (topo.rank_of(k, c) != server_rank)
           throw InputError("$.training", "training " + plan.training +
@@ -140,7 +145,7 @@ void build_replicas(PartyContext& ctx, const std::vector<std::pair<int, int>>& i
   const Plan& plan = *ctx.plan;
   std::map<int, std::vector<bool>> units;  // by client
   for (const auto& [k, c] : instances) {
-    if (c == 0 || plan.stages[k].party == plan.stages.front().party) continue;
+    if (c == 0 || !is_server_stage(plan, k)) continue;
     auto& local = units[c];
     local.resize(static_cast<size_t>(plan.stages.back().last_unit + 1), false);
     for (int u = plan.stages[k].first_unit; u <= plan.stages[k].last_unit; ++u)
@@ -157,7 +162,7 @@ void build_replicas(PartyContext& ctx, const std::vector<std::pair<int, int>>& i
       if (u) u->to(ctx.device);
   }
   for (const auto& [k, c] : instances)
-    if (ctx.replicas.count(c) != 0 && plan.stages[k].party != plan.stages.front().party)
+    if (ctx.replicas.count(c) != 0 && is_server_stage(plan, k))
       build_stage(ctx, k, ctx.replicas[c], ctx.replica_stages[{k, c}]);
 }
 

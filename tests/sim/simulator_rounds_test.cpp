@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "../costmodel/expect_input_error.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/sim/metrics.h"
 #include "splitsim/sim/simulator.h"
@@ -14,18 +15,6 @@ namespace splitsim {
 namespace {
 
 using testing::ushape;
-
-// `f` throws an InputError at `where` whose message holds `phrase`.
-template <class F>
-void expect_refused(F f, const std::string& where, const std::string& phrase) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError; expected one at " << where;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), where);
-    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
-  }
-}
 
 // Client work 4 ms a batch, server work 30 ms, free links of 1e9 B/s: one
 // client's batch takes 34 ms (SimulatorClientsTest). The client part (stage
@@ -165,10 +154,10 @@ TEST(SimulatorRoundsTest, PlanFilesKeepTheModeAndRefuseOneThatCannotHoldRounds) 
   EXPECT_DOUBLE_EQ(back.average_s_per_byte, 1e-9);
   nlohmann::json j = nlohmann::json(p);
   j["training"] = "fedavg";
-  expect_refused([&] { parse_plan(j); }, "$.training", "training mode");
+  expect_error([&] { parse_plan(j); }, "$.training", "training mode");
   j = nlohmann::json(p);
   j["schedule"] = "pipedream";
-  expect_refused([&] { parse_plan(j); }, "$.training", "pipedream");
+  expect_error([&] { parse_plan(j); }, "$.training", "pipedream");
 }
 
 }  // namespace
