@@ -4,6 +4,7 @@
 // this machine's measured profile, platform and link rate, run them for
 // real, repeated and interleaved, and print predicted vs measured per metric
 // (one variant) or the matrix summary (`--matrix`).
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -13,6 +14,22 @@
 #include "splitsim/validate/validate_command.h"
 
 namespace splitsim {
+
+namespace {
+
+// "slow=4" -> {"slow", 4}; throws CLI::ValidationError otherwise.
+std::pair<std::string, double> parse_group_factor(const std::string& text) {
+  const size_t eq = text.find('=');
+  char* end = nullptr;
+  const double factor = eq == std::string::npos ? 0 : std::strtod(text.c_str() + eq + 1, &end);
+  if (eq == 0 || eq == std::string::npos || end == nullptr || *end != '\0' || !(factor >= 1) ||
+      factor > 1000)
+    throw CLI::ValidationError("--client-slowdown",
+                               "\"" + text + "\" is not GROUP=F with 1 <= F <= 1000");
+  return {text.substr(0, eq), factor};
+}
+
+}  // namespace
 
 Command add_validate_command(CLI::App& app) {
   auto args = std::make_shared<ValidateRequest>();
@@ -24,7 +41,10 @@ Command add_validate_command(CLI::App& app) {
       "on one machine; run each for real --repeat times, interleaved (splitsim exec: server and "
       "client pinned to separate cores, joined as root by a veth pair between two network "
       "namespaces shaped with tc htb or tbf, else by unshaped loopback); print predicted vs "
-      "measured per metric with the error %, the spread and the machine's CPU steal.");
+      "measured per metric with the error %, the spread and the machine's CPU steal. A "
+      "scenario with several clients runs the server and a process per client behind a switch "
+      "(as root), each client's port shaped to its group's rate, and compares the time per "
+      "round, each group's time per batch and bytes, and the straggler.");
   sub->add_option("scenario", args->scenarios,
                   "scenario JSON file(s), or directories of them (every *.json inside)")
       ->required();
@@ -46,6 +66,16 @@ Command add_validate_command(CLI::App& app) {
                   "default, with a notice")
       ->capture_default_str()
       ->check(congestion_control_name());
+  sub->add_option_function<std::vector<std::string>>(
+         "--client-slowdown",
+         [args](const std::vector<std::string>& pairs) {
+           for (const std::string& p : pairs) args->client_slowdowns.insert(parse_group_factor(p));
+         },
+         "a scenario with several clients: GROUP=F (comma-separated or repeated) makes each "
+         "client process of that group emulate a processor F >= 1 times slower (exec "
+         "--compute-slowdown F), and the prediction gives the group this machine's profile F "
+         "times slower")
+      ->delimiter(',');
   sub->add_option("--threads", o.threads, "compute threads per process (and CPUs pinned)")
       ->capture_default_str()
       ->check(int_range(1, 1024));

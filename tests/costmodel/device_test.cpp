@@ -140,6 +140,29 @@ TEST(DeviceTest, ComputePrecisionPicksItsPeak) {
   }
 }
 
+// A processor F times slower: every formula term and every measured
+// timing takes F times as long (what validate predicts for a client group
+// that exec --compute-slowdown F slows).
+TEST(DeviceTest, SlowedProfileTakesFactorTimesAsLong) {
+  DeviceProfile d = unit_device();
+  d.timings = {{"conv1", 0.01, 0.02, 0.003}};
+  d.codec_timings.push_back({"{}", {4}, 8, 1e-4, 2e-4, 3e-4, std::nullopt});
+  OpCounts w;
+  w.conv_macs = 1e9;
+  w.elementwise_elems = 1e9;
+  w.ops = 100;
+  const DeviceProfile s = slowed_profile(d, 4);
+  EXPECT_NEAR(formula_seconds(s, w), 4 * formula_seconds(d, w), 1e-12);
+  EXPECT_DOUBLE_EQ(s.timings[0].fwd_s, 0.04);
+  EXPECT_DOUBLE_EQ(s.timings[0].bwd_s, 0.08);
+  EXPECT_DOUBLE_EQ(s.timings[0].update_s, 0.012);
+  EXPECT_DOUBLE_EQ(s.codec_timings[0].encode_s, 4e-4);
+  EXPECT_DOUBLE_EQ(s.codec_timings[0].decode_s, 8e-4);
+  EXPECT_DOUBLE_EQ(*s.codec_timings[0].sender_backward_s, 1.2e-3);
+  EXPECT_FALSE(s.codec_timings[0].receiver_backward_s.has_value());
+  EXPECT_DOUBLE_EQ(update_formula_seconds(s, 1000, 1), 4 * update_formula_seconds(d, 1000, 1));
+}
+
 // Tensor cores reach their own share of their peak: efficiency_fp16 replaces
 // the MAC classes' shares (only at fp16), leaves element-wise work alone,
 // defaults each key to the FP32 share, and is refused without its peak.

@@ -124,8 +124,10 @@ inline double seconds_from(pid_t server, pid_t client, int times[2]) {
 
 // Seconds for `bytes` to go from the sender's namespace to the receiver's
 // (from the first send to a 1-byte acknowledgement of the last byte), or
-// a negative value on failure. Bounded by wait_all's 20 s.
-inline double timed_transfer(const NetnsLink& link, bool client_sends, size_t bytes) {
+// a negative value on failure. Bounded by wait_all's 20 s. `Link`: a
+// NetnsLink, or anything with its four accessors used here.
+template <typename Link>
+double timed_transfer(const Link& link, bool client_sends, size_t bytes) {
   int times[2];
   if (pipe(times) != 0) return -1;
   const bool server_sends = !client_sends;

@@ -94,15 +94,71 @@ TEST(ValidateCliTest, SeveralVariantsWithoutMatrixExitTwoNamingVariant) {
   EXPECT_NE(r.err.find("--variant: 12 variants are selected"), std::string::npos) << r.err;
 }
 
-// One client process on one link: several clients go to the many-clients
-// script, said before anything is measured.
-TEST(ValidateCliTest, SeveralClientsExitTwoNamingTheScriptThatMeasuresThem) {
-  const CliResult r =
-      run_cli("validate " + source_path("scenarios/many_clients/resnet20_thin_3clients.json") +
-              " --variant 25000000");
+std::string two_groups_file() {
+  return source_path("scenarios/many_clients/resnet20_two_groups.json");
+}
+
+// Several clients: what a slowdown names must be a group of the scenario,
+// its factor at least 1, and only for several clients; said before anything
+// is measured.
+TEST(ValidateCliTest, SeveralClientsRefuseASlowdownOfNoGroupOrBelowOne) {
+  CliResult r = run_cli("validate " + two_groups_file() +
+                        " --variant unsynchronised --client-slowdown medium=2");
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("$.clients"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("shared_server_link.sh"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no client group \"medium\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("its groups: fast, slow"), std::string::npos) << r.err;
+  r = run_cli("validate " + two_groups_file() +
+              " --variant unsynchronised --client-slowdown slow=0.5");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("GROUP=F with 1 <= F <= 1000"), std::string::npos) << r.err;
+  r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
+              "' --client-slowdown slow=2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--client-slowdown: is for scenarios with several clients"),
+            std::string::npos)
+      << r.err;
+  r = run_cli("validate " + two_groups_file() + " --variant unsynchronised --link-rate 100mbit");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("each port takes the scenario's rates"), std::string::npos) << r.err;
+}
+
+// Four client processes in two groups behind the switch (as root): the
+// slow group's processes emulate a processor twice slower, the report
+// compares each group, the bytes are exact, the slow group is the
+// straggler predicted and measured, and nothing is left behind.
+TEST(ValidateCliTest, SeveralClientsInGroupsRunBehindASwitchAndCompareEachGroup) {
+  if (geteuid() != 0) GTEST_SKIP() << "several clients need network namespaces (root)";
+  const auto dir = temp_dir("clients");
+  const std::string report = (dir / "report.json").string();
+  const CliResult r = run_cli("validate " + two_groups_file() +
+                              " --variant unsynchronised --client-slowdown slow=2 --repeat 1 "
+                              "--iterations 4 --timeout-s 120 --profile-cache " +
+                              (dir / "cache").string() + " --report " + report);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("clients 100mbit x 2, 25mbit x 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--client-index 3 --compute-slowdown 2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--client-index 0 --compute-slowdown"), std::string::npos) << r.err;
+  std::ifstream in(report);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["schema"], "splitsim.validation_clients/1");
+  const nlohmann::json& v = j["variants"][0];
+  EXPECT_EQ(v["slowdowns"]["slow"], 2.0);
+  EXPECT_EQ(v["repetitions"][0]["source"], "exec");
+  EXPECT_EQ(v["repetitions"][0]["clients"], 4);
+  int groups = 0;
+  for (const auto& row : v["rows"]) {
+    const std::string metric = row["metric"];
+    if (metric.find(".bytes_") != std::string::npos)
+      EXPECT_EQ(row["predicted"], row["measured_median"]) << metric;
+    if (metric.find(".time_per_batch_s") != std::string::npos) ++groups;
+  }
+  EXPECT_EQ(groups, 2);
+  EXPECT_EQ(v["straggler"]["predicted"], "slow (100% of rounds)");
+  EXPECT_EQ(v["straggler"]["measured"][0].get<std::string>().rfind("slow (", 0), 0u)
+      << v["straggler"];
+  EXPECT_EQ(j["summary"]["bytes_exact"], j["summary"]["bytes_compared"]);
+  EXPECT_TRUE(namespaces_of_dead_owners().empty());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {

@@ -74,6 +74,25 @@ DeviceProfile at_compute_precision(const DeviceProfile& d, const std::string& pr
   return out;
 }
 
+DeviceProfile slowed_profile(const DeviceProfile& d, double factor) {
+  DeviceProfile out = d;
+  for (double* peak :
+       {&out.peak_flops, &out.peak_flops_fp16, &out.peak_flops_bf16, &out.memory_bandwidth_Bps})
+    *peak /= factor;
+  out.efficiency.per_op_s *= factor;
+  for (auto* half : {&out.efficiency_fp16, &out.efficiency_bf16})
+    if (*half) (*half)->per_op_s *= factor;
+  for (UnitTiming& t : out.timings)
+    for (double* s : {&t.fwd_s, &t.bwd_s, &t.update_s}) *s *= factor;
+  for (CodecTiming& c : out.codec_timings) {
+    c.encode_s *= factor;
+    c.decode_s *= factor;
+    for (auto* s : {&c.sender_backward_s, &c.receiver_backward_s})
+      if (*s) **s *= factor;
+  }
+  return out;
+}
+
 double formula_seconds(const DeviceProfile& d, const OpCounts& w) {
   return formula_parts(d, w).total();
 }

@@ -137,51 +137,70 @@ nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
                                 const std::vector<std::string>& client_argv,
                                 const ExecEndpoints& endpoints, double timeout_s,
                                 const std::function<void(const std::string&)>& progress) {
+  return run_process_group(server_argv, {client_argv}, endpoints.server_cpus, endpoints.client_cpus,
+                           timeout_s, progress);
+}
+
+nlohmann::json run_process_group(const std::vector<std::string>& server_argv,
+                                 const std::vector<std::vector<std::string>>& client_argvs,
+                                 const std::vector<int>& server_cpus,
+                                 const std::vector<int>& client_cpus, double timeout_s,
+                                 const std::function<void(const std::string&)>& progress) {
+  const size_t n = client_argvs.size();
+  // Client i writes client<i>.out/.err ("client" alone when it is the only one).
+  auto client_name = [n](size_t i) { return "client" + (n == 1 ? "" : std::to_string(i)); };
+  std::vector<std::string> files = {"server.out", "server.err"};
+  for (size_t i = 0; i < n; ++i)
+    files.insert(files.end(), {client_name(i) + ".out", client_name(i) + ".err"});
   const std::string dir = make_work_dir();
   // Removed on return, on an exception, and by the signal handler on
   // SIGINT, SIGTERM and SIGHUP; after SIGKILL by the next run.
-  NetnsLink::register_work_dir(dir, {"server.out", "server.err", "client.out", "client.err"});
+  NetnsLink::register_work_dir(dir, files);
+  std::vector<pid_t> pids;
   struct Cleanup {
     std::string dir;
+    std::vector<pid_t>* pids;
     ~Cleanup() {
+      for (pid_t p : *pids) NetnsLink::unregister_child(p);
       NetnsLink::unregister_work_dir();
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
     }
-  } cleanup{dir};
-  SpawnOptions server_opts{endpoints.server_cpus, dir + "/server.out", dir + "/server.err"};
-  SpawnOptions client_opts{endpoints.client_cpus, dir + "/client.out", dir + "/client.err"};
+  } cleanup{dir, &pids};
 
   progress("server: " + command_line(server_argv));
-  const pid_t server = spawn(server_argv, server_opts);
-  NetnsLink::register_child(server);
-  // Give the server a moment to listen; the client retries until its timeout anyway.
+  pids.push_back(spawn(server_argv, {server_cpus, dir + "/server.out", dir + "/server.err"}));
+  NetnsLink::register_child(pids.back());
+  // Give the server a moment to listen; the clients retry until their timeout anyway.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  progress("client: " + command_line(client_argv));
-  pid_t client = -1;
-  try {
-    client = spawn(client_argv, client_opts);
-  } catch (...) {
-    kill_group(server);
-    NetnsLink::unregister_child(server);
-    throw;
+  for (size_t i = 0; i < n; ++i) {
+    progress(client_name(i) + ": " + command_line(client_argvs[i]));
+    try {
+      pids.push_back(spawn(client_argvs[i], {client_cpus, dir + "/" + client_name(i) + ".out",
+                                             dir + "/" + client_name(i) + ".err"}));
+    } catch (...) {
+      for (pid_t p : pids) kill_group(p);
+      throw;
+    }
+    NetnsLink::register_child(pids.back());
   }
-  NetnsLink::register_child(client);
-  const std::vector<int> codes = wait_all({server, client}, timeout_s);
-  NetnsLink::unregister_child(server);
-  NetnsLink::unregister_child(client);
+  const std::vector<int> codes = wait_all(pids, timeout_s);
 
   auto describe = [](int code) {
     if (code == 124) return std::string("killed at the --timeout-s deadline");
-    if (code == 143) return std::string("killed because the other side failed");
+    if (code == 143) return std::string("killed because another process failed");
     return "exit code " + std::to_string(code);
   };
-  if (codes[0] != 0 || codes[1] != 0) {
+  if (std::any_of(codes.begin(), codes.end(), [](int c) { return c != 0; })) {
     std::ostringstream msg;
-    msg << "the real run failed: server " << describe(codes[0]) << ", client " << describe(codes[1])
-        << "\n--- server stderr (tail) ---\n"
-        << file_tail(dir + "/server.err") << "\n--- client stderr (tail) ---\n"
-        << file_tail(dir + "/client.err");
+    msg << "the real run failed: server " << describe(codes[0]);
+    for (size_t i = 0; i < n; ++i) msg << ", " << client_name(i) << " " << describe(codes[i + 1]);
+    msg << "\n--- server stderr (tail) ---\n" << file_tail(dir + "/server.err");
+    // The clients that failed first (not killed for another's failure), else all.
+    for (size_t i = 0; i < n; ++i)
+      if (n == 1 || (codes[i + 1] != 0 && codes[i + 1] != 143))
+        msg << "\n--- " << client_name(i) << " stderr (tail) ---\n"
+            << file_tail(dir + "/" + client_name(i) + ".err");
     throw std::runtime_error(msg.str());
   }
   std::ifstream in(dir + "/server.out");

@@ -15,8 +15,9 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "splitsim/exec/tcp_sockets.h"
+#include "netns_registry.h"
 #include "splitsim/costmodel/subprocess.h"
+#include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/validate/comparison.h"
 
 namespace splitsim {
@@ -27,13 +28,14 @@ constexpr const char* kServerDev = "ssv-server";  // inside the namespaces only
 constexpr const char* kClientDev = "ssv-client";
 
 // What the signal handler needs, in fixed storage (no allocation in the
-// handler). Slots are claimed by the links alive in this process.
-constexpr int kMaxLinks = 4;
-constexpr int kMaxChildren = 8;
-constexpr int kMaxWorkFiles = 4;
+// handler). Namespace slots are claimed by the links and switches alive in
+// this process.
+constexpr int kMaxNamespaces = 40;
+constexpr int kMaxChildren = 40;
+constexpr int kMaxWorkFiles = 2 + 2 * 34;
 struct Registry {
-  std::atomic<int> state[kMaxLinks];  // 0 free, 1 claimed, 2 armed (paths valid)
-  char paths[kMaxLinks][2][128];      // /var/run/netns/<name> of both namespaces
+  std::atomic<int> state[kMaxNamespaces];  // 0 free, 1 claimed, 2 armed (path valid)
+  char paths[kMaxNamespaces][128];         // /var/run/netns/<name>
   std::atomic<pid_t> children[kMaxChildren];
   std::atomic<int> work_dir_state;  // 0 none, 1 being filled, 2 armed
   char work_dir[256];
@@ -48,12 +50,10 @@ void on_signal(int sig) {
     const pid_t pgid = c.exchange(0);
     if (pgid > 0) ::kill(-pgid, SIGKILL);
   }
-  for (int i = 0; i < kMaxLinks; ++i) {
+  for (int i = 0; i < kMaxNamespaces; ++i) {
     if (g_registry.state[i].exchange(0) != 2) continue;
-    for (auto* path : g_registry.paths[i]) {
-      umount2(path, MNT_DETACH);
-      unlink(path);
-    }
+    umount2(g_registry.paths[i], MNT_DETACH);
+    unlink(g_registry.paths[i]);
   }
   if (g_registry.work_dir_state.exchange(0) == 2) {
     for (const char* file : g_registry.work_files) {
@@ -63,14 +63,6 @@ void on_signal(int sig) {
   }
   signal(sig, SIG_DFL);
   raise(sig);
-}
-
-void install_handlers() {
-  if (g_handlers_installed.exchange(true)) return;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
 bool on_path(const std::string& name) {
@@ -100,6 +92,112 @@ std::string rate_arg(double bit_per_s) {
 }
 
 }  // namespace
+
+namespace netns_internal {
+
+void install_handlers() {
+  if (g_handlers_installed.exchange(true)) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+int arm_namespace(const std::string& name) {
+  install_handlers();
+  for (int i = 0; i < kMaxNamespaces; ++i) {
+    int expected = 0;
+    if (!g_registry.state[i].compare_exchange_strong(expected, 1)) continue;
+    // Fill the path, then arm the slot for the handler.
+    std::snprintf(g_registry.paths[i], sizeof g_registry.paths[i], "%s%s", kNetnsDir, name.c_str());
+    g_registry.state[i].store(2);
+    return i;
+  }
+  throw std::runtime_error("more than " + std::to_string(kMaxNamespaces) +
+                           " network namespaces alive in one process");
+}
+
+void disarm_namespace(int slot) {
+  if (slot >= 0) g_registry.state[slot].store(0);
+}
+
+void delete_namespace(const std::string& ns) noexcept {
+  if (access((kNetnsDir + ns).c_str(), F_OK) != 0) return;
+  try {
+    const CommandResult r = run_command({"ip", "netns", "del", ns});
+    if (r.exit_code != 0)
+      std::fprintf(stderr, "warning: could not delete network namespace %s: %s", ns.c_str(),
+                   r.err.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warning: could not delete network namespace %s: %s\n", ns.c_str(),
+                 e.what());
+  }
+}
+
+void configure_tcp(const std::string& ns, const std::string& congestion_control) {
+  run_checked({"ip", "-n", ns, "link", "set", "lo", "up"});
+  // TCP remembers a destination's congestion state (ssthresh, RTT) across
+  // connections: a run would start where the previous variant, at another
+  // rate, left off. Every run starts afresh instead.
+  run_checked(
+      {"ip", "netns", "exec", ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/tcp_no_metrics_save"});
+  // Receive buffers start at kReceiveBufferBytes (the minimum and the
+  // largest the kernel may grow one to are kept, the largest raised to it
+  // if below).
+  const std::string rcvbuf = std::to_string(NetnsLink::kReceiveBufferBytes);
+  run_checked({"ip", "netns", "exec", ns, "sh", "-c",
+               "set -- $(cat /proc/sys/net/ipv4/tcp_rmem) && echo \"$1 " + rcvbuf + " $(($3 > " +
+                   rcvbuf + " ? $3 : " + rcvbuf + "))\" > /proc/sys/net/ipv4/tcp_rmem"});
+  // Refused (EPERM, shown as an I/O error) where the host does not allow
+  // it as a default: the runs set it per socket all the same.
+  if (!congestion_control.empty())
+    run_command({"ip", "netns", "exec", ns, "sh", "-c",
+                 "echo " + congestion_control + " > /proc/sys/net/ipv4/tcp_congestion_control"});
+}
+
+std::string default_congestion_control(const std::string& ns) {
+  std::string name =
+      run_command({"ip", "netns", "exec", ns, "cat", "/proc/sys/net/ipv4/tcp_congestion_control"})
+          .out;
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+  return name;
+}
+
+void shape_device(const std::string& ns, const std::string& dev, double rate_bit_per_s,
+                  Shaper shaper, bool adding) {
+  const std::string burst = std::to_string(NetnsLink::burst_bytes(rate_bit_per_s));
+  const std::string rate = rate_arg(rate_bit_per_s);
+  if (shaper == Shaper::kTbf) {
+    const std::string latency =
+        std::to_string(static_cast<int>(NetnsLink::kQueueLatencyS * 1000)) + "ms";
+    run_checked({"tc", "-n", ns, "qdisc", adding ? "add" : "replace", "dev", dev, "root", "tbf",
+                 "rate", rate, "burst", burst, "latency", latency});
+    return;
+  }
+  // One class that takes all traffic; its leaf queue is the device's (1000
+  // packets, each up to a 64 KiB GSO packet).
+  if (adding)
+    run_checked({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
+                 "default", "1"});
+  run_checked({"tc",  "-n",    ns,       "class",  adding ? "add" : "change",
+               "dev", dev,     "parent", "1:",     "classid",
+               "1:1", "htb",   "rate",   rate,     "ceil",
+               rate,  "burst", burst,    "cburst", burst});
+}
+
+int64_t device_gso_packet_bytes(const std::string& ns, const std::string& dev) {
+  // `ip -d link` prints "mtu N" and "gso_max_size N" (the kernel's 65536
+  // where an older iproute2 does not).
+  const std::string details = run_command({"ip", "-d", "-n", ns, "link", "show", "dev", dev}).out;
+  return NetnsLink::gso_packet_bytes(number_after(details, " gso_max_size ", 65536),
+                                     number_after(details, " mtu ", 1500));
+}
+
+int next_sequence() { return g_sequence.fetch_add(1); }
+
+}  // namespace netns_internal
+
+using namespace netns_internal;
 
 const char* shaper_name(Shaper s) { return s == Shaper::kHtb ? "htb" : "tbf"; }
 
@@ -151,14 +249,18 @@ bool NetnsLink::congestion_control_available(const std::string& name) {
   return !name.empty() && padded.find(" " + name + " ") != std::string::npos;
 }
 
+void NetnsLink::check_congestion_control(const std::string& name) {
+  if (!name.empty() && !congestion_control_available(name))
+    throw std::invalid_argument("TCP congestion control \"" + name +
+                                "\" is not available here (this kernel has: " +
+                                read_ipv4_sysctl("tcp_available_congestion_control") + ")");
+}
+
 NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& congestion_control)
     : rate_bit_per_s_(rate_bit_per_s), shaper_(shaper) {
   if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
-  if (!congestion_control.empty() && !congestion_control_available(congestion_control))
-    throw std::invalid_argument("TCP congestion control \"" + congestion_control +
-                                "\" is not available here (this kernel has: " +
-                                read_ipv4_sysctl("tcp_available_congestion_control") + ")");
-  const int seq = g_sequence.fetch_add(1);
+  check_congestion_control(congestion_control);
+  const int seq = next_sequence();
   const std::string base =
       std::string(kPrefix) + std::to_string(getpid()) + "-" + std::to_string(seq);
   server_ns_ = base + "-server";
@@ -168,17 +270,9 @@ NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& co
   server_addr_ = "10.213." + std::to_string(x) + "." + std::to_string(4 * k + 1);
   client_addr_ = "10.213." + std::to_string(x) + "." + std::to_string(4 * k + 2);
 
-  install_handlers();
-  for (int i = 0; i < kMaxLinks && slot_ < 0; ++i) {
-    int expected = 0;
-    if (g_registry.state[i].compare_exchange_strong(expected, 1)) slot_ = i;
-  }
-  if (slot_ < 0) throw std::runtime_error("NetnsLink: more than 4 links alive in one process");
-  // Fill the paths, then arm the slot for the handler.
-  std::snprintf(g_registry.paths[slot_][0], 128, "%s%s", kNetnsDir, server_ns_.c_str());
-  std::snprintf(g_registry.paths[slot_][1], 128, "%s%s", kNetnsDir, client_ns_.c_str());
-  g_registry.state[slot_].store(2);
   try {
+    slots_[0] = arm_namespace(server_ns_);
+    slots_[1] = arm_namespace(client_ns_);
     run_checked({"ip", "netns", "add", server_ns_});
     run_checked({"ip", "netns", "add", client_ns_});
     run_checked({"ip", "-n", server_ns_, "link", "add", kServerDev, "type", "veth", "peer", "name",
@@ -186,41 +280,13 @@ NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& co
     run_checked({"ip", "-n", server_ns_, "addr", "add", server_addr_ + "/30", "dev", kServerDev});
     run_checked({"ip", "-n", client_ns_, "addr", "add", client_addr_ + "/30", "dev", kClientDev});
     for (const auto& [ns, dev] : {std::pair{server_ns_, kServerDev}, {client_ns_, kClientDev}}) {
-      run_checked({"ip", "-n", ns, "link", "set", "lo", "up"});
       run_checked({"ip", "-n", ns, "link", "set", dev, "up"});
-      // TCP remembers a destination's congestion state (ssthresh, RTT)
-      // across connections: a run would start where the previous variant,
-      // at another rate, left off. Every run starts afresh instead.
-      run_checked({"ip", "netns", "exec", ns, "sh", "-c",
-                   "echo 1 > /proc/sys/net/ipv4/tcp_no_metrics_save"});
-      // Receive buffers start at kReceiveBufferBytes (the minimum and the
-      // largest the kernel may grow one to are kept, the largest raised to
-      // it if below).
-      const std::string rcvbuf = std::to_string(kReceiveBufferBytes);
-      run_checked({"ip", "netns", "exec", ns, "sh", "-c",
-                   "set -- $(cat /proc/sys/net/ipv4/tcp_rmem) && echo \"$1 " + rcvbuf +
-                       " $(($3 > " + rcvbuf + " ? $3 : " + rcvbuf +
-                       "))\" > /proc/sys/net/ipv4/tcp_rmem"});
-      // Refused (EPERM, shown as an I/O error) where the host does not
-      // allow it as a default: the runs set it per socket all the same.
-      if (!congestion_control.empty())
-        run_command({"ip", "netns", "exec", ns, "sh", "-c",
-                     "echo " + congestion_control + " > /proc/sys/net/ipv4/tcp_congestion_control"});
+      configure_tcp(ns, congestion_control);
     }
-    namespace_default_ = run_command({"ip", "netns", "exec", server_ns_, "cat",
-                                      "/proc/sys/net/ipv4/tcp_congestion_control"})
-                             .out;
-    while (!namespace_default_.empty() &&
-           std::isspace(static_cast<unsigned char>(namespace_default_.back())))
-      namespace_default_.pop_back();
+    namespace_default_ = default_congestion_control(server_ns_);
     congestion_control_ = congestion_control.empty() ? namespace_default_ : congestion_control;
-    // `ip -d link` prints "mtu N" and "gso_max_size N" (the kernel's
-    // 65536 where an older iproute2 does not).
-    const std::string details =
-        run_command({"ip", "-d", "-n", server_ns_, "link", "show", "dev", kServerDev}).out;
-    gso_packet_bytes_ = gso_packet_bytes(number_after(details, " gso_max_size ", 65536),
-                                         number_after(details, " mtu ", 1500));
-    shape("add");
+    gso_packet_bytes_ = device_gso_packet_bytes(server_ns_, kServerDev);
+    shape(true);
   } catch (...) {
     remove();
     throw;
@@ -229,33 +295,15 @@ NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& co
 
 NetnsLink::~NetnsLink() { remove(); }
 
-void NetnsLink::shape(const char* verb) {
-  const std::string burst = std::to_string(burst_bytes(rate_bit_per_s_));
-  const std::string rate = rate_arg(rate_bit_per_s_);
-  const bool adding = std::string(verb) == "add";
-  for (const auto& [ns, dev] : {std::pair{server_ns_, kServerDev}, {client_ns_, kClientDev}}) {
-    if (shaper_ == Shaper::kTbf) {
-      const std::string latency = std::to_string(static_cast<int>(kQueueLatencyS * 1000)) + "ms";
-      run_checked({"tc", "-n", ns, "qdisc", verb, "dev", dev, "root", "tbf", "rate", rate, "burst",
-                   burst, "latency", latency});
-      continue;
-    }
-    // One class that takes all traffic; its leaf queue is the device's
-    // (1000 packets, each up to a 64 KiB GSO packet).
-    if (adding)
-      run_checked({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
-                   "default", "1"});
-    run_checked({"tc",  "-n",    ns,       "class",  adding ? "add" : "change",
-                 "dev", dev,     "parent", "1:",     "classid",
-                 "1:1", "htb",   "rate",   rate,     "ceil",
-                 rate,  "burst", burst,    "cburst", burst});
-  }
+void NetnsLink::shape(bool adding) {
+  shape_device(server_ns_, kServerDev, rate_bit_per_s_, shaper_, adding);
+  shape_device(client_ns_, kClientDev, rate_bit_per_s_, shaper_, adding);
 }
 
 void NetnsLink::set_rate(double rate_bit_per_s) {
   if (!(rate_bit_per_s > 0)) throw std::invalid_argument("NetnsLink: rate must be > 0");
   rate_bit_per_s_ = rate_bit_per_s;
-  shape("replace");
+  shape(false);
 }
 
 std::string NetnsLink::description() const {
@@ -278,20 +326,12 @@ std::string NetnsLink::description() const {
 }
 
 void NetnsLink::remove() noexcept {
-  if (slot_ >= 0) g_registry.state[slot_].store(0);
-  slot_ = -1;
-  for (const auto& ns : {server_ns_, client_ns_}) {
-    if (access((kNetnsDir + ns).c_str(), F_OK) != 0) continue;
-    try {
-      const CommandResult r = run_command({"ip", "netns", "del", ns});
-      if (r.exit_code != 0)
-        std::fprintf(stderr, "warning: could not delete network namespace %s: %s", ns.c_str(),
-                     r.err.c_str());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "warning: could not delete network namespace %s: %s\n", ns.c_str(),
-                   e.what());
-    }
+  for (int& slot : slots_) {
+    disarm_namespace(slot);
+    slot = -1;
   }
+  delete_namespace(server_ns_);
+  delete_namespace(client_ns_);
 }
 
 void NetnsLink::register_child(pid_t pgid) {

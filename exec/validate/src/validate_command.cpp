@@ -75,6 +75,25 @@ void print_single(std::ostream& os, const ValidationRun& r) {
        << format_error_percent(m.error()) << ")\n";
 }
 
+bool validate_several_clients(const ValidateRequest& args, const ValidatorOptions& o,
+                              const std::vector<ValidationItem>& items, std::ostream& os,
+                              const Validator::Log& log) {
+  const std::vector<ClientsValidationRun> runs =
+      validate_clients(items, o, args.client_slowdowns, log);
+  const std::string report = clients_validation_json(runs).dump(2) + "\n";
+  std::ostringstream out;
+  if (args.json) {
+    out << report;
+  } else {
+    for (const ClientsValidationRun& r : runs) print_clients_run(out, r);
+    if (runs.size() > 1) print_clients_summary(out, summarize_clients(runs));
+  }
+  if (!args.report.empty()) write_output_file(args.report, report, "report");
+  os << out.str();
+  return std::none_of(runs.begin(), runs.end(),
+                      [](const ClientsValidationRun& r) { return !r.failure.empty(); });
+}
+
 }  // namespace
 
 bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Log& log) {
@@ -126,6 +145,20 @@ bool validate(const ValidateRequest& args, std::ostream& os, const Validator::Lo
                                     "them all with --matrix (labels: " +
                                     labels + ")");
   }
+  const size_t several = std::count_if(items.begin(), items.end(), [](const ValidationItem& it) {
+    return it.variant->scenario.clients > 1;
+  });
+  if (several > 0) {
+    if (several < items.size())
+      throw InputError("variant",
+                       "the selected variants mix one client and several; validate them apart "
+                       "(--variant)");
+    if (!args.link_rate.empty())
+      throw InputError("link_rate", "with several clients each port takes the scenario's rates");
+    return validate_several_clients(args, o, items, os, log);
+  }
+  if (!args.client_slowdowns.empty())
+    throw InputError("client_slowdown", "is for scenarios with several clients in groups");
   Validator validator(o, log);
   std::vector<ValidationRun> runs = validator.run(items);
 

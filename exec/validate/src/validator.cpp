@@ -35,19 +35,16 @@ double simulate_time_per_batch(const Plan& plan) {
   return compute_metrics(simulate(plan), plan, plan.warmup).time_per_batch_s;
 }
 
-// What a variant's profile is measured at: the micro-batch size and the
-// micro-batches the schedule keeps in flight at stage 0.
-struct ProfilePoint {
-  int64_t microbatch = 1, in_flight = 1;
-};
-ProfilePoint profile_point(const Scenario& s) {
+std::string percent(double fraction) { return format_signed_percent(fraction, 1); }
+
+ProfilePoint profile_point(const Scenario& s) { return validation_profile_point(s); }
+
+}  // namespace
+
+ProfilePoint validation_profile_point(const Scenario& s) {
   return {(s.batch_size + s.chunks - 1) / s.chunks,
           stashed_microbatches(s.schedule, 0, static_cast<int>(s.partition.size()), s.chunks)};
 }
-
-std::string percent(double fraction) { return format_signed_percent(fraction, 1); }
-
-}  // namespace
 
 Validator::Validator(const ValidatorOptions& options, Log log)
     : options_(options), log_(std::move(log)) {
@@ -311,9 +308,8 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
   for (const ValidationItem& item : items)
     if (item.variant->scenario.clients > 1)
       throw InputError("$.clients",
-                       "validate runs one client process on one link; several clients, alike or "
-                       "in groups, are measured by scenarios/many_clients/shared_server_link.sh "
-                       "(variant \"" +
+                       "the Validator runs one client process on one link; several clients are "
+                       "validate_clients' (variant \"" +
                            item.variant->label + "\")");
   open_link(rate_of(items.front()));
   std::vector<Prepared> prepared(items.size());

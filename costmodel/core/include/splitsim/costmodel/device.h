@@ -126,6 +126,12 @@ OpClassParts formula_parts(const DeviceProfile& device, const OpCounts& work);
 DeviceProfile at_compute_precision(const DeviceProfile& d, const std::string& precision,
                                    bool* applied = nullptr);
 
+// The device `factor` times slower at everything it computes (a processor
+// that takes `factor` x as long; exec --compute-slowdown emulates one): the
+// peaks and memory bandwidth divided by it, the per-op cost and every
+// measured unit and codec timing multiplied. REQUIRES: factor > 0.
+DeviceProfile slowed_profile(const DeviceProfile& d, double factor);
+
 // formula_parts(device, work).total().
 double formula_seconds(const DeviceProfile& device, const OpCounts& work);
 // Seconds for an optimizer step over `param_count` parameters keeping

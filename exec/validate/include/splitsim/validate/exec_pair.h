@@ -53,6 +53,17 @@ nlohmann::json run_process_pair(const std::vector<std::string>& server_argv,
                                 const ExecEndpoints& endpoints, double timeout_s,
                                 const std::function<void(const std::string&)>& progress);
 
+// The same for a server and several clients: starts `server_argv` (pinned
+// to `server_cpus`), then each client (to `client_cpus`; empty: not
+// pinned); when one exits non-zero the others are killed. Returns the
+// server's stdout parsed as JSON; throws with every exit code and the
+// stderr tails of the server and of the clients that failed.
+nlohmann::json run_process_group(const std::vector<std::string>& server_argv,
+                                 const std::vector<std::vector<std::string>>& client_argvs,
+                                 const std::vector<int>& server_cpus,
+                                 const std::vector<int>& client_cpus, double timeout_s,
+                                 const std::function<void(const std::string&)>& progress);
+
 // `BIN link-probe` for one side: `megabytes` each way, single messages up
 // to `single_max_kib`, rank 0 (server) printing the JSON report
 // (splitsim.link_probe/5).

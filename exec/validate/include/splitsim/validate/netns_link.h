@@ -69,6 +69,9 @@ class NetnsLink {
   static constexpr const char* kCongestionControl = "cubic";
   // Whether this kernel has `name` (tcp_available_congestion_control).
   static bool congestion_control_available(const std::string& name);
+  // Throws std::invalid_argument naming the kernel's list when `name` is
+  // neither "" nor available.
+  static void check_congestion_control(const std::string& name);
 
   // Deletes namespaces named kPrefix<pid>-... whose pid is not alive.
   // Returns how many were removed.
@@ -121,17 +124,18 @@ class NetnsLink {
 
   // The signal handler (installed here too, link or not: children run in
   // their own process groups, which Ctrl-C does not reach) kills this
-  // process group before removing any namespaces. At most 8 at a time.
+  // process group before removing any namespaces. At most 40 at a time.
   static void register_child(pid_t pgid);
   static void unregister_child(pid_t pgid);
   // The same handler then removes `files` (names, at most 4) of the work
   // directory `dir` and the directory itself: only signal-safe unlink and
-  // rmdir, so nothing else may live there. One directory at a time.
+  // rmdir, so nothing else may live there. One directory at a time, at most
+  // 70 files.
   static void register_work_dir(const std::string& dir, const std::vector<std::string>& files);
   static void unregister_work_dir();
 
  private:
-  void shape(const char* verb);  // "add" or "replace"
+  void shape(bool adding);  // both ends: the first time, or a change
   void remove() noexcept;
 
   std::string server_ns_, client_ns_;
@@ -140,7 +144,7 @@ class NetnsLink {
   Shaper shaper_;
   int64_t gso_packet_bytes_ = 0;
   std::string congestion_control_, namespace_default_;
-  int slot_ = -1;  // index in the signal handler's registry
+  int slots_[2] = {-1, -1};  // both namespaces' in the signal handler's registry
 };
 
 }  // namespace splitsim

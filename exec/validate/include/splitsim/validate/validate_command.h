@@ -4,6 +4,7 @@
 // the report (a table or JSON on `out`, and the --report file). The CLI
 // (cli/cmd_validate.cpp) binds its flags to a ValidateRequest and calls it.
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct ValidateRequest {
   std::string report;                  // also write the JSON report to this file
   std::string calibration;             // --calibration FILE: applied to the predictions
   bool json = false, matrix = false, quick = false, no_platform_model = false;
+  // Several clients: client group -> exec --compute-slowdown factor.
+  std::map<std::string, double> client_slowdowns;
   // exec_bin "": $SPLITSIM_EXEC_BIN, else this binary; profile_cache "": the
   // default (default_profile_cache_dir). link_rate_bit_per_s and
   // platform_model are set from link_rate and no_platform_model.

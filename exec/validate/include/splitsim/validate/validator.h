@@ -23,10 +23,11 @@
 
 #include "splitsim/costmodel/calibration.h"
 #include "splitsim/costmodel/workspace.h"
+#include "splitsim/validate/clients_validation.h"
+#include "splitsim/validate/comparison.h"
 #include "splitsim/validate/exec_pair.h"
 #include "splitsim/validate/netns_link.h"
 #include "splitsim/validate/profile_cache.h"
-#include "splitsim/validate/comparison.h"
 
 namespace splitsim {
 
@@ -47,6 +48,13 @@ struct ValidatorOptions {
   std::string congestion_control = NetnsLink::kCongestionControl;  // TCP's, in both
   Calibration calibration;         // applied to every prediction (identity: none)
 };
+
+// What a variant's profile is measured at: the micro-batch size and the
+// micro-batches the schedule keeps in flight at stage 0.
+struct ProfilePoint {
+  int64_t microbatch = 1, in_flight = 1;
+};
+ProfilePoint validation_profile_point(const Scenario& s);
 
 // One variant to validate: where it comes from.
 struct ValidationItem {
@@ -118,5 +126,16 @@ class Validator {
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, CodecTiming> codecs_;
   std::string drift_;
 };
+
+// Validates variants with several clients (clients_validation.h): the
+// switch, a process per client, `options.repeat` interleaved rounds.
+// `slowdowns`: client group -> exec --compute-slowdown factor (1..1000).
+// Throws InputError for a variant with one client, a group the scenario
+// lacks, a client rate drawn from a distribution; std::runtime_error
+// without root or iproute2, or for a failed run (unless keep_going).
+std::vector<ClientsValidationRun> validate_clients(const std::vector<ValidationItem>& items,
+                                                   const ValidatorOptions& options,
+                                                   const std::map<std::string, double>& slowdowns,
+                                                   const Validator::Log& log);
 
 }  // namespace splitsim

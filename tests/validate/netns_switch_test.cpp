@@ -1,0 +1,68 @@
+// NetnsSwitch (as root): a namespace per client and for the server behind a
+// bridge, the server's port and each client's shaped to their own rates,
+// all of it gone afterwards.
+#include "splitsim/validate/netns_switch.h"
+
+#include <gtest/gtest.h>
+
+#include "netns_testing.h"
+
+namespace splitsim {
+namespace {
+
+using namespace netns_testing;
+
+// Client i of a switch seen as a NetnsLink by timed_transfer.
+struct ClientPort {
+  const NetnsSwitch& sw;
+  size_t i;
+  const std::string& server_netns() const { return sw.server_netns(); }
+  const std::string& client_netns() const { return sw.client_netns(i); }
+  const std::string& server_address() const { return sw.server_address(); }
+  const std::string& congestion_control() const { return sw.congestion_control(); }
+};
+
+TEST(NetnsSwitchTest, RefusesNoClientsAndRatesThatAreNotPositive) {
+  EXPECT_THROW(NetnsSwitch(1e9, {}), std::invalid_argument);
+  EXPECT_THROW(NetnsSwitch(0, {1e8}), std::invalid_argument);
+  EXPECT_THROW(NetnsSwitch(1e9, {1e8, -1}), std::invalid_argument);
+  EXPECT_THROW(NetnsSwitch(1e9, std::vector<double>(NetnsSwitch::kMaxClients + 1, 1e8)),
+               std::invalid_argument);
+}
+
+TEST(NetnsSwitchTest, NamespacesExistWhileAliveAndAreGoneAfterwards) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  std::vector<std::string> names;
+  {
+    NetnsSwitch sw(1e9, {1e8, 2.5e7, 2.5e7});
+    ASSERT_EQ(sw.clients(), 3u);
+    names = {sw.server_netns(), sw.client_netns(0), sw.client_netns(1), sw.client_netns(2)};
+    for (const std::string& ns : names) EXPECT_TRUE(netns_exists(ns)) << ns;
+    const CommandResult cls =
+        run_command({"tc", "-n", sw.client_netns(1), "class", "show", "dev", "ssv-port"});
+    EXPECT_NE(cls.out.find("rate 25Mbit"), std::string::npos) << cls.out;
+    EXPECT_EQ(sw.description().rfind("server port 1gbit each way, clients 100mbit x 1, 25mbit x 2, "
+                                     "tc htb, TCP cubic",
+                                     0),
+              0u)
+        << sw.description();
+  }
+  for (const std::string& ns : names) EXPECT_FALSE(netns_exists(ns)) << ns;
+}
+
+// Each transfer takes its bytes over the slower of its client's port and
+// the server's: the server's port limits the fast client, its own the slow.
+TEST(NetnsSwitchTest, ATransferRunsAtTheSlowerOfItsPortAndTheServers) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  NetnsSwitch sw(5e7, {2e8, 2.5e7});
+  const size_t fast_bytes = 3'000'000, slow_bytes = 1'500'000;
+  const double expected = 0.48;  // 3 MB at 50 Mbit/s, 1.5 MB at 25 Mbit/s
+  EXPECT_NEAR(timed_transfer(ClientPort{sw, 0}, true, fast_bytes), expected, 0.15 * expected);
+  EXPECT_NEAR(timed_transfer(ClientPort{sw, 1}, true, slow_bytes), expected, 0.15 * expected);
+  EXPECT_NEAR(timed_transfer(ClientPort{sw, 1}, false, slow_bytes), expected, 0.15 * expected);
+  sw.set_server_rate(2e8);  // now the fast client's own port: 3 MB at 200 Mbit/s
+  EXPECT_NEAR(timed_transfer(ClientPort{sw, 0}, false, fast_bytes), 0.12, 0.15 * 0.12);
+}
+
+}  // namespace
+}  // namespace splitsim
