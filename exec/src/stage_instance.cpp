@@ -8,6 +8,7 @@
 #include "asynchronous.h"
 #include "error_reason.h"
 #include "party_context.h"
+#include "slow_processor.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/exec/mixed_precision.h"
 #include "stage_wire.h"
@@ -46,6 +47,7 @@ class Instance {
         parts_(ctx.parts(k, c)),
         model_(ctx.model_of(k, c)),
         wire_(ctx, k, c),
+        slow_(ctx.options.compute_slowdown, torch::get_num_threads()),
         k_(k),
         c_(c),
         out_(out) {
@@ -94,6 +96,11 @@ class Instance {
   double now_s() const {
     return std::chrono::duration<double>(ExecClock::now() - ctx_.start).count();
   }
+  // A computation's start: now_s(), and the slowed processor's clock.
+  double compute_start() {
+    slow_.start();
+    return now_s();
+  }
   double at_s(ExecClock::time_point t) const {
     return std::chrono::duration<double>(t - ctx_.start).count();
   }
@@ -111,11 +118,7 @@ class Instance {
 
   size_t record(EventKind kind, const Op& op, double t0, double t1, int boundary = -1,
                 int backward = 0, int peer = -1, int64_t bytes = 0) {
-    const double slowdown = ctx_.options.compute_slowdown;
-    if (slowdown > 1 && is_compute(kind)) {  // in the computation's turn on the processor
-      t1 = t0 + slowdown * (t1 - t0);
-      std::this_thread::sleep_for(std::chrono::duration<double>(t1 - now_s()));
-    }
+    if (is_compute(kind)) t1 = slow_.finish(t0, t1);  // in the computation's turn
     TimelineEvent e;
     e.kind = kind;
     e.party = party();
@@ -259,7 +262,7 @@ class Instance {
       received = take_receive(j, op, k_ - 1, false, k_ - 1);
     std::lock_guard<std::mutex> lock(ctx_.compute);
     if (k_ > 0) {
-      const double t0 = now_s();
+      const double t0 = compute_start();
       torch::NoGradGuard no_grad;
       parts_.fwd_dec->set_step(op.batch);
       s.leaf = parts_.fwd_dec->unpack(received, mb_size(op.microbatch)).to(torch::kFloat).detach();
@@ -267,7 +270,7 @@ class Instance {
       record(EventKind::kDecode, op, t0, now_s(), k_ - 1, 0);
     }
     {
-      const double t0 = now_s();
+      const double t0 = compute_start();
       std::optional<torch::NoGradGuard> no_grad;
       if (fr_) no_grad.emplace();
       if (k_ < K_ - 1) parts_.fwd_enc->set_step(op.batch);
@@ -276,7 +279,7 @@ class Instance {
       record(EventKind::kForward, op, t0, now_s());
     }
     if (k_ < K_ - 1) {
-      const double t0 = now_s();
+      const double t0 = compute_start();
       std::vector<torch::Tensor> wire;
       {
         torch::NoGradGuard no_grad;
@@ -297,7 +300,7 @@ class Instance {
     stash_.erase({op.batch, op.microbatch});
     if (fr_) {
       std::lock_guard<std::mutex> lock(ctx_.compute);
-      const double t0 = now_s();
+      const double t0 = compute_start();
       if (k_ > 0) s.leaf = s.leaf.detach().requires_grad_(gradient_out());
       StashStats guard(this, op.batch);
       compute_forward(&s, stage_input(s, op), op);
@@ -308,7 +311,7 @@ class Instance {
     std::lock_guard<std::mutex> lock(ctx_.compute);
     torch::Tensor grad;
     if (gradient_in()) {
-      const double t0 = now_s();
+      const double t0 = compute_start();
       torch::NoGradGuard no_grad;
       parts_.bwd_dec->set_step(op.batch);
       grad = parts_.bwd_dec->expand(parts_.bwd_dec->unpack(received, mb_size(op.microbatch)))
@@ -317,7 +320,7 @@ class Instance {
     }
     torch::Tensor input_grad;
     {
-      const double t0 = now_s();
+      const double t0 = compute_start();
       StashedWeights use(parts_, s.weights.get());
       if (k_ == K_ - 1) {
         s.out = loss_scale_ != 1 ? s.loss * loss_scale_ : s.loss;
@@ -337,7 +340,7 @@ class Instance {
     }
     if (split_) stash_[{op.batch, op.microbatch}] = std::move(s);  // until its W
     if (gradient_out()) {
-      const double t0 = now_s();
+      const double t0 = compute_start();
       std::vector<torch::Tensor> wire;
       {
         torch::NoGradGuard no_grad;
@@ -362,7 +365,7 @@ class Instance {
     Stash s = std::move(stash_.at({op.batch, op.microbatch}));
     stash_.erase({op.batch, op.microbatch});
     std::lock_guard<std::mutex> lock(ctx_.compute);
-    const double t0 = now_s();
+    const double t0 = compute_start();
     if (s.out.defined() && s.out.requires_grad() && !trainable_.empty())
       torch::autograd::backward({s.out}, grads_of(s), /*retain_graph=*/false,
                                 /*create_graph=*/false, trainable_);
@@ -430,7 +433,7 @@ class Instance {
   void step(const Op& op) {
     while (sends_.size() > 1) wait_oldest_send();
     std::lock_guard<std::mutex> lock(ctx_.compute);
-    const double t0 = now_s();
+    const double t0 = compute_start();
     if (stash_weights_) stash_live_weights(parts_);
     if (!unscale_gradients()) {
       ++out_->skipped_updates;
@@ -457,6 +460,7 @@ class Instance {
   StageParts& parts_;
   SplitModel& model_;  // the units parts_ runs on (splitfed_v1: the client's own copy)
   StageWire wire_;
+  SlowProcessor slow_;  // --compute-slowdown
   int k_, c_, K_ = 0;
   int64_t m_ = 1;
   bool fr_ = false;

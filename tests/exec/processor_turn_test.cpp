@@ -3,11 +3,15 @@
 // send call, and a backward's, run as one turn, so the party's other stage
 // never computes in between; the simulator's HostArbiter runs them so.
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "exec_test_util.h"
+#include "slow_processor.h"
 
 namespace splitsim::testing {
 namespace {
@@ -92,6 +96,45 @@ TEST(ProcessorTurnTest, ComputeSlowdownStretchesEveryComputationAndNoTransfer) {
   const double slowed = busy(3, &slowed_bytes);
   EXPECT_GT(slowed, 2 * plain) << "plain " << plain << " s, slowed " << slowed << " s";
   EXPECT_EQ(slowed_bytes, plain_bytes);
+}
+
+// The emulated processor multiplies the CPU time a computation took here,
+// not the time it waited for a core: 20 ms of spinning lasts at least 60
+// ms at F = 3, 20 ms asleep (descheduled, as when another process holds
+// the core) stays 20 ms; with several intra-op threads the wall time is
+// multiplied instead.
+TEST(ProcessorTurnTest, SlowProcessorMultipliesTheCpuTimeNotTheWaitForACore) {
+  auto now = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  auto thread_cpu = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+  };
+  exec_internal::SlowProcessor slow(3, 1);
+  slow.start();
+  double t0 = now();
+  for (const double c0 = thread_cpu(); thread_cpu() - c0 < 0.02;) {
+  }
+  double end = slow.finish(t0, now());
+  EXPECT_GE(end - t0, 0.06 - 1e-9);
+  EXPECT_GE(now(), end - 1e-4);  // it held the processor until then
+
+  slow.start();
+  t0 = now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  double t1 = now();
+  EXPECT_EQ(slow.finish(t0, t1), t1);
+
+  exec_internal::SlowProcessor wall(3, 2);
+  wall.start();
+  t0 = now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  t1 = now();
+  EXPECT_DOUBLE_EQ(wall.finish(t0, t1), t0 + 3 * (t1 - t0));
+  EXPECT_EQ(exec_internal::SlowProcessor(1, 1).finish(t0, t1), t1);  // not slowed
 }
 
 }  // namespace splitsim::testing

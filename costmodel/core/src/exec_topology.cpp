@@ -9,8 +9,8 @@ namespace splitsim {
 ExecTopology make_topology(const Plan& plan) {
   // Client groups are clients like any other here: the device and link
   // that set them apart are the machines and the shaping the processes run
-  // on (scenarios/many_clients/shared_server_link.sh throttles and shapes
-  // them on one machine).
+  // on (validate shapes and slows them on one machine:
+  // exec/validate/README.md "Several clients").
   const RunParties rp = run_parties(plan);
   ExecTopology t;
   t.clients = rp.clients;

@@ -110,6 +110,7 @@ void print_clients_run(std::ostream& os, const ClientsValidationRun& run) {
       os << (i ? ", " : " ") << straggler(run.repetitions[i]);
     os << "\n";
   }
+  print_memory_checks(os, run.memory);
   double steal = 0;
   for (const RunConditions& c : run.conditions) steal = std::max(steal, c.cpu.steal_fraction);
   std::snprintf(line, sizeof line,
@@ -186,6 +187,9 @@ nlohmann::json clients_validation_json(const std::vector<ClientsValidationRun>& 
     v["predicted"] = run.predicted;
     v["repetitions"] = run.repetitions;
     for (const RunConditions& c : run.conditions) v["conditions"].push_back(conditions_json(c));
+    for (const MemoryCheck& m : run.memory)
+      v["memory"][m.party] = {{"predicted_peak_bytes", m.predicted_bytes},
+                              {"measured_peak_tensor_bytes", m.measured_bytes}};
     variants.push_back(v);
   }
   const ClientsSummary s = summarize_clients(runs);

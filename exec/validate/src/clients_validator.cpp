@@ -209,6 +209,7 @@ class ClientsValidator {
       }
       Metrics m;
       from_json(measured, m);
+      if (r->repetitions.empty()) r->memory = memory_checks(measured);
       r->repetitions.push_back(m);
       r->conditions.push_back(cond);
       return;

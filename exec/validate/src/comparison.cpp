@@ -337,4 +337,11 @@ std::vector<MemoryCheck> memory_checks(const nlohmann::json& exec_metrics) {
   return out;
 }
 
+void print_memory_checks(std::ostream& os, const std::vector<MemoryCheck>& memory) {
+  for (const MemoryCheck& m : memory)
+    os << "peak memory of " << m.party << ": planned " << m.predicted_bytes / 1e6
+       << " MB, exec's tensors " << m.measured_bytes / 1e6 << " MB ("
+       << format_error_percent(m.error()) << ")\n";
+}
+
 }  // namespace splitsim

@@ -69,10 +69,7 @@ void print_single(std::ostream& os, const ValidationRun& r) {
     os << line;
   }
   print_comparison(os, r.errors);
-  for (const MemoryCheck& m : r.memory)
-    os << "peak memory of " << m.party << ": planned " << m.predicted_bytes / 1e6
-       << " MB, exec's tensors " << m.measured_bytes / 1e6 << " MB ("
-       << format_error_percent(m.error()) << ")\n";
+  print_memory_checks(os, r.memory);
 }
 
 bool validate_several_clients(const ValidateRequest& args, const ValidatorOptions& o,

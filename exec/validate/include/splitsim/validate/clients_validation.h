@@ -29,7 +29,8 @@ struct ClientsValidationRun {
   Metrics predicted;
   std::vector<Metrics> repetitions;  // in the order they ran
   std::vector<RunConditions> conditions;
-  std::string failure;  // non-empty: the run failed
+  std::vector<MemoryCheck> memory;  // per party that reported it, from the first repetition
+  std::string failure;              // non-empty: the run failed
 };
 
 // One compared figure: the prediction against the median of the

@@ -93,6 +93,9 @@ struct MemoryCheck {
 };
 // The parties of exec's metrics JSON "memory" that report a measurement.
 std::vector<MemoryCheck> memory_checks(const nlohmann::json& exec_metrics);
+// A line each: "peak memory of server: planned 12.3 MB, exec's tensors
+// 11.9 MB (+3.4%)".
+void print_memory_checks(std::ostream& os, const std::vector<MemoryCheck>& memory);
 
 // One validated variant.
 struct ValidationRun {
