@@ -212,5 +212,36 @@ TEST(MetricsTest, CsvRecordIsTheCsvsColumnsAtFullPrecision) {
   EXPECT_EQ(r.at("peak_stash_bytes_per_stage")[0].get<int64_t>(), m.stages[0].peak_stash_bytes);
 }
 
+// A server serving four clients holds its weights, gradients and state
+// once (four times under splitfed_v1: a server part each), a posted
+// receive per client, the stash the simulation kept on it (all clients'
+// micro-batches at once) and one working memory: the figures of
+// resnet20_two_groups.json's server, by hand.
+TEST(MetricsTest, AServedPartyHoldsItsCopiesEachClientsReceivesAndTheSimulatedStash) {
+  Plan plan;
+  PlanStage s;
+  s.party = "server";
+  s.param_bytes = 814'080;
+  s.optimizer_state_bytes = 814'080;
+  s.recv_bytes = 1'572'864;
+  s.stash_bytes_per_microbatch = 7'389'184;
+  s.stashed_microbatches = 1;
+  s.work_bytes = 4'456'448;
+  const int64_t own = 3 * 814'080 + 1'572'864;  // params, gradients, state, one receive
+  s.peak_memory_bytes = own + s.activation_bytes();
+  plan.stages = {s};
+  Metrics m;
+  m.stages.resize(1);
+  m.stages[0].peak_stash_bytes = 4 * 7'389'184;  // the simulation stashed four at once
+  const int64_t stash_and_work = 4 * 7'389'184 + 4'456'448;
+  EXPECT_EQ(served_party_peak_memory_bytes(plan, m, {0}, 4, 1),
+            3 * 814'080 + 4 * 1'572'864 + stash_and_work);
+  EXPECT_EQ(served_party_peak_memory_bytes(plan, m, {0}, 4, 4),
+            4 * 3 * 814'080 + 4 * 1'572'864 + stash_and_work);
+  // One client, one copy, one micro-batch: the plan's own peak.
+  m.stages[0].peak_stash_bytes = 7'389'184;
+  EXPECT_EQ(served_party_peak_memory_bytes(plan, m, {0}, 1, 1), s.peak_memory_bytes);
+}
+
 }  // namespace
 }  // namespace splitsim

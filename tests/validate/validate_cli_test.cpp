@@ -157,6 +157,10 @@ TEST(ValidateCliTest, SeveralClientsInGroupsRunBehindASwitchAndCompareEachGroup)
   EXPECT_EQ(v["straggler"]["measured"][0].get<std::string>().rfind("slow (", 0), 0u)
       << v["straggler"];
   EXPECT_EQ(j["summary"]["bytes_exact"], j["summary"]["bytes_compared"]);
+  // The server's memory, planned with the stash of all four clients.
+  const double server = v["memory"]["server"]["predicted_peak_bytes"].get<double>();
+  const double held = v["memory"]["server"]["measured_peak_tensor_bytes"].get<double>();
+  EXPECT_NEAR(server, held, 0.2 * held) << v["memory"];
   EXPECT_TRUE(namespaces_of_dead_owners().empty());
   std::filesystem::remove_all(dir);
 }

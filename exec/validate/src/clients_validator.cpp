@@ -142,6 +142,41 @@ class ClientsValidator {
     const Plan plan = make_plan(s, item.workspace->model(v), devices, v.label);
     log_("simulating \"" + v.label + "\" with " + std::to_string(s.clients) + " clients");
     r->predicted = compute_metrics(simulate(plan), plan, plan.warmup);
+    // A party that serves the clients: its peak with the stash simulated
+    // over all of them (exec's own figure is one client's).
+    const std::string& client = plan.stages.front().party;
+    std::map<std::string, std::vector<int>> served;
+    for (size_t k = 0; k < plan.stages.size(); ++k)
+      if (plan.stages[k].party != client)
+        served[plan.stages[k].party].push_back(static_cast<int>(k));
+    const int64_t copies = plan.training == "splitfed_v1" ? s.clients : 1;
+    for (const auto& [party, stages] : served)
+      served_memory_[r][party] =
+          served_party_peak_memory_bytes(plan, r->predicted, stages, s.clients, copies);
+    warn_if_oversubscribed(*r);
+  }
+
+  // The CPUs the predicted run keeps busy: each serving party's busy share
+  // of a round, each client's of its own batches divided by its slowdown
+  // (it sleeps the rest). Above this machine's CPUs the processes wait for
+  // cores, which the prediction does not model.
+  void warn_if_oversubscribed(const ClientsValidationRun& r) const {
+    const Metrics& m = r.predicted;
+    double demand = 0;
+    for (const PartyMetrics& p : m.parties)
+      if (!p.client) demand += p.utilisation;
+    for (const ClientGroupMetrics& g : m.client_groups) {
+      const auto it = r.slowdowns.find(g.name);
+      const double factor = it == r.slowdowns.end() ? 1.0 : it->second;
+      if (g.time_per_batch.median_s > 0)
+        demand += g.clients * g.busy_s_per_batch / g.time_per_batch.median_s / factor;
+    }
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    if (demand > cpus)
+      log_("warning: \"" + r.variant + "\": the predicted run keeps " +
+           format_si_digits(demand, 3) + " CPUs busy on this machine's " + std::to_string(cpus) +
+           ": its processes will wait for cores, which the prediction does not model "
+           "(--client-slowdown lightens a group)");
   }
 
   // The switch for these client ports (built again when they change).
@@ -209,7 +244,12 @@ class ClientsValidator {
       }
       Metrics m;
       from_json(measured, m);
-      if (r->repetitions.empty()) r->memory = memory_checks(measured);
+      if (r->repetitions.empty()) {
+        r->memory = memory_checks(measured);
+        for (MemoryCheck& c : r->memory)
+          if (const auto it = served_memory_[r].find(c.party); it != served_memory_[r].end())
+            c.predicted_bytes = it->second;
+      }
       r->repetitions.push_back(m);
       r->conditions.push_back(cond);
       return;
@@ -227,6 +267,8 @@ class ClientsValidator {
   Validator::Log log_;
   std::unique_ptr<NetnsSwitch> switch_;
   std::vector<double> switch_rates_;
+  // Per run, the planned peak of each party that serves the clients.
+  std::map<const ClientsValidationRun*, std::map<std::string, int64_t>> served_memory_;
   int runs_ = 0;
 };
 
@@ -242,20 +284,7 @@ std::vector<ClientsValidationRun> validate_clients(const std::vector<ValidationI
       throw InputError(
           "client_slowdown",
           "group " + group + "'s factor must be in [1, 1000], not " + std::to_string(factor));
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  for (const ValidationItem& item : items) {
-    const ClientPorts ports = client_ports(item.variant->scenario, slowdowns);
-    // Each process computing at once: the server a CPU, a client slowed F
-    // times 1/F of one (it sleeps the rest).
-    double demand = 1;
-    for (double f : ports.slowdowns) demand += 1 / f;
-    if (demand > cpus)
-      log("warning: \"" + item.variant->label + "\": the server and " +
-          std::to_string(ports.slowdowns.size()) + " client processes computing at once want " +
-          format_si_digits(demand, 3) + " CPUs of this machine's " + std::to_string(cpus) +
-          ": they then compete for the cores, which the prediction does not model "
-          "(--client-slowdown slows a group's processes)");
-  }
+  for (const ValidationItem& item : items) client_ports(item.variant->scenario, slowdowns);
   if (const std::string why = NetnsLink::unavailable_reason(); !why.empty())
     throw std::runtime_error(
         "validate runs several clients behind a switch of network "

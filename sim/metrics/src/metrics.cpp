@@ -367,4 +367,18 @@ Metrics compute_metrics(const Timeline& tl, const Plan& plan, int64_t warmup) {
   return m;
 }
 
+int64_t served_party_peak_memory_bytes(const Plan& plan, const Metrics& m,
+                                       const std::vector<int>& stages, int64_t clients,
+                                       int64_t copies) {
+  int64_t held = 0, stashed = 0, largest_work = 0;
+  for (int k : stages) {
+    const PlanStage& s = plan.stages.at(static_cast<size_t>(k));
+    const int64_t own = s.peak_memory_bytes - std::max(s.activation_bytes(), s.step_bytes);
+    held += (own - s.recv_bytes) * copies + s.recv_bytes * clients;
+    if (static_cast<size_t>(k) < m.stages.size()) stashed += m.stages[k].peak_stash_bytes;
+    largest_work = std::max({largest_work, s.work_bytes, s.step_bytes});
+  }
+  return held + stashed + largest_work;
+}
+
 }  // namespace splitsim

@@ -29,7 +29,10 @@ struct ClientsValidationRun {
   Metrics predicted;
   std::vector<Metrics> repetitions;  // in the order they ran
   std::vector<RunConditions> conditions;
-  std::vector<MemoryCheck> memory;  // per party that reported it, from the first repetition
+  // Per party that reported it, from the first repetition; a party that
+  // serves the clients planned with the simulated stash of all of them
+  // (served_party_peak_memory_bytes).
+  std::vector<MemoryCheck> memory;
   std::string failure;              // non-empty: the run failed
 };
 

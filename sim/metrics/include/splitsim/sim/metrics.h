@@ -104,6 +104,18 @@ struct Metrics {
 // REQUIRES: 0 <= warmup < number of batches in the timeline.
 Metrics compute_metrics(const Timeline& timeline, const Plan& plan, int64_t warmup);
 
+// The most tensor memory a party serving `clients` clients at once holds
+// (a server; party_peak_memory_bytes is one client's), from the plan's
+// stages and the stash this simulation of it kept (m.stages): each of
+// `stages`' weights, gradients and optimizer state `copies` times
+// (splitfed_v1 keeps a server part per client, else 1), its posted
+// receives once per client, the most micro-batches the simulation stashed
+// on the party at once over all clients (StageMetrics::peak_stash_bytes),
+// and one working memory or optimizer step, the larger.
+int64_t served_party_peak_memory_bytes(const Plan& plan, const Metrics& m,
+                                       const std::vector<int>& stages, int64_t clients,
+                                       int64_t copies);
+
 // JSON per the metrics contract: {"schema": "splitsim.metrics/1", "source", ...}.
 void to_json(nlohmann::json& j, const Metrics& m);
 void from_json(const nlohmann::json& j, Metrics& m);
