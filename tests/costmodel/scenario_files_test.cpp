@@ -124,6 +124,15 @@ TEST(ScenarioFiles, ManyClientsScenariosShareAServerLinkSlowerThanTheClients) {
     EXPECT_EQ(v.scenario.dataset, "fashion_mnist");
     EXPECT_EQ(v.scenario.schedule, Schedule::kGpipe);
   }
+  // The same at the linear scaling rule's rate: four clients' mean gradient,
+  // four times one client's learning rate.
+  const auto scaled = load_scenario_file(SPLITSIM_SOURCE_DIR
+                                         "/scenarios/many_clients/"
+                                         "resnet20_fashion_mnist_splitfed_scaled_lr.json");
+  ASSERT_EQ(scaled.size(), 1u);
+  EXPECT_EQ(scaled[0].scenario.training, "splitfed_v1");
+  EXPECT_EQ(scaled[0].scenario.aggregate_every, 1);
+  EXPECT_DOUBLE_EQ(scaled[0].scenario.optimizer.lr, accuracy[0].scenario.optimizer.lr * 4);
   // Heterogeneous clients for real: two groups of two, on links of their own.
   const auto groups =
       load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/many_clients/resnet20_two_groups.json");
@@ -131,7 +140,7 @@ TEST(ScenarioFiles, ManyClientsScenariosShareAServerLinkSlowerThanTheClients) {
   ASSERT_EQ(groups[0].scenario.client_groups.size(), 2u);
   for (const auto& g : groups[0].scenario.client_groups) {
     EXPECT_EQ(g.count, 2);
-    EXPECT_TRUE(g.has_bandwidth) << g.name;  // a rate of its own, which the script shapes
+    EXPECT_TRUE(g.has_bandwidth) << g.name;  // a rate of its own, which validate shapes
   }
   const auto many = load_scenario_file(SPLITSIM_SOURCE_DIR "/scenarios/resnet20_many_clients.json");
   ASSERT_EQ(many.size(), 2u);
