@@ -117,6 +117,10 @@ TEST(ValidateCliTest, SeveralClientsRefuseASlowdownOfNoGroupOrBelowOne) {
   EXPECT_NE(r.err.find("--client-slowdown: is for scenarios with several clients"),
             std::string::npos)
       << r.err;
+  r = run_cli("validate " + source_path("scenarios/resnet20_many_clients.json") + " --matrix");
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // a port takes a given rate, not a distribution
+  EXPECT_NE(r.err.find("draws its rates from a lognormal distribution"), std::string::npos)
+      << r.err;
   r = run_cli("validate " + two_groups_file() + " --variant unsynchronised --link-rate 100mbit");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("each port takes the scenario's rates"), std::string::npos) << r.err;
