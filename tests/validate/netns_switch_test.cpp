@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "netns_testing.h"
 
 namespace splitsim {
@@ -62,6 +64,41 @@ TEST(NetnsSwitchTest, ATransferRunsAtTheSlowerOfItsPortAndTheServers) {
   EXPECT_NEAR(timed_transfer(ClientPort{sw, 1}, false, slow_bytes), expected, 0.15 * expected);
   sw.set_server_rate(2e8);  // now the fast client's own port: 3 MB at 200 Mbit/s
   EXPECT_NEAR(timed_transfer(ClientPort{sw, 0}, false, fast_bytes), 0.12, 0.15 * 0.12);
+}
+
+// The signal handler detaches every namespace of a switch too: the switch,
+// the server's and each client's.
+TEST(NetnsSwitchTest, SigtermRemovesEveryNamespace) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  int names[2];
+  ASSERT_EQ(pipe(names), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    NetnsSwitch sw(1e9, {1e8, 1e8});
+    const std::string text =
+        sw.server_netns() + " " + sw.client_netns(0) + " " + sw.client_netns(1) + "\n";
+    (void)!write(names[1], text.data(), text.size());
+    pause();  // until SIGTERM
+    _exit(0);
+  }
+  close(names[1]);
+  char buf[512] = {};
+  ASSERT_GT(read(names[0], buf, sizeof buf - 1), 0);
+  close(names[0]);
+  std::vector<std::string> namespaces;
+  std::istringstream words(buf);
+  for (std::string ns; words >> ns;) namespaces.push_back(ns);
+  ASSERT_EQ(namespaces.size(), 3u);
+  // The switch's own namespace is named like the server's.
+  const std::string switch_ns = namespaces[0].substr(0, namespaces[0].rfind("-server")) + "-switch";
+  EXPECT_TRUE(netns_exists(switch_ns));
+  for (const std::string& ns : namespaces) EXPECT_TRUE(netns_exists(ns)) << ns;
+  kill(child, SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  EXPECT_FALSE(netns_exists(switch_ns));
+  for (const std::string& ns : namespaces) EXPECT_FALSE(netns_exists(ns)) << ns;
 }
 
 }  // namespace
