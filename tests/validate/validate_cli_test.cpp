@@ -386,6 +386,8 @@ TEST(ValidateCliTest, AFailedRealRunExitsOneAndWritesNoReport) {
   unsetenv("STANDIN_CLIENT_EXIT");
   EXPECT_EQ(failed.exit_code, 1) << failed.err;
   EXPECT_NE(failed.err.find("client exit code 3"), std::string::npos) << failed.err;
+  // The processes' stderr tails reach the log, not only the error's first line.
+  EXPECT_NE(failed.err.find("--- client stderr (tail) ---"), std::string::npos) << failed.err;
   EXPECT_FALSE(std::filesystem::exists(report));
   std::filesystem::remove_all(dir);
 }

@@ -230,9 +230,11 @@ class ClientsValidator {
         try {
           measured = run_process_group(exec_server_argv(o, e), clients, {}, {}, o_.timeout_s, log_);
         } catch (const std::exception& ex) {
-          if (!o_.keep_going) throw;
+          // The whole text (the processes' stderr tails) in the log: the
+          // command's error line shows its first line only.
           r->failure = ex.what();
           log_("FAILED \"" + r->variant + "\": " + r->failure);
+          if (!o_.keep_going) throw;
           return;
         }
         cond.cpu = cpu_conditions(a, take_cpu_snapshot());

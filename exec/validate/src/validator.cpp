@@ -233,9 +233,11 @@ void Validator::measure(const ValidationItem& item, Prepared* p) {
       try {
         measured = run_exec_pair(o, endpoints_, log_);
       } catch (const std::exception& e) {
-        if (!options_.keep_going) throw;
+        // The whole text (both processes' stderr tails) in the log: the
+        // command's error line shows its first line only.
         r.failure = e.what();
         log_("FAILED \"" + r.variant + "\": " + r.failure);
+        if (!options_.keep_going) throw;
         return;
       }
       cond.cpu = cpu_conditions(a, take_cpu_snapshot());
