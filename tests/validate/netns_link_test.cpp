@@ -146,24 +146,16 @@ TEST(NetnsLinkTest, ShaperNamesParseBackAndOthersAreRefused) {
 
 TEST(NetnsLinkTest, SigtermRemovesTheNamespaces) {
   SKIP_UNLESS_LINK_POSSIBLE();
-  int names[2];
-  ASSERT_EQ(pipe(names), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    NetnsLink link(1e8);
-    const std::string text = link.server_netns() + " " + link.client_netns() + "\n";
-    (void)!write(names[1], text.data(), text.size());
-    pause();  // until SIGTERM
-    _exit(0);
-  }
-  close(names[1]);
-  char buf[512] = {};
-  ASSERT_GT(read(names[0], buf, sizeof buf - 1), 0);
-  close(names[0]);
-  const std::string text = buf;
-  const std::string server_ns = text.substr(0, text.find(' '));
-  const std::string client_ns =
-      text.substr(text.find(' ') + 1, text.find('\n') - text.find(' ') - 1);
+  pid_t child = -1;
+  const std::vector<std::string> names = namespaces_of_paused_child(
+      [] {
+        static NetnsLink link(1e8);  // alive until the signal
+        return std::vector<std::string>{link.server_netns(), link.client_netns()};
+      },
+      &child);
+  ASSERT_EQ(names.size(), 2u);
+  const std::string& server_ns = names[0];
+  const std::string& client_ns = names[1];
   EXPECT_TRUE(netns_exists(server_ns));
   kill(child, SIGTERM);
   int status = 0;

@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "netns_testing.h"
 
 namespace splitsim {
@@ -70,24 +68,13 @@ TEST(NetnsSwitchTest, ATransferRunsAtTheSlowerOfItsPortAndTheServers) {
 // the server's and each client's.
 TEST(NetnsSwitchTest, SigtermRemovesEveryNamespace) {
   SKIP_UNLESS_LINK_POSSIBLE();
-  int names[2];
-  ASSERT_EQ(pipe(names), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    NetnsSwitch sw(1e9, {1e8, 1e8});
-    const std::string text =
-        sw.server_netns() + " " + sw.client_netns(0) + " " + sw.client_netns(1) + "\n";
-    (void)!write(names[1], text.data(), text.size());
-    pause();  // until SIGTERM
-    _exit(0);
-  }
-  close(names[1]);
-  char buf[512] = {};
-  ASSERT_GT(read(names[0], buf, sizeof buf - 1), 0);
-  close(names[0]);
-  std::vector<std::string> namespaces;
-  std::istringstream words(buf);
-  for (std::string ns; words >> ns;) namespaces.push_back(ns);
+  pid_t child = -1;
+  const std::vector<std::string> namespaces = namespaces_of_paused_child(
+      [] {
+        static NetnsSwitch sw(1e9, {1e8, 1e8});  // alive until the signal
+        return std::vector<std::string>{sw.server_netns(), sw.client_netns(0), sw.client_netns(1)};
+      },
+      &child);
   ASSERT_EQ(namespaces.size(), 3u);
   // The switch's own namespace is named like the server's.
   const std::string switch_ns = namespaces[0].substr(0, namespaces[0].rfind("-server")) + "-switch";

@@ -51,6 +51,38 @@ inline pid_t fork_in_netns(const std::string& ns, const std::function<int()>& fn
   _exit(fn());
 }
 
+// Forks a child that builds namespaces (`make` returns their names) and
+// waits for a signal; returns those names as the parent reads them (empty
+// on failure) and the child's pid in *child.
+inline std::vector<std::string> namespaces_of_paused_child(
+    const std::function<std::vector<std::string>()>& make, pid_t* child) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return {};
+  *child = fork();
+  if (*child == 0) {
+    std::string text;
+    for (const std::string& ns : make()) text += ns + " ";
+    (void)!write(pipe_fds[1], text.data(), text.size());
+    pause();  // until a signal
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  char buf[1024] = {};
+  const ssize_t n = read(pipe_fds[0], buf, sizeof buf - 1);
+  close(pipe_fds[0]);
+  std::vector<std::string> names;
+  std::string word;
+  for (ssize_t i = 0; i < std::max<ssize_t>(n, 0); ++i) {
+    if (buf[i] != ' ') {
+      word += buf[i];
+    } else if (!word.empty()) {
+      names.push_back(word);
+      word.clear();
+    }
+  }
+  return names;
+}
+
 inline sockaddr_in address(const std::string& ip) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
