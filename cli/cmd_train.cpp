@@ -103,6 +103,16 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--listen", o.listen, "With --role server: ADDR:PORT to listen on");
   sub->add_option("--connect", o.connect, "With another --role: the server's ADDR:PORT");
   sub->add_option("--token", o.token, "Shared secret both sides present (else $SPLITSIM_TOKEN)");
+  sub->add_option("--checkpoint-dir", o.checkpoint.dir,
+                  "Write every party's checkpoints here (its stages' weights, optimizer state "
+                  "and records; one variant, one client); a fresh run refuses a directory that "
+                  "holds this party's checkpoints");
+  sub->add_option("--checkpoint-every", o.checkpoint.every,
+                  "Batches between checkpoints (the newest two are kept)")
+      ->check(int_range(1, int64_t{1} << 40));
+  sub->add_flag("--resume", o.checkpoint.resume,
+                "Continue from the newest checkpoint step every party holds in --checkpoint-dir "
+                "(from the first batch when there is none); every party passes it");
   sub->add_flag("--json", args->json, "Print the report (splitsim.train/1) on stdout");
   sub->add_option("--report", args->report, "Also write the report to FILE");
   return {sub, [args] { return run_train_command(*args); }};

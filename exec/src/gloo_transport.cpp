@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <future>
+#include <mutex>
 
 // Debian's LibTorch is built with c10d Gloo (libgloo-dev); the header hides it otherwise.
 #ifndef USE_C10D_GLOO
@@ -20,6 +21,16 @@
 #include "splitsim/exec/loopback_transport.h"
 
 namespace splitsim {
+// Set by GlooTransport::abort, read by its transfers.
+struct GlooAbortState {
+  std::mutex mutex;
+  std::string why;  // "" while not aborted
+  std::string reason() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return why;
+  }
+};
+
 namespace {
 
 // "2.5 s": a timeout as people write it.
@@ -70,26 +81,39 @@ std::string closed_peers(const store::StoreStats& st) {
 class GlooTransfer : public Transfer {
  public:
   GlooTransfer(std::vector<c10::intrusive_ptr<c10d::Work>> works, std::string what,
-               std::chrono::milliseconds timeout)
-      : what_(std::move(what)) {
+               std::chrono::milliseconds timeout, std::shared_ptr<GlooAbortState> abort)
+      : what_(std::move(what)), abort_(std::move(abort)) {
     // One waiter thread per transfer stamps the completion time exactly.
-    result_ = std::async(std::launch::async, [works = std::move(works), timeout, this] {
+    result_ = std::async(std::launch::async, [works = std::move(works), timeout, what = what_] {
       try {
         for (const auto& w : works) w->wait(timeout);
       } catch (const std::exception& e) {
-        throw TransportError(what_ + " failed (peer gone or no progress within " +
+        throw TransportError(what + " failed (peer gone or no progress within " +
                              seconds_text(timeout) + "): " + error_reason(e));
       }
       return ExecClock::now();
     });
   }
   ~GlooTransfer() override {
-    if (result_.valid()) result_.wait();
+    if (!result_.valid()) return;
+    // Aborted: the waiter may block until Gloo's timeout; it is left to
+    // the process's exit (it holds nothing of this object).
+    if (!abort_->reason().empty() &&
+        result_.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+      new std::future<ExecClock::time_point>(std::move(result_));  // NOLINT: left on purpose
+      return;
+    }
+    result_.wait();
   }
   void wait(std::chrono::milliseconds timeout) override {
     if (done_) return;
-    if (result_.wait_for(timeout + std::chrono::seconds(2)) != std::future_status::ready)
-      throw TransportError(what_ + " timed out after " + seconds_text(timeout));
+    const auto deadline = ExecClock::now() + timeout + std::chrono::seconds(2);
+    while (result_.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+      const std::string why = abort_->reason();
+      if (!why.empty()) throw TransportError(what_ + " stopped: " + why);
+      if (ExecClock::now() > deadline)
+        throw TransportError(what_ + " timed out after " + seconds_text(timeout));
+    }
     at_ = result_.get();
     done_ = true;
   }
@@ -97,6 +121,7 @@ class GlooTransfer : public Transfer {
 
  private:
   std::string what_;
+  std::shared_ptr<GlooAbortState> abort_;
   std::future<ExecClock::time_point> result_;
   bool done_ = false;
   ExecClock::time_point at_;
@@ -148,6 +173,7 @@ struct GlooTransport::Impl {
   std::shared_ptr<LoopbackHub> self_hub;
   std::unique_ptr<LoopbackTransport> self;
   std::string congestion_control;
+  std::shared_ptr<GlooAbortState> abort = std::make_shared<GlooAbortState>();
 };
 
 GlooTransport::GlooTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -215,7 +241,7 @@ std::shared_ptr<Transfer> GlooTransport::send(std::vector<torch::Tensor> tensors
   }
   bytes_sent_ += nbytes(tensors);
   return std::make_shared<GlooTransfer>(std::move(works), "send to rank " + std::to_string(peer),
-                                        impl_->options.timeout);
+                                        impl_->options.timeout, impl_->abort);
 }
 
 std::shared_ptr<Transfer> GlooTransport::recv(std::vector<torch::Tensor> tensors, int peer,
@@ -227,8 +253,17 @@ std::shared_ptr<Transfer> GlooTransport::recv(std::vector<torch::Tensor> tensors
     works.push_back(impl_->group->recv(one, peer, tag * 8 + static_cast<int>(i)));
   }
   bytes_received_ += nbytes(tensors);
-  return std::make_shared<GlooTransfer>(
-      std::move(works), "receive from rank " + std::to_string(peer), impl_->options.timeout);
+  return std::make_shared<GlooTransfer>(std::move(works),
+                                        "receive from rank " + std::to_string(peer),
+                                        impl_->options.timeout, impl_->abort);
+}
+
+void GlooTransport::abort(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->abort->mutex);
+    if (impl_->abort->why.empty()) impl_->abort->why = why.empty() ? "aborted" : why;
+  }
+  impl_->self_hub->fail(why);
 }
 
 }  // namespace splitsim

@@ -93,6 +93,18 @@ struct PartyContext {
   std::map<int, SplitModel> replicas;                        // by client
   std::map<std::pair<int, int>, StageParts> replica_stages;  // by (stage, client)
   std::unique_ptr<Rounds> rounds;  // training modes with rounds, else null
+  // The run's first failure (what merge_results reports): set once by
+  // fail(), which also aborts the transport so the other instances stop now.
+  std::mutex failure_mutex;
+  std::string first_error;
+  void fail(const std::string& error) {
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!first_error.empty()) return;
+      first_error = error;
+    }
+    transport->abort(error);
+  }
 
   // The parts and the units instance (stage, client) runs on.
   StageParts& parts(int stage, int client) {

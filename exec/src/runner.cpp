@@ -10,6 +10,7 @@
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/optimizer.h"
 #include "splitsim/costmodel/schedule.h"
+#include "stage_checkpoint.h"
 
 namespace splitsim {
 namespace {
@@ -90,6 +91,17 @@ void check_supported(const RunSpec& spec, const RunOptions& options) {
     if (plan.boundaries[b].from_stage != static_cast<int>(b) ||
         plan.boundaries[b].to_stage != static_cast<int>(b) + 1)
       throw InputError("plan", "exec needs boundary i between stages i and i+1");
+  const bool checkpoints = !options.checkpoint.dir.empty() || options.first_batch > 0;
+  if (checkpoints && (!is_synchronous(plan.schedule) || spec.topology.clients != 1))
+    throw InputError("checkpoint_dir",
+                     "checkpoints are taken between batches of one client: a synchronous "
+                     "schedule (sequential, gpipe, 1f1b, zb_h1, interleaved_1f1b) and one "
+                     "client, not " +
+                         std::string(schedule_name(plan.schedule)) + " with " +
+                         std::to_string(spec.topology.clients) + " client(s)");
+  if (options.first_batch < 0 || options.first_batch > plan.iterations)
+    throw InputError("resume", "step " + std::to_string(options.first_batch) + " is outside the " +
+                                   std::to_string(plan.iterations) + " batches of the run");
   if (options.eval_every > 0) {
     if (!options.eval_data || options.eval_batches < 1)
       throw InputError("eval_every", "evaluation needs held-out data and at least one batch");
@@ -192,8 +204,10 @@ void build_stages(PartyContext& ctx, const std::vector<std::pair<int, int>>& ins
       auto& t = ctx.turns[c];
       if (t) continue;
       t = std::make_unique<PartyContext::Turnstile>();
-      for (const StageOp& s : device_ops(k % p, p, v, ctx.plan->chunks(), ctx.batches))
+      for (const StageOp& s : device_ops(k % p, p, v, ctx.plan->chunks(), ctx.batches)) {
         t->stages.push_back(s.stage);
+        if (s.op.batch < ctx.options.first_batch) ++t->next;  // resumed: done before
+      }
     }
   }
 }
@@ -228,6 +242,7 @@ RunResult merge_results(const PartyContext& ctx, std::vector<InstanceResult>& re
   }
   for (int u = 0; u < ctx.model.size(); ++u)
     if (ctx.model.units[static_cast<size_t>(u)]) r.built_units.push_back(u);
+  if (!ctx.first_error.empty()) r.error = ctx.first_error;  // the cause, not what it stopped
   sort_events(&r.timeline);
   return r;
 }
@@ -271,6 +286,9 @@ RunResult run_party(const RunSpec& spec, Transport& transport, int rank, const R
   if (spec.plan.synchronised()) ctx.rounds = std::make_unique<exec_internal::Rounds>(ctx);
 
   std::vector<InstanceResult> results(instances.size());
+  if (options.first_batch > 0)
+    for (size_t i = 0; i < instances.size(); ++i)
+      exec_internal::load_checkpoint(ctx, instances[i].first, instances[i].second, &results[i]);
   InstanceResult served;  // the rounds' server thread: its transfers and averages
   std::vector<std::thread> threads;
   for (size_t i = 0; i < instances.size(); ++i)

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/exec/checkpoint.h"
 #include "splitsim/sim/metrics.h"
 
 namespace splitsim {
@@ -25,6 +27,8 @@ constexpr int kTagSizes = (1 << 26) + 6;
 constexpr int kTagEvents = (1 << 26) + 7;
 constexpr int kTagStats = (1 << 26) + 8;
 constexpr int kTagClock = (1 << 26) + 9;
+constexpr int kTagSteps = (1 << 26) + 10;
+constexpr int kTagResume = (1 << 26) + 11;
 constexpr int kPings = 8;
 constexpr int64_t kTextBytes = 4096;
 
@@ -181,6 +185,54 @@ void handshake(Transport& tr, const RunIdentity& me, std::chrono::milliseconds t
   for (int r = 1; r < tr.world_size(); ++r)
     tr.send({text_tensor(verdict)}, r, kTagVerdict)->wait(timeout);
   if (verdict != "ok") throw HandshakeError(verdict);
+}
+
+int64_t agree_resume_step(Transport& tr, const std::vector<int64_t>& mine,
+                          std::chrono::milliseconds timeout) {
+  auto text_of = [](const std::vector<int64_t>& steps) {
+    std::string t;
+    const size_t from = steps.size() > 64 ? steps.size() - 64 : 0;
+    for (size_t i = from; i < steps.size(); ++i)
+      t += (t.empty() ? "" : ",") + std::to_string(steps[i]);
+    return t;
+  };
+  auto steps_of = [](const std::string& text) {
+    std::vector<int64_t> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
+    return out;
+  };
+  if (tr.rank() != 0) {
+    torch::Tensor verdict = torch::zeros({kTextBytes}, torch::kUInt8);
+    exchange(tr, {text_tensor(text_of(mine))}, 0, kTagSteps, {verdict}, kTagResume, timeout);
+    const std::string v = tensor_text(verdict);
+    if (v.rfind("step ", 0) != 0) throw InputError("resume", v);
+    return std::stoll(v.substr(5));
+  }
+  std::vector<std::vector<int64_t>> all = {mine};
+  std::vector<std::string> names = {"rank 0 (server)"};
+  for (int r = 1; r < tr.world_size(); ++r) {
+    torch::Tensor steps = torch::zeros({kTextBytes}, torch::kUInt8);
+    tr.recv({steps}, r, kTagSteps)->wait(timeout);
+    try {
+      all.push_back(steps_of(tensor_text(steps)));
+    } catch (const std::exception&) {
+      all.push_back({});  // malformed: as none, which the verdict then names
+    }
+    names.push_back("rank " + std::to_string(r));
+  }
+  std::string verdict;
+  int64_t step = 0;
+  try {
+    step = common_checkpoint_step(all, names);
+    verdict = "step " + std::to_string(step);
+  } catch (const InputError& e) {
+    verdict = e.message();
+  }
+  for (int r = 1; r < tr.world_size(); ++r)
+    tr.send({text_tensor(verdict)}, r, kTagResume)->wait(timeout);
+  if (verdict.rfind("step ", 0) != 0) throw InputError("resume", verdict);
+  return step;
 }
 
 ExecClock::time_point synchronise(Transport& tr, std::chrono::milliseconds timeout,

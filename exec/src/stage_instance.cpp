@@ -11,6 +11,7 @@
 #include "slow_processor.h"
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/exec/mixed_precision.h"
+#include "stage_checkpoint.h"
 #include "stage_wire.h"
 
 namespace splitsim::exec_internal {
@@ -62,7 +63,11 @@ class Instance {
   }
 
   void run() {
-    const auto ops = stage_ops(plan_.schedule, k_, K_, m_, ctx_.batches, plan_.virtual_stages);
+    auto ops = stage_ops(plan_.schedule, k_, K_, m_, ctx_.batches, plan_.virtual_stages);
+    const int64_t first = ctx_.options.first_batch;  // resumed from a checkpoint: later batches
+    ops.erase(
+        std::remove_if(ops.begin(), ops.end(), [first](const Op& o) { return o.batch < first; }),
+        ops.end());
     const size_t window = static_cast<size_t>(2 * m_ + 2);
     int64_t batch = -1;  // of the last op (a training mode's rounds wait between batches)
     for (size_t j = 0; j < ops.size(); ++j) {
@@ -80,7 +85,10 @@ class Instance {
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
       if (op.kind == OpKind::kWeight) weight(op);
-      if (op.kind == OpKind::kUpdate) update(op);
+      if (op.kind == OpKind::kUpdate) {
+        update(op);
+        checkpoint(op);
+      }
       if (op.kind == OpKind::kBarrier) iteration_barrier(ctx_, c_, op.batch);
       pass_turn(ctx_, c_);
       if (ctx_.rounds && op.kind == OpKind::kUpdate)
@@ -418,6 +426,15 @@ class Instance {
       evaluate_stage(ctx_, wire_, op.batch + 1, &eval_serial_, out_);
   }
 
+  // After the update and evaluation of every checkpoint_every-th batch.
+  void checkpoint(const Op& op) {
+    const int64_t every = ctx_.options.checkpoint.every;
+    if (ctx_.options.checkpoint.dir.empty() || every <= 0 || (op.batch + 1) % every != 0 ||
+        op.batch >= plan_.iterations)
+      return;
+    save_checkpoint(ctx_, k_, c_, op.batch + 1, *out_);
+  }
+
   void run_deferred_evaluation() {
     if (deferred_eval_ < 0) return;
     evaluate_stage(ctx_, wire_, deferred_eval_, &eval_serial_, out_);
@@ -491,6 +508,7 @@ void run_instance(PartyContext& ctx, int stage, int client, InstanceResult* out)
                  "): " + error_reason(e);
     fail_turns(ctx);
     if (ctx.rounds) ctx.rounds->fail();
+    ctx.fail(out->error);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <thread>
@@ -41,6 +42,7 @@ struct Setup {
   int64_t batches_per_epoch = 0, test_batches = 0;
   int64_t eval_every = 0;   // training batches between evaluations
   int64_t evaluations = 0;  // in the whole training
+  std::string checkpoint_identity;  // what a checkpoint file must carry (its run's identity hash)
 };
 
 void check_options(const TrainOptions& o) {
@@ -49,6 +51,12 @@ void check_options(const TrainOptions& o) {
   if (o.test_samples < 0) throw InputError("test_samples", "must not be negative");
   if (o.eval_every < 0) throw InputError("eval_every", "must not be negative");
   if (!(o.alpha >= 0) || o.alpha > 1e6) throw InputError("alpha", "must be in [0, 1e6]");
+  const CheckpointOptions& c = o.checkpoint;
+  if (c.every < 0) throw InputError("checkpoint_every", "must not be negative");
+  if (c.dir.empty() && (c.every > 0 || c.resume))
+    throw InputError(c.resume ? "resume" : "checkpoint_every", "needs --checkpoint-dir DIR");
+  if (!c.dir.empty() && c.every == 0 && !c.resume)
+    throw InputError("checkpoint_dir", "needs --checkpoint-every N (batches), or --resume");
 }
 
 // The train and test splits by dataset, read once for every variant.
@@ -75,6 +83,10 @@ void check_trainable(const Scenario& sc, const std::string& dataset, bool datase
                      "mode with rounds (vanilla, splitfed_v1, splitfed_v2), not unsynchronised");
   if (sc.clients != 1 && !o.role.empty())
     throw InputError("role", "train runs several clients in one process (leave --role out)");
+  if (sc.clients != 1 && !o.checkpoint.dir.empty())
+    throw InputError(
+        "checkpoint_dir",
+        "checkpoints are of one client's training; the scenario has " + std::to_string(sc.clients));
   if (sc.clients == 1 && o.alpha > 0)
     throw InputError("alpha", "spreads the samples over several clients; the scenario has one");
   if (model_input_shape(sc.model).size() != 3)
@@ -146,12 +158,50 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
                          {"train_samples", s.train.labels.size(0)},
                          {"test_samples", s.test.labels.size(0)},
                          {"alpha", o.alpha}};
+  // A checkpoint is of this training, whatever its interval; both parties
+  // take them at the same batches.
+  s.checkpoint_identity = stable_hash(s.identity.dump());
+  if (!o.checkpoint.dir.empty())
+    s.identity["checkpoints"] = {{"every", o.checkpoint.every}, {"resume", o.checkpoint.resume}};
   return s;
+}
+
+// The (stage, client) instances `rank` runs (in process: every rank's).
+std::vector<std::pair<int, int>> instances_of(const Setup& s, int rank) {
+  std::vector<std::pair<int, int>> out;
+  const ExecTopology& topo = s.run.topology;
+  for (int k = 0; k < topo.stages; ++k)
+    if (rank < 0 || topo.rank_of(k, 0) == rank) out.push_back({k, 0});
+  return out;
+}
+
+// The checkpoint directory made ready for `instances`: created; without
+// --resume it must not hold their checkpoints (a fresh run would mix its
+// files with another's). Returns the steps every instance holds whole.
+std::vector<int64_t> local_checkpoint_steps(const TrainOptions& o,
+                                            const std::vector<std::pair<int, int>>& instances) {
+  const std::string& dir = o.checkpoint.dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    throw InputError("checkpoint_dir", dir + " is not a directory and cannot be made one" +
+                                           (ec ? " (" + ec.message() + ")" : std::string()));
+  for (const auto& i : instances) {
+    const std::vector<int64_t> held = complete_checkpoint_steps(dir, {i});
+    if (!o.checkpoint.resume && !held.empty())
+      throw InputError("checkpoint_dir",
+                       dir + " holds checkpoints (stage " + std::to_string(i.first) + ", step " +
+                           std::to_string(held.back()) +
+                           "): pass --resume to continue from them, or another directory");
+  }
+  return complete_checkpoint_steps(dir, instances);
 }
 
 RunOptions run_options(const Setup& s, const TrainOptions& o, BatchSource* train,
                        BatchSource* test) {
   RunOptions ro;
+  ro.checkpoint = o.checkpoint;
+  ro.checkpoint_identity = s.checkpoint_identity;
   ro.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   ro.data = train;
   ro.eval_data = test;
@@ -188,8 +238,8 @@ nlohmann::json clients_json(const Setup& s, const TrainOptions& o) {
 // batch statistics; the wire bytes of every rank given).
 nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::string& mode,
                            const std::vector<EvalStats>& evals,
-                           const std::vector<BatchStats>& stats, int64_t wire_bytes,
-                           double wall_s) {
+                           const std::vector<BatchStats>& stats, int64_t wire_bytes, double wall_s,
+                           int64_t resumed_from) {
   nlohmann::json evaluations = nlohmann::json::array();
   double best = -1;
   int64_t best_batches = 0;
@@ -217,7 +267,7 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
             [](const BatchStats& a, const BatchStats& b) { return a.batch < b.batch; });
   for (const BatchStats& b : sorted) losses.push_back(b.loss);
   const Plan& plan = s.run.plan;
-  const int64_t batches = plan.iterations;
+  const int64_t batches = plan.iterations - resumed_from;  // run by this process
   return {{"schema", "splitsim.train/1"},
           {"scenario", o.scenario},
           {"variant", s.run.label},
@@ -240,6 +290,7 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
            batches > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(batches) : 0.0},
           {"wall_s", wall_s},
           {"clients", clients_json(s, o)},
+          {"resumed_from_batch", resumed_from},
           {"complete", static_cast<int64_t>(evals.size()) == s.evaluations}};
 }
 
@@ -260,8 +311,29 @@ std::function<void(const EvalStats&)> epoch_progress(
   };
 }
 
+void resume_progress(const Setup& s, int64_t first,
+                     const std::function<void(const std::string&)>& progress) {
+  progress(first > 0 ? "train: resuming from the checkpoint of step " + std::to_string(first) +
+                           " (" + std::to_string(s.run.plan.iterations - first) + " of " +
+                           std::to_string(s.run.plan.iterations) + " batches left)"
+                     : "train: no checkpoint to resume from: training from the first batch");
+}
+
 TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
                               const std::function<void(const std::string&)>& progress) {
+  int64_t first = 0;
+  if (!o.checkpoint.dir.empty()) {
+    std::vector<std::vector<int64_t>> held;
+    std::vector<std::string> names;
+    for (const auto& i : instances_of(s, -1)) {
+      held.push_back(local_checkpoint_steps(o, {i}));
+      names.push_back("stage " + std::to_string(i.first));
+    }
+    if (o.checkpoint.resume) {
+      first = common_checkpoint_step(held, names);
+      resume_progress(s, first, progress);
+    }
+  }
   const int world = s.run.topology.world_size();
   auto hub = std::make_shared<LoopbackHub>(world);
   std::vector<RunResult> results(static_cast<size_t>(world));
@@ -280,6 +352,7 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
         auto test = make_ordered_image_source(s.test, s.input_shape);
         RunOptions ro = run_options(s, o, train.get(), test.get());
         ro.on_eval = on_eval;
+        ro.first_batch = first;
         results[static_cast<size_t>(r)] = run_party(s.run, t, r, ro, start);
         if (!results[static_cast<size_t>(r)].complete)
           hub->fail(results[static_cast<size_t>(r)].error);
@@ -305,7 +378,7 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
       out.error = r.error;
     }
   }
-  out.report = make_report(s, o, "in_process", evals, stats, wire, wall);
+  out.report = make_report(s, o, "in_process", evals, stats, wire, wall, first);
   out.plan = s.deploy;
   return out;
 }
@@ -355,6 +428,10 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
   GlooOptions go = party_gloo_options(topo, o.role, 0, o.listen, o.connect, o.timeout_s, "train");
   go.token = token;
   const int rank = go.rank;
+  // Refused before anything connects.
+  const std::vector<int64_t> held = o.checkpoint.dir.empty()
+                                        ? std::vector<int64_t>{}
+                                        : local_checkpoint_steps(o, instances_of(s, rank));
   progress("train: rank " + std::to_string(rank) + " of " + std::to_string(go.world_size) + " (" +
            o.role + "), " + (rank == 0 ? "listening on " : "connecting to ") + go.host + ":" +
            std::to_string(go.port));
@@ -363,14 +440,20 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
   out.plan = s.deploy;
   RunResult result;
   double wall = 0;
+  int64_t first = 0;
   try {
     handshake(*transport, {s.run.label, s.identity.dump(), o.version, token}, go.timeout);
+    if (o.checkpoint.resume) {
+      first = agree_resume_step(*transport, held, go.timeout);
+      resume_progress(s, first, progress);
+    }
     std::vector<double> offsets;
     const ExecClock::time_point start = synchronise(*transport, go.timeout, &offsets);
     auto train = make_image_source(s.train, s.input_shape, s.run.seed);
     auto test = make_ordered_image_source(s.test, s.input_shape);
     RunOptions ro = run_options(s, o, train.get(), test.get());
     ro.on_eval = epoch_progress(s, o, progress);
+    ro.first_batch = first;
     result = run_party(s.run, *transport, rank, ro, start);
     wall = std::chrono::duration<double>(ExecClock::now() - start).count();
     if (result.complete) {
@@ -379,6 +462,7 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
       gather(*transport, offsets, &result, go.timeout);
     }
   } catch (const InputError&) {
+    (void)transport.release();  // as below: the peer may be gone
     throw;
   } catch (const std::exception& e) {
     result.complete = false;
@@ -391,7 +475,7 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
   if (rank == 0) {
     // Two parties: rank 0's traffic is all of it; more: rank 0's share.
     out.report = make_report(s, o, "two_process", result.evals, result.stats,
-                             result.wire_bytes_sent + result.wire_bytes_received, wall);
+                             result.wire_bytes_sent + result.wire_bytes_received, wall, first);
   } else {
     out.report = {{"schema", "splitsim.train/1"}, {"role", o.role}, {"complete", out.complete}};
   }
@@ -407,10 +491,12 @@ std::vector<TrainOutcome> run_train(const TrainOptions& o,
   hold_freed_heap_memory();  // as exec (heap.h)
   torch::set_num_threads(o.threads);
   Workspace ws(o.scenario, progress);
-  if (o.role.empty())
-    ws.select(o.variant);
-  else
+  if (!o.role.empty())
     ws.select_one(o.variant, "two processes train");
+  else if (!o.checkpoint.dir.empty())
+    ws.select_one(o.variant, "checkpoints are of");
+  else
+    ws.select(o.variant);
   // Every variant's data and plan first: bad input fails before any training.
   std::vector<Setup> setups;
   SplitCache cache;

@@ -74,6 +74,16 @@ class Child {
   }
   std::string out() const { return slurp(out_); }
   std::string err() const { return slurp(err_); }
+  // SIGKILL to splitsim itself (the `timeout` wrapper's child), as a crash
+  // or kill -9 would end it; false when it was not running.
+  bool kill_program() {
+    if (pid_ <= 0) return false;
+    std::ifstream children("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) +
+                           "/children");
+    pid_t program = 0;
+    if (!(children >> program) || program <= 0) return false;
+    return ::kill(program, SIGKILL) == 0;
+  }
 
  private:
   std::string out_, err_;

@@ -43,6 +43,7 @@ class GlooTransport : public Transport {
   int world_size() const override;
   std::shared_ptr<Transfer> send(std::vector<torch::Tensor> tensors, int peer, int tag) override;
   std::shared_ptr<Transfer> recv(std::vector<torch::Tensor> tensors, int peer, int tag) override;
+  void abort(const std::string& why) override;
 
  private:
   struct Impl;

@@ -42,6 +42,8 @@ class LoopbackTransport : public Transport {
   int world_size() const override { return hub_->world_size(); }
   std::shared_ptr<Transfer> send(std::vector<torch::Tensor> tensors, int peer, int tag) override;
   std::shared_ptr<Transfer> recv(std::vector<torch::Tensor> tensors, int peer, int tag) override;
+  // Fails the hub: every rank's transfers end (LoopbackHub::fail).
+  void abort(const std::string& why) override { hub_->fail(why); }
 
  private:
   std::shared_ptr<LoopbackHub> hub_;

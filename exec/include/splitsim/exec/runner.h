@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "splitsim/costmodel/run_spec.h"
+#include "splitsim/exec/checkpoint.h"
 #include "splitsim/exec/dataset.h"
 #include "splitsim/exec/transport.h"
 #include "splitsim/sim/timeline.h"
@@ -75,6 +76,16 @@ struct RunOptions {
   // codec work) holds the party's processor, idle, until it has lasted this
   // many times what it took. Transfers are not slowed.
   double compute_slowdown = 1;
+  // Checkpoints (checkpoint.h; a synchronous schedule, one client): with a
+  // dir, every local instance writes its stage's checkpoint after the
+  // update (and evaluation) of every `every`-th batch, its files stamped
+  // with `checkpoint_identity`. first_batch > 0 resumes: every local
+  // instance first loads its checkpoint of that step (weights, optimizer,
+  // records; InputError for a file that is not this run's) and runs the
+  // batches from there.
+  CheckpointOptions checkpoint;
+  std::string checkpoint_identity;
+  int64_t first_batch = 0;
 };
 
 struct BatchStats {

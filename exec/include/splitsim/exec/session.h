@@ -43,6 +43,15 @@ std::string stable_hash(const std::string& text);
 // strangers from joining, it does not hide the traffic.
 void handshake(Transport& transport, const RunIdentity& me, std::chrono::milliseconds timeout);
 
+// --resume, after the handshake: every rank tells rank 0 the checkpoint
+// steps it holds whole (its newest 64); rank 0 picks the newest step all of
+// them hold (common_checkpoint_step, checkpoint.h: 0 when none holds any)
+// and tells everyone, who return it. When some hold steps but none in
+// common, every rank throws InputError("resume"), rank 0's naming what
+// each rank holds.
+int64_t agree_resume_step(Transport& transport, const std::vector<int64_t>& mine,
+                          std::chrono::milliseconds timeout);
+
 // Start barrier and clock offsets. Returns this process's time origin (rank
 // 0: when it released the others; others: when released). On rank 0
 // `offsets_s` gets, per rank, that rank's clock minus rank 0's (seconds):

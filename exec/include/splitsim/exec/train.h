@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "splitsim/costmodel/plan.h"
+#include "splitsim/exec/checkpoint.h"
 
 namespace splitsim {
 
@@ -36,6 +37,10 @@ struct TrainOptions {
   std::string listen, connect;  // ADDR:PORT
   std::string token;            // shared secret ("" none; else $SPLITSIM_TOKEN)
   std::string version;          // program version, checked in the handshake
+  // Checkpoints of every party's stages (exec/TRAINING.md "Checkpoints and
+  // resume"): one variant, one client. A run without resume refuses a
+  // directory that already holds this party's checkpoints.
+  CheckpointOptions checkpoint;
 };
 
 struct TrainOutcome {

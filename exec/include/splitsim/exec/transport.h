@@ -47,6 +47,14 @@ class Transport {
   // Receives into preallocated `tensors` (sizes and dtypes as sent).
   virtual std::shared_ptr<Transfer> recv(std::vector<torch::Tensor> tensors, int peer, int tag) = 0;
 
+  // Ends every transfer of this transport: waits in progress and to come
+  // throw TransportError with `why` at once, and a transfer's destruction
+  // no longer waits for the network. For a party whose run failed locally
+  // (a stage's error, a checkpoint that cannot be written), so that its
+  // other stages stop now rather than at the transfer timeout; the
+  // transport is unusable afterwards. Thread-safe.
+  virtual void abort(const std::string& why) = 0;
+
   // Bytes (sum of tensor nbytes) handed to send() / received by recv() to
   // and from other ranks since construction. Thread-safe.
   int64_t bytes_sent() const { return bytes_sent_.load(); }
