@@ -69,6 +69,17 @@ Command add_exec_command(CLI::App& app) {
                   "lasted F times what it took; transfers are not slowed")
       ->check(number_range(1, 1000))
       ->capture_default_str();
+  sub->add_option("--checkpoint-dir", args->checkpoint.dir,
+                  "Write this party's checkpoints here (its stages' weights, optimizer state; a "
+                  "synchronous schedule, one client); a fresh run refuses a directory that holds "
+                  "them");
+  sub->add_option("--checkpoint-every", args->checkpoint.every,
+                  "Batches between checkpoints (the newest two are kept)")
+      ->check(int_range(1, limits::kMaxIterations));
+  sub->add_flag("--resume", args->checkpoint.resume,
+                "Continue from the newest checkpoint step every party holds (from the first "
+                "batch when there is none); every party passes it; the metrics are of the "
+                "batches run after it");
   sub->add_option("--token", args->token,
                   "Shared secret every side must present in the handshake (else "
                   "$SPLITSIM_TOKEN; prefer the variable: a command line is visible in ps)");

@@ -137,6 +137,32 @@ bool parse_name(const std::string& name, int64_t* step, int* stage, int* client)
 
 }  // namespace
 
+void check_checkpoint_options(const CheckpointOptions& c) {
+  if (c.every < 0) throw InputError("checkpoint_every", "must not be negative");
+  if (c.dir.empty() && (c.every > 0 || c.resume))
+    throw InputError(c.resume ? "resume" : "checkpoint_every", "needs --checkpoint-dir DIR");
+  if (!c.dir.empty() && c.every == 0 && !c.resume)
+    throw InputError("checkpoint_dir", "needs --checkpoint-every N (batches), or --resume");
+}
+
+std::vector<int64_t> prepare_checkpoint_dir(const CheckpointOptions& o,
+                                            const std::vector<std::pair<int, int>>& instances) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.dir, ec);
+  if (!std::filesystem::is_directory(o.dir))
+    throw InputError("checkpoint_dir", o.dir + " is not a directory and cannot be made one" +
+                                           (ec ? " (" + ec.message() + ")" : std::string()));
+  for (const auto& i : instances) {
+    const std::vector<int64_t> held = complete_checkpoint_steps(o.dir, {i});
+    if (!o.resume && !held.empty())
+      throw InputError("checkpoint_dir",
+                       o.dir + " holds checkpoints (stage " + std::to_string(i.first) + ", step " +
+                           std::to_string(held.back()) +
+                           "): pass --resume to continue from them, or another directory");
+  }
+  return complete_checkpoint_steps(o.dir, instances);
+}
+
 int64_t checkpoint_dtype_bytes(const std::string& dtype) {
   static const std::map<std::string, int64_t> sizes = {
       {"Float", 4}, {"Double", 8}, {"Half", 2}, {"BFloat16", 2}, {"Long", 8},

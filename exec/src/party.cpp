@@ -89,6 +89,9 @@ nlohmann::json handshake_identity(const RunSpec& spec, const ExecPartyOptions& a
   if (args.distinct_batches > 0) identity["distinct_batches"] = args.distinct_batches;
   if (!args.congestion_control.empty())
     identity["tcp_congestion_control"] = args.congestion_control;
+  if (!args.checkpoint.dir.empty())
+    identity["checkpoints"] = {{"every", args.checkpoint.every},
+                               {"resume", args.checkpoint.resume}};
   return identity;
 }
 
@@ -100,6 +103,7 @@ RunOptions exec_run_options(const ExecPartyOptions& args, const GlooOptions& go,
   ro.distinct_batches = args.distinct_batches;
   ro.device = args.device;
   ro.compute_slowdown = args.compute_slowdown;
+  ro.checkpoint = args.checkpoint;
   // A line every 10 s or so and at the end (a full-size model takes
   // seconds per batch on a CPU).
   auto last_line = std::chrono::steady_clock::now();
@@ -143,11 +147,18 @@ void announce(const ExecPartyOptions& args, const GlooOptions& go, const RunSpec
 // Handshake, clocks, the run and (rank 0) every rank's events. A transport
 // failure ends the result incomplete; bad input throws.
 RunResult run_connected(GlooTransport& transport, const RunSpec& spec, const RunIdentity& identity,
-                        const GlooOptions& go, const RunOptions& ro,
+                        const GlooOptions& go, RunOptions ro,
+                        const std::vector<int64_t>& held_steps,
                         const std::function<void(const std::string&)>& progress) {
   RunResult result;
   try {
     handshake(transport, identity, go.timeout);
+    if (ro.checkpoint.resume) {
+      ro.first_batch = agree_resume_step(transport, held_steps, go.timeout);
+      progress(ro.first_batch > 0
+                   ? "exec: resuming from the checkpoint of step " + std::to_string(ro.first_batch)
+                   : "exec: no checkpoint to resume from: from the first batch");
+    }
     std::vector<double> offsets;
     const ExecClock::time_point start = synchronise(transport, go.timeout, &offsets);
     progress("exec: connected, training " + std::to_string(spec.plan.iterations) + " batches");
@@ -210,7 +221,17 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
                                       args.connect, args.timeout_s, "exec");
   go.congestion_control = args.congestion_control;
   go.token = token;
-  const RunOptions ro = exec_run_options(args, go, spec.plan.iterations, progress);
+  RunOptions ro = exec_run_options(args, go, spec.plan.iterations, progress);
+  std::vector<int64_t> held;  // refused before anything connects
+  if (!args.checkpoint.dir.empty()) {
+    check_checkpoint_options(args.checkpoint);
+    std::vector<std::pair<int, int>> mine;
+    for (int k = 0; k < spec.topology.stages; ++k)
+      for (int c = 0; c < spec.topology.clients; ++c)
+        if (spec.topology.rank_of(k, c) == go.rank) mine.push_back({k, c});
+    held = prepare_checkpoint_dir(args.checkpoint, mine);
+    ro.checkpoint_identity = stable_hash(spec.identity.dump());
+  }
   if (args.device == "cuda" && !torch::cuda::is_available())
     throw InputError("device",
                      "cuda requested but this LibTorch build or machine has no CUDA "
@@ -220,7 +241,13 @@ PartyOutcome run_exec_party(const ExecPartyOptions& args, std::ostream& out,
   progress("exec: TCP congestion control " + transport->congestion_control());
   const RunIdentity identity{spec.label, handshake_identity(spec, args).dump(), args.version,
                              token};
-  const RunResult result = run_connected(*transport, spec, identity, go, ro, progress);
+  RunResult result;
+  try {
+    result = run_connected(*transport, spec, identity, go, ro, held, progress);
+  } catch (const InputError&) {
+    (void)transport.release();  // the peer may be gone: no Gloo destructors
+    throw;
+  }
   write_outputs(args, spec, result, transport->congestion_control(), out, progress);
   // A failed Gloo pair may block in its destructor: the transport is left
   // alive for the caller, who exits at once (std::_Exit) after a failure.

@@ -305,6 +305,7 @@ RunResult run_party(const RunSpec& spec, Transport& transport, int rank, const R
   int64_t eval_sent = 0, eval_received = 0;
   RunResult r = merge_results(ctx, results, &eval_sent, &eval_received);
   r.peak_tensor_bytes[rank] = memory.peak_bytes();
+  r.first_batch = options.first_batch;
   if (options.keep_parameters) keep_parameters(ctx, &r);
   r.wire_bytes_sent = transport.bytes_sent() - sent_before - eval_sent;
   r.wire_bytes_received = transport.bytes_received() - received_before - eval_received;

@@ -388,7 +388,9 @@ nlohmann::json exec_metrics_json(const RunSpec& spec, const RunResult& r) {
     tl.events.erase(std::remove_if(tl.events.begin(), tl.events.end(),
                                    [&](const TimelineEvent& e) { return e.batch >= batches; }),
                     tl.events.end());
-    Metrics m = compute_metrics(tl, plan, std::min(plan.warmup, batches - 1));
+    // Resumed: the batches before the checkpoint ran in another process.
+    const int64_t warmup = std::max(plan.warmup, r.first_batch);
+    Metrics m = compute_metrics(tl, plan, std::min(warmup, batches - 1));
     m.source = "exec";
     to_json(j, m);
   } else {
@@ -398,6 +400,7 @@ nlohmann::json exec_metrics_json(const RunSpec& spec, const RunResult& r) {
     j["variant"] = plan.variant;
   }
   j["complete"] = r.complete;
+  if (r.first_batch > 0) j["resumed_from_batch"] = r.first_batch;
   if (!r.complete) j["error"] = r.error;
   j["batches_completed"] = batches;
   // Training figures per batch, summed over the micro-batches (and averaged

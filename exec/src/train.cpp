@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <thread>
@@ -51,12 +50,7 @@ void check_options(const TrainOptions& o) {
   if (o.test_samples < 0) throw InputError("test_samples", "must not be negative");
   if (o.eval_every < 0) throw InputError("eval_every", "must not be negative");
   if (!(o.alpha >= 0) || o.alpha > 1e6) throw InputError("alpha", "must be in [0, 1e6]");
-  const CheckpointOptions& c = o.checkpoint;
-  if (c.every < 0) throw InputError("checkpoint_every", "must not be negative");
-  if (c.dir.empty() && (c.every > 0 || c.resume))
-    throw InputError(c.resume ? "resume" : "checkpoint_every", "needs --checkpoint-dir DIR");
-  if (!c.dir.empty() && c.every == 0 && !c.resume)
-    throw InputError("checkpoint_dir", "needs --checkpoint-every N (batches), or --resume");
+  check_checkpoint_options(o.checkpoint);
 }
 
 // The train and test splits by dataset, read once for every variant.
@@ -173,28 +167,6 @@ std::vector<std::pair<int, int>> instances_of(const Setup& s, int rank) {
   for (int k = 0; k < topo.stages; ++k)
     if (rank < 0 || topo.rank_of(k, 0) == rank) out.push_back({k, 0});
   return out;
-}
-
-// The checkpoint directory made ready for `instances`: created; without
-// --resume it must not hold their checkpoints (a fresh run would mix its
-// files with another's). Returns the steps every instance holds whole.
-std::vector<int64_t> local_checkpoint_steps(const TrainOptions& o,
-                                            const std::vector<std::pair<int, int>>& instances) {
-  const std::string& dir = o.checkpoint.dir;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!std::filesystem::is_directory(dir))
-    throw InputError("checkpoint_dir", dir + " is not a directory and cannot be made one" +
-                                           (ec ? " (" + ec.message() + ")" : std::string()));
-  for (const auto& i : instances) {
-    const std::vector<int64_t> held = complete_checkpoint_steps(dir, {i});
-    if (!o.checkpoint.resume && !held.empty())
-      throw InputError("checkpoint_dir",
-                       dir + " holds checkpoints (stage " + std::to_string(i.first) + ", step " +
-                           std::to_string(held.back()) +
-                           "): pass --resume to continue from them, or another directory");
-  }
-  return complete_checkpoint_steps(dir, instances);
 }
 
 RunOptions run_options(const Setup& s, const TrainOptions& o, BatchSource* train,
@@ -326,7 +298,7 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
     std::vector<std::vector<int64_t>> held;
     std::vector<std::string> names;
     for (const auto& i : instances_of(s, -1)) {
-      held.push_back(local_checkpoint_steps(o, {i}));
+      held.push_back(prepare_checkpoint_dir(o.checkpoint, {i}));
       names.push_back("stage " + std::to_string(i.first));
     }
     if (o.checkpoint.resume) {
@@ -429,9 +401,9 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
   go.token = token;
   const int rank = go.rank;
   // Refused before anything connects.
-  const std::vector<int64_t> held = o.checkpoint.dir.empty()
-                                        ? std::vector<int64_t>{}
-                                        : local_checkpoint_steps(o, instances_of(s, rank));
+  const std::vector<int64_t> held =
+      o.checkpoint.dir.empty() ? std::vector<int64_t>{}
+                               : prepare_checkpoint_dir(o.checkpoint, instances_of(s, rank));
   progress("train: rank " + std::to_string(rank) + " of " + std::to_string(go.world_size) + " (" +
            o.role + "), " + (rank == 0 ? "listening on " : "connecting to ") + go.host + ":" +
            std::to_string(go.port));

@@ -54,6 +54,18 @@ class CheckpointWriteError : public std::runtime_error {
 
 constexpr const char* kCheckpointSchema = "splitsim.checkpoint/1";
 
+// Throws InputError naming the flag for options that do not go together:
+// --checkpoint-every or --resume without --checkpoint-dir, a directory
+// with neither, a negative interval.
+void check_checkpoint_options(const CheckpointOptions& options);
+
+// The directory made ready for this process's `instances` ((stage,
+// client) pairs): created if missing; without resume it must not hold
+// their checkpoints (a fresh run would mix its files with another's:
+// InputError("checkpoint_dir")). Returns the steps all of them hold whole.
+std::vector<int64_t> prepare_checkpoint_dir(const CheckpointOptions& options,
+                                            const std::vector<std::pair<int, int>>& instances);
+
 // Bytes per element of a checkpoint dtype; 0 for a name it does not know.
 int64_t checkpoint_dtype_bytes(const std::string& dtype);
 

@@ -8,6 +8,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "splitsim/exec/checkpoint.h"
+
 namespace splitsim {
 
 // How a party run ended. !complete: a transport failure, a refused
@@ -39,6 +41,9 @@ struct ExecPartyOptions {
   // compares it). The metrics JSON names what rank 0's connections used.
   std::string congestion_control;
   double compute_slowdown = 1;  // RunOptions::compute_slowdown (this process only)
+  // This party's checkpoints (exec/TRAINING.md "Checkpoints and resume");
+  // a resumed run's metrics are of the batches it ran.
+  CheckpointOptions checkpoint;
 };
 
 // `splitsim exec`: loads the scenario (Workspace), plans the one selected

@@ -102,6 +102,7 @@ struct RunResult {
   bool complete = false;
   std::string error;         // the first failure when !complete
   int64_t batches_done = 0;  // batches every local stage finished (updated)
+  int64_t first_batch = 0;   // resumed from a checkpoint: the batches before it ran earlier
   // Stage updates skipped over a non-finite gradient (loss scaling), summed
   // over the stages (and, after gathering, the ranks).
   int64_t skipped_updates = 0;
