@@ -13,6 +13,7 @@
 #include "platform.h"
 #include "runtime.h"
 #include "splitsim/costmodel/link_fit.h"
+#include "splitsim/costmodel/tcp_loss.h"
 
 namespace splitsim::sim_internal {
 
@@ -101,6 +102,12 @@ void PairSender::run() {
   const double latency = from_client ? ctx_->plan->client_latency_s(from_)
                          : to_client ? ctx_->plan->client_latency_s(to_)
                                      : net.latency_s;
+  // A lossy link (network.loss_rate): TCP moves the bytes at most at its
+  // rate under loss over the path's round trip (tcp_loss.h), whatever the
+  // link's rate; the shaper's bucket still fills at the link's.
+  const double flow_rate = net.loss_rate > 0 && latency > 0
+                               ? std::min(rate, tcp_rate_under_loss_Bps(2 * latency, net.loss_rate))
+                               : rate;
   // A token-bucket shaper (network.burst_bytes): the bucket refills at the
   // rate while this direction idles, up to the burst. Without a packet size
   // the bytes it holds pass at once (or at network.burst_peak_bit_per_s,
@@ -150,11 +157,15 @@ void PairSender::run() {
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
     // (The work per message is the stage actors' own: StageActor::call.)
-    const double over_s = paced / rate + burst_s;
+    const double over_s = paced / flow_rate + burst_s;
     sg4::ExecPtr send_work = start_host_work(from, pf.sent_s_per_byte(from_party) * bytes, over_s);
     sg4::ExecPtr recv_work = start_host_work(to, pf.received_s_per_byte(to_party) * bytes, over_s);
     if (burst_s > 0) sg4::this_actor::sleep_for(burst_s);
     if (paced > 0 || plain) sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
+    // Under loss TCP takes paced / flow_rate for the bytes: they hold the
+    // link for their time at its rate, the rest is the connection waiting
+    // out its losses (SimGrid's host-to-host Comm takes no rate of its own).
+    if (flow_rate < rate && paced > 0) sg4::this_actor::sleep_for(paced / flow_rate - paced / rate);
     // Where the link paces the message, it is there once its host work
     // kept pace. A message of one tensor the bucket lets pass at once is
     // there at once: the probe's time of such a message is flat in its size

@@ -34,6 +34,7 @@ TEST(ScenarioFiles, ShippedScenariosLoadWithExpectedVariantCounts) {
       {"resnet20_4stage_schedules.json", 12},
       {"roberta_small_lora_frozen_client.json", 2},
       {"resnet20_training_modes.json", 4},
+      {"resnet20_lossy_home_link.json", 10},
   };
   std::map<std::string, size_t> found;
   for (const auto& entry : std::filesystem::directory_iterator(SPLITSIM_SOURCE_DIR "/scenarios")) {

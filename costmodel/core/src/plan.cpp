@@ -53,6 +53,7 @@ nlohmann::json network_json(const NetworkSpec& n) {
   if (n.burst_bytes > 0) j["burst_bytes"] = n.burst_bytes;
   if (n.burst_packet_bytes > 0) j["burst_packet_bytes"] = n.burst_packet_bytes;
   if (n.burst_peak_bit_per_s > 0) j["burst_peak_bit_per_s"] = n.burst_peak_bit_per_s;
+  if (n.loss_rate > 0) j["loss_rate"] = n.loss_rate;
   if (n.server_bandwidth_bit_per_s > 0)
     j["server_bandwidth_bit_per_s"] = n.server_bandwidth_bit_per_s;
   if (n.server_latency_s > 0) j["server_latency_s"] = n.server_latency_s;

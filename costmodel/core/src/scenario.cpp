@@ -20,11 +20,19 @@ namespace jr = json_read;
 using nlohmann::json;
 
 const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "weight_decay", "eps"};
-const std::vector<std::string> kNetworkKeys = {
-    "bandwidth_bit_per_s", "up_bandwidth_bit_per_s",     "down_bandwidth_bit_per_s", "latency_s",
-    "bandwidth_trace",     "per_message_overhead_s",     "bandwidth_factor",         "burst_bytes",
-    "burst_packet_bytes",  "server_bandwidth_bit_per_s", "server_latency_s",
-    "burst_peak_bit_per_s"};
+const std::vector<std::string> kNetworkKeys = {"bandwidth_bit_per_s",
+                                               "up_bandwidth_bit_per_s",
+                                               "down_bandwidth_bit_per_s",
+                                               "latency_s",
+                                               "bandwidth_trace",
+                                               "per_message_overhead_s",
+                                               "bandwidth_factor",
+                                               "burst_bytes",
+                                               "burst_packet_bytes",
+                                               "server_bandwidth_bit_per_s",
+                                               "server_latency_s",
+                                               "burst_peak_bit_per_s",
+                                               "loss_rate"};
 const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent",
                                                 "cpu_s_per_byte_received",
                                                 "cpu_s_per_message_sent",
@@ -210,7 +218,10 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
       {"bandwidth_factor", &n.bandwidth_factor, {limits::kMinBandwidthFactor, false, 1, false}},
       {"server_bandwidth_bit_per_s", &n.server_bandwidth_bit_per_s, kBandwidth},
       {"server_latency_s", &n.server_latency_s, {0, false, limits::kMaxLatencyS, false}},
-      {"burst_peak_bit_per_s", &n.burst_peak_bit_per_s, {0, false, limits::kMaxBandwidthBitPerS, false}},
+      {"burst_peak_bit_per_s",
+       &n.burst_peak_bit_per_s,
+       {0, false, limits::kMaxBandwidthBitPerS, false}},
+      {"loss_rate", &n.loss_rate, {0, false, limits::kMaxLossRate, false}},
   };
   for (const NumberKey& k : numbers) {
     if (j.contains(k.key)) *k.field = jr::read_number(j.at(k.key), path + "." + k.key, k.range);
@@ -218,6 +229,10 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
   if (j.contains("bandwidth_trace")) {
     n.bandwidth_trace = jr::read_string(j.at("bandwidth_trace"), path + ".bandwidth_trace");
   }
+  if (n.loss_rate > 0 && !(n.latency_s > 0))
+    throw InputError(path + ".loss_rate",
+                     "needs latency_s > 0: TCP's rate under loss depends on the round trip "
+                     "(sim/README.md \"Lossy links\")");
   if (j.contains("burst_bytes"))
     n.burst_bytes =
         jr::read_int(j.at("burst_bytes"), path + ".burst_bytes", 0, limits::kMaxPlanBytes);

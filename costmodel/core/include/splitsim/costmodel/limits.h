@@ -38,6 +38,8 @@ constexpr double kMinBandwidthBitPerS = 1e3;
 constexpr double kMaxBandwidthBitPerS = 1e15;
 constexpr double kMinBandwidthFactor = 1e-3;
 constexpr double kMaxLatencyS = 3600;
+// network.loss_rate: beyond a fifth of the packets TCP hardly moves at all.
+constexpr double kMaxLossRate = 0.2;
 constexpr double kMaxOverheadS = 3600;
 // Platform: a microsecond of CPU per byte is a thousand times what a
 // network stack costs; slowdowns beyond 100x are typos.

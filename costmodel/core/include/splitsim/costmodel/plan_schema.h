@@ -245,9 +245,10 @@ void fields(V& v, PlanClientGroup& g) {
 // binary codec.
 template <class V>
 void fields(V& v, NetworkSpec& n) {
-  for (double* d : {&n.bandwidth_bit_per_s, &n.up_bandwidth_bit_per_s, &n.down_bandwidth_bit_per_s,
-                    &n.latency_s, &n.per_message_overhead_s, &n.bandwidth_factor,
-                    &n.server_bandwidth_bit_per_s, &n.server_latency_s, &n.burst_peak_bit_per_s})
+  for (double* d :
+       {&n.bandwidth_bit_per_s, &n.up_bandwidth_bit_per_s, &n.down_bandwidth_bit_per_s,
+        &n.latency_s, &n.per_message_overhead_s, &n.bandwidth_factor, &n.server_bandwidth_bit_per_s,
+        &n.server_latency_s, &n.burst_peak_bit_per_s, &n.loss_rate})
     v.binary(*d);
   v.binary(n.bandwidth_trace);
   v.binary(n.burst_bytes);

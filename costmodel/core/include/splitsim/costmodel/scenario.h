@@ -116,6 +116,10 @@ struct NetworkSpec {
   // limited by its own link only).
   double server_bandwidth_bit_per_s = 0;
   double server_latency_s = 0;  // added to every client's latency
+  // Packets lost on the link, each direction (0 to 0.2). A TCP transfer
+  // then moves at most tcp_rate_under_loss(2 x its path's latency, this)
+  // (tcp_loss.h); needs latency_s > 0.
+  double loss_rate = 0;
 };
 
 // A value per client: fixed, listed (one per client of the group), or drawn

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# TCP's bulk rate on a lossy link, measured against the simulator's model
+# (sim/README.md "Lossy links"): two network namespaces joined by a veth
+# pair, each end shaped by htb at RATE, segmentation offload off (one packet
+# per segment, so a drop is one segment), and an nftables rule in each
+# namespace's input hook dropping that fraction of TCP packets at random
+# (this kernel has no netem). `splitsim link-probe` times a 16 MB bulk
+# transfer each way; the model's rate is min(the loss-free goodput,
+# tcp_rate_under_loss(2 x the probe's latency, loss)). Prints one line per
+# loss rate: the measured goodputs (both ways, every repetition) and the
+# model. As root, with iproute2 and nftables.
+# Usage: lossy_link_probe.sh BIN [RATE_MBIT (300)] [REPEATS (3)] [OUTDIR]
+set -euo pipefail
+bin="${1:?usage: $0 path/to/splitsim [rate_mbit] [repeats] [outdir]}"
+rate="${2:-300}" repeats="${3:-3}" out="${4:-$(mktemp -d)}"
+mkdir -p "$out"
+losses=(0 0.001 0.005 0.01 0.02)
+a=splitsim_loss_a b=splitsim_loss_b
+cleanup() { ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true; }
+trap cleanup EXIT
+link_up() {  # loss fraction
+  cleanup
+  ip netns add "$a"; ip netns add "$b"
+  ip link add vloss_a type veth peer name vloss_b
+  ip link set vloss_a netns "$a"; ip link set vloss_b netns "$b"
+  ip -n "$a" addr add 10.78.0.1/24 dev vloss_a; ip -n "$b" addr add 10.78.0.2/24 dev vloss_b
+  for side in "$a vloss_a" "$b vloss_b"; do
+    read -r ns dev <<< "$side"
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set "$dev" gso_max_segs 1 up
+    tc -n "$ns" qdisc add dev "$dev" root handle 1: htb default 1
+    tc -n "$ns" class add dev "$dev" parent 1: classid 1:1 htb rate "${rate}mbit" ceil "${rate}mbit" 2>/dev/null  # "quantum is big": harmless
+    per_100k=$(python3 -c "print(round($1 * 100000))")
+    if [[ $per_100k -gt 0 ]]; then
+      ip netns exec "$ns" nft add table inet splitsim_loss
+      ip netns exec "$ns" nft add chain inet splitsim_loss input '{ type filter hook input priority 0; }'
+      ip netns exec "$ns" nft add rule inet splitsim_loss input meta l4proto tcp \
+        numgen random mod 100000 '<' "$per_100k" drop
+    fi
+  done
+}
+probe=(link-probe --megabytes 16 --single-max-kib 64 --pair-max-kib 0 --json)
+for rep in $(seq "$repeats"); do  # interleaved: every loss rate once per repetition
+  for loss in "${losses[@]}"; do
+    link_up "$loss"
+    ip netns exec "$a" timeout 300 "$bin" "${probe[@]}" --role server --listen 10.78.0.1:29650 \
+      > "$out/loss${loss}_rep$rep.json" 2> "$out/loss${loss}_rep$rep.err" &
+    sleep 0.5
+    ip netns exec "$b" timeout 300 "$bin" "${probe[@]}" --role client --connect 10.78.0.1:29650 \
+      > /dev/null 2>&1
+    wait
+  done
+done
+python3 - "$out" "$repeats" "${losses[@]}" <<'PY'
+import json, math, statistics, sys
+out, repeats, losses = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def runs(loss):
+    return [json.load(open(f"{out}/loss{loss}_rep{r}.json")) for r in range(1, repeats + 1)]
+base = statistics.median(g for r in runs(losses[0]) for g in r["goodput_Bps"].values())
+for loss in losses:
+    rs = runs(loss)
+    good = sorted(g for r in rs for g in r["goodput_Bps"].values())
+    latency = statistics.median(r["link"]["latency_s"] for r in rs)
+    p = float(loss)
+    cap = 1448 / (2 * latency) * math.sqrt(1.5) / math.sqrt(p) if p > 0 else math.inf
+    model = min(base, cap)
+    med = statistics.median(good)
+    print(f"loss {100 * p:.1f}%: goodput {med / 1e6:.2f} MB/s ({good[0] / 1e6:.2f}..{good[-1] / 1e6:.2f}), "
+          f"model {model / 1e6:.2f} MB/s (TCP under loss over {2e3 * latency:.2f} ms: "
+          f"{cap / 1e6:.1f}), model/measured - 1 = {100 * (model / med - 1):+.1f}%")
+PY
