@@ -19,6 +19,7 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-openmp  # LibTorch; without OpenBLAS matmuls run ~50x slower
   libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libgtest-dev libcli11-dev
   iproute2                                      # network namespaces for `validate`
+  nftables                                      # its lossy links (network.loss_rate): this kernel has no netem
   dataset-fashion-mnist                         # real data for `exec` (IDX files)
   jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas  # notebooks/
   pybind11-dev python3-dev                      # the Python package (python/)

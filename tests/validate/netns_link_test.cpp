@@ -139,6 +139,36 @@ INSTANTIATE_TEST_SUITE_P(BothShapers, NetnsLinkShaperTest,
                            return std::string(shaper_name(i.param));
                          });
 
+// A lossy link: an nftables rule in each namespace drops that share of
+// the TCP packets it receives (its counter shows the drops), TCP still
+// delivers every byte, one segment per packet; loss 0 removes the rules.
+TEST(NetnsLinkTest, LossDropsPacketsTcpRecoversAndZeroRemovesTheRules) {
+  SKIP_UNLESS_LINK_POSSIBLE();
+  if (!NetnsLink::loss_unavailable_reason().empty())
+    GTEST_SKIP() << NetnsLink::loss_unavailable_reason();
+  NetnsLink link(5e7);
+  link.set_loss(0.02);
+  EXPECT_NE(link.description().find("2.00% of TCP packets dropped"), std::string::npos)
+      << link.description();
+  EXPECT_GT(timed_transfer(link, /*client_sends=*/true, 2'000'000), 0);  // every byte arrives
+  const CommandResult rules = run_command({"ip", "netns", "exec", link.server_netns(), "nft",
+                                           "list", "table", "inet", "splitsim_loss"});
+  const size_t at = rules.out.find("counter packets ");
+  ASSERT_NE(at, std::string::npos) << rules.out;
+  EXPECT_GT(std::stoll(rules.out.substr(at + 16)), 0) << rules.out;  // some were dropped
+  const CommandResult segs = run_command({"ip", "-d", "-n", link.client_netns(), "link"});
+  EXPECT_NE(segs.out.find("gso_max_segs 1 "), std::string::npos) << segs.out;
+  link.set_loss(0);
+  for (const auto& ns : {link.server_netns(), link.client_netns()}) {
+    const CommandResult left = run_command({"ip", "netns", "exec", ns, "nft", "list", "tables"});
+    EXPECT_EQ(left.out.find("splitsim_loss"), std::string::npos) << left.out;
+  }
+  EXPECT_EQ(
+      run_command({"ip", "-d", "-n", link.client_netns(), "link"}).out.find("gso_max_segs 1 "),
+      std::string::npos);
+  EXPECT_THROW(link.set_loss(0.5), std::invalid_argument);
+}
+
 TEST(NetnsLinkTest, ShaperNamesParseBackAndOthersAreRefused) {
   for (Shaper s : {Shaper::kTbf, Shaper::kHtb}) EXPECT_EQ(parse_shaper(shaper_name(s)), s);
   EXPECT_THROW(parse_shaper("netem"), std::invalid_argument);

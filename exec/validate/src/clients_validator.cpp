@@ -72,6 +72,11 @@ void check_slowdowns(const std::vector<ValidationItem>& items,
       throw InputError("$.clients", "variant \"" + item.variant->label +
                                         "\" has one client; validate a scenario's variants "
                                         "with one client and with several apart");
+    if (s.network.loss_rate > 0)
+      throw InputError("$.network.loss_rate",
+                       "validate shapes a lossy link between one client and the server; variant "
+                       "\"" +
+                           item.variant->label + "\" has several clients");
     std::string names;
     for (const ClientGroupSpec& g : s.client_groups) names += (names.empty() ? "" : ", ") + g.name;
     for (const auto& [group, factor] : slowdowns)

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "netns_registry.h"
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/subprocess.h"
 #include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/validate/comparison.h"
@@ -306,6 +307,40 @@ void NetnsLink::set_rate(double rate_bit_per_s) {
   shape(false);
 }
 
+std::string NetnsLink::loss_unavailable_reason() {
+  return run_command({"sh", "-c", "command -v nft"}).out.empty()
+             ? "nft is not installed (Debian package nftables)"
+             : "";
+}
+
+void NetnsLink::set_loss(double loss) {
+  if (!(loss >= 0 && loss <= 0.2))
+    throw std::invalid_argument("NetnsLink: loss must be in [0, 0.2]");
+  if (loss == loss_) return;
+  if (loss > 0 && !loss_unavailable_reason().empty())
+    throw std::runtime_error("NetnsLink: " + loss_unavailable_reason());
+  const std::string per_100k = std::to_string(static_cast<int64_t>(std::llround(loss * 100000)));
+  for (const auto& [ns, dev] : {std::pair<std::string, std::string>{server_ns_, kServerDev},
+                                std::pair<std::string, std::string>{client_ns_, kClientDev}}) {
+    if (loss_ > 0)
+      run_checked({"ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "splitsim_loss"});
+    // One segment per packet under loss (a dropped GSO packet would be 44
+    // segments at once); the veth's default otherwise.
+    run_checked(
+        {"ip", "-n", ns, "link", "set", "dev", dev, "gso_max_segs", loss > 0 ? "1" : "65535"});
+    if (loss > 0)
+      run_checked({"ip", "netns", "exec", ns, "nft",
+                   "add table inet splitsim_loss; add chain inet "
+                   "splitsim_loss input { type filter hook input priority 0; }; add rule inet "
+                   "splitsim_loss input meta l4proto tcp numgen random mod 100000 < " +
+                       per_100k + " counter drop"});
+  }
+  loss_ = loss;
+  // htb's packets: one segment each under loss.
+  gso_packet_bytes_ =
+      loss > 0 ? gso_packet_bytes(1500, 1500) : device_gso_packet_bytes(server_ns_, kServerDev);
+}
+
 std::string NetnsLink::description() const {
   const std::string tcp =
       congestion_control_ == namespace_default_
@@ -322,6 +357,9 @@ std::string NetnsLink::description() const {
                     : "",
                 tcp.c_str(), static_cast<long long>(kReceiveBufferBytes),
                 server_ns_.c_str(), client_ns_.c_str());
+  if (loss_ > 0)
+    return std::string(buf) + ", " + format_percent(loss_, 2) +
+           " of TCP packets dropped at random each way (nftables), one segment per packet";
   return buf;
 }
 

@@ -176,6 +176,19 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   s.network = NetworkSpec{};
   s.network.bandwidth_bit_per_s = p->rate;
   s.network.bandwidth_factor = r.goodput_fraction;
+  if (v.scenario.network.loss_rate > 0 && !link_)
+    throw InputError("$.network.loss_rate",
+                     "a lossy link is shaped in network namespaces: run validate as root");
+  // A lossy link (the variant's network.loss_rate, shaped by measure()):
+  // TCP's rate under loss over the probe's round trip, twice its latency.
+  s.network.loss_rate = v.scenario.network.loss_rate;
+  if (s.network.loss_rate > 0) {
+    if (!r.link_fit.valid() || !(r.link_fit.latency_s > 0))
+      throw InputError("$.network.loss_rate",
+                       "validate predicts a lossy link from the link probe's latency: run it "
+                       "with the probe (not --no-platform-model) over a shaped link");
+    s.network.latency_s = r.link_fit.latency_s;
+  }
   s.platform = platform;
   if (options_.iterations > 0) s.iterations = options_.iterations;
   if (s.warmup >= s.iterations)
@@ -214,6 +227,7 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
 void Validator::measure(const ValidationItem& item, Prepared* p) {
   ValidationRun& r = p->run;
   if (!r.failure.empty()) return;
+  set_loss(item.variant->scenario.network.loss_rate);
   set_rate(p->rate, &r.link);
   ExecPairOptions o;
   o.exec_bin = options_.exec_bin;

@@ -83,6 +83,15 @@ void Validator::open_link(double rate) {
   log_("link: " + link_->description());
 }
 
+void Validator::set_loss(double loss) {
+  if (link_) {
+    link_->set_loss(loss);
+  } else if (loss > 0) {
+    throw InputError("$.network.loss_rate",
+                     "a lossy link is shaped in network namespaces: run validate as root");
+  }
+}
+
 void Validator::set_rate(double rate, LinkInfo* info) {
   if (link_) {
     if (link_->rate_bit_per_s() != rate) link_->set_rate(rate);
@@ -105,6 +114,7 @@ double Validator::rate_of(const ValidationItem& item) const {
 const Validator::ProbedLink& Validator::probe_at(double rate) {
   auto it = probes_.find(rate);
   if (it != probes_.end()) return it->second;
+  set_loss(0);  // the link itself; a variant's loss comes on top (measure)
   set_rate(rate, nullptr);
   const double mb = probe_megabytes(rate), kib = probe_single_max_kib(rate);
   log_("link probe at " + format_link_rate(rate) + ": " + std::to_string(static_cast<int>(mb)) +

@@ -99,6 +99,15 @@ class NetnsLink {
   // Re-shapes both directions (tbf: tc qdisc replace; htb: tc class
   // change). Throws as the constructor.
   void set_rate(double rate_bit_per_s);
+  // Drops `loss` (0 to 0.2) of the TCP packets each namespace receives, at
+  // random (an nftables rule in its input hook: this kernel has no netem),
+  // with segmentation offload off on both ends, so that a drop is one
+  // segment; 0 removes the rule and restores the offload. Throws
+  // std::runtime_error naming the command when nft is missing or refuses.
+  void set_loss(double loss);
+  double loss() const { return loss_; }
+  // Why set_loss cannot work here ("" when it can): nft not installed.
+  static std::string loss_unavailable_reason();
 
   const std::string& server_netns() const { return server_ns_; }
   const std::string& client_netns() const { return client_ns_; }
@@ -143,6 +152,7 @@ class NetnsLink {
   double rate_bit_per_s_;
   Shaper shaper_;
   int64_t gso_packet_bytes_ = 0;
+  double loss_ = 0;
   std::string congestion_control_, namespace_default_;
   int slots_[2] = {-1, -1};  // both namespaces' in the signal handler's registry
 };

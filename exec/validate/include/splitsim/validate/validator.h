@@ -80,6 +80,9 @@ class Validator {
   struct Prepared;
   void open_link(double rate);
   void set_rate(double rate, LinkInfo* info);
+  // The link's packet loss (NetnsLink::set_loss); InputError for a loss
+  // without namespaces (loopback).
+  void set_loss(double loss);
   // The real runs over unshaped loopback, `reason` said in one line.
   void use_loopback(double rate, const std::string& reason);
   double rate_of(const ValidationItem& item) const;
