@@ -8,7 +8,7 @@
 # transfer each way; the model's rate is min(the loss-free goodput,
 # tcp_rate_under_loss(2 x the probe's latency, loss)). Prints one line per
 # loss rate: the measured goodputs (both ways, every repetition) and the
-# model. As root, with iproute2 and nftables.
+# model. TCP CUBIC on every connection. As root, with iproute2 and nftables.
 # Usage: lossy_link_probe.sh BIN [RATE_MBIT (300)] [REPEATS (3)] [OUTDIR]
 set -euo pipefail
 bin="${1:?usage: $0 path/to/splitsim [rate_mbit] [repeats] [outdir]}"
@@ -39,7 +39,10 @@ link_up() {  # loss fraction
     fi
   done
 }
-probe=(link-probe --megabytes 16 --single-max-kib 64 --pair-max-kib 0 --json)
+# CUBIC, as validate's runs: a namespace's default may be BBR, which hardly
+# slows down for random loss and is not what the model describes.
+probe=(link-probe --megabytes 16 --single-max-kib 64 --pair-max-kib 0 --json
+       --tcp-congestion-control cubic)
 for rep in $(seq "$repeats"); do  # interleaved: every loss rate once per repetition
   for loss in "${losses[@]}"; do
     link_up "$loss"
