@@ -71,8 +71,12 @@ TEST(ProcessorTurnTest, AStagesOpIsOneTurnOnThePartysProcessor) {
 
 }  // namespace
 // --compute-slowdown F emulates a processor F times slower: every
-// computation lasts F times its own time, and the transfers are not slowed
-// (their bytes are the same). A coarse bound: the factor is 3, the check 2.
+// computation lasts F times its own CPU time, and the transfers are not
+// slowed (their bytes are the same). A coarse bound: the factor is 5, the
+// check 2, each side the faster of two interleaved runs: another process
+// on the cores (ctest runs two tests at once) stretches the plain run's wall
+// time but not the CPU time the slowed run multiplies, so the ratio is
+// max(c, 5) / c at a contention c, above 2 while c < 2.5.
 TEST(ProcessorTurnTest, ComputeSlowdownStretchesEveryComputationAndNoTransfer) {
   const Scenario sc = small_scenario("resnet20", 8);
   const Plan plan = make_test_plan(sc, {3}, CodecSpec{}, CodecSpec{}, 1, Schedule::kGpipe, 3);
@@ -92,8 +96,11 @@ TEST(ProcessorTurnTest, ComputeSlowdownStretchesEveryComputationAndNoTransfer) {
     return s;
   };
   int64_t plain_bytes = 0, slowed_bytes = 0;
-  const double plain = busy(1, &plain_bytes);
-  const double slowed = busy(3, &slowed_bytes);
+  double plain = 1e9, slowed = 1e9;
+  for (int round = 0; round < 2; ++round) {
+    plain = std::min(plain, busy(1, &plain_bytes));
+    slowed = std::min(slowed, busy(5, &slowed_bytes));
+  }
   EXPECT_GT(slowed, 2 * plain) << "plain " << plain << " s, slowed " << slowed << " s";
   EXPECT_EQ(slowed_bytes, plain_bytes);
 }
