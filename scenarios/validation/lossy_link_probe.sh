@@ -5,10 +5,13 @@
 # per segment, so a drop is one segment), and an nftables rule in each
 # namespace's input hook dropping that fraction of TCP packets at random
 # (this kernel has no netem). `splitsim link-probe` times a 16 MB bulk
-# transfer each way; the model's rate is min(the loss-free goodput,
-# tcp_rate_under_loss(2 x the probe's latency, loss)). Prints one line per
-# loss rate: the measured goodputs (both ways, every repetition) and the
-# model. TCP CUBIC on every connection. As root, with iproute2 and nftables.
+# transfer each way. Prints one line per loss rate: the measured goodputs
+# (both ways, every repetition), what one lost segment cost them against
+# the loss-free goodput (tcp_loss_recovery_from_goodput: what validate puts
+# in network.loss_recovery_s), the default the simulator takes where nobody
+# measured it (tcp_loss_recovery_s) and the rate that default predicts, and
+# TCP's rate under loss over the probe's round trip (the bound). TCP CUBIC
+# on every connection. As root, with iproute2 and nftables.
 # Usage: lossy_link_probe.sh BIN [RATE_MBIT (300)] [REPEATS (3)] [OUTDIR]
 set -euo pipefail
 bin="${1:?usage: $0 path/to/splitsim [rate_mbit] [repeats] [outdir]}"
@@ -63,12 +66,17 @@ base = statistics.median(g for r in runs(losses[0]) for g in r["goodput_Bps"].va
 for loss in losses:
     rs = runs(loss)
     good = sorted(g for r in rs for g in r["goodput_Bps"].values())
-    latency = statistics.median(r["link"]["latency_s"] for r in rs)
+    rtt = 2 * statistics.median(r["link"]["latency_s"] for r in rs)
     p = float(loss)
-    cap = 1448 / (2 * latency) * math.sqrt(1.5) / math.sqrt(p) if p > 0 else math.inf
-    model = min(base, cap)
     med = statistics.median(good)
-    print(f"loss {100 * p:.1f}%: goodput {med / 1e6:.2f} MB/s ({good[0] / 1e6:.2f}..{good[-1] / 1e6:.2f}), "
-          f"model {model / 1e6:.2f} MB/s (TCP under loss over {2e3 * latency:.2f} ms: "
-          f"{cap / 1e6:.1f}), model/measured - 1 = {100 * (model / med - 1):+.1f}%")
+    line = f"loss {100 * p:.1f}%: goodput {med / 1e6:.2f} MB/s ({good[0] / 1e6:.2f}..{good[-1] / 1e6:.2f})"
+    if p > 0:
+        cap = 1448 / rtt * math.sqrt(1.5) / math.sqrt(p)
+        c = max(0.0, 1 / med - 1 / base) * 1448 / p
+        default = 2 * rtt + 2 * p * 0.2
+        default_rate = min(1 / (1 / base + p * default / 1448), cap)
+        line += (f"; a lost segment cost {1e3 * c:.2f} ms; default {1e3 * default:.2f} ms predicts "
+                 f"{default_rate / 1e6:.2f} MB/s ({100 * (default_rate / med - 1):+.1f}%); "
+                 f"TCP's rate under loss over {1e3 * rtt:.2f} ms {cap / 1e6:.1f} MB/s")
+    print(line)
 PY

@@ -102,12 +102,21 @@ void PairSender::run() {
   const double latency = from_client ? ctx_->plan->client_latency_s(from_)
                          : to_client ? ctx_->plan->client_latency_s(to_)
                                      : net.latency_s;
-  // A lossy link (network.loss_rate): TCP moves the bytes at most at its
-  // rate under loss over the path's round trip (tcp_loss.h), whatever the
-  // link's rate; the shaper's bucket still fills at the link's.
-  const double flow_rate = net.loss_rate > 0 && latency > 0
-                               ? std::min(rate, tcp_rate_under_loss_Bps(2 * latency, net.loss_rate))
-                               : rate;
+  // A lossy link (network.loss_rate): the bytes take their time at the
+  // link's rate plus what their lost segments cost (each loss_recovery_s,
+  // or the default over the path's round trip), and at least their time at
+  // TCP's rate under loss (tcp_loss.h); the shaper's bucket still fills at
+  // the link's rate.
+  const bool lossy = net.loss_rate > 0 && latency > 0;
+  const double recovery_s = net.loss_recovery_s > 0
+                                ? net.loss_recovery_s
+                                : tcp_loss_recovery_s(2 * latency, net.loss_rate);
+  const double loss_bound_Bps = lossy ? tcp_rate_under_loss_Bps(2 * latency, net.loss_rate) : rate;
+  const auto wire_s = [&](double bytes) {
+    if (!lossy) return bytes / rate;
+    return std::max(bytes / rate + tcp_loss_delay_s(bytes, net.loss_rate, recovery_s),
+                    bytes / loss_bound_Bps);
+  };
   // A token-bucket shaper (network.burst_bytes): the bucket refills at the
   // rate while this direction idles, up to the burst. Without a packet size
   // the bytes it holds pass at once (or at network.burst_peak_bit_per_s,
@@ -157,15 +166,15 @@ void PairSender::run() {
     // The hosts' work for these bytes (kernel, copies) runs beside the
     // transfer; the message is there when both its bytes and that work are.
     // (The work per message is the stage actors' own: StageActor::call.)
-    const double over_s = paced / flow_rate + burst_s;
+    const double over_s = wire_s(paced) + burst_s;
     sg4::ExecPtr send_work = start_host_work(from, pf.sent_s_per_byte(from_party) * bytes, over_s);
     sg4::ExecPtr recv_work = start_host_work(to, pf.received_s_per_byte(to_party) * bytes, over_s);
     if (burst_s > 0) sg4::this_actor::sleep_for(burst_s);
     if (paced > 0 || plain) sg4::Comm::sendto(from, to, static_cast<uint64_t>(std::llround(paced)));
-    // Under loss TCP takes paced / flow_rate for the bytes: they hold the
-    // link for their time at its rate, the rest is the connection waiting
-    // out its losses (SimGrid's host-to-host Comm takes no rate of its own).
-    if (flow_rate < rate && paced > 0) sg4::this_actor::sleep_for(paced / flow_rate - paced / rate);
+    // Under loss the bytes hold the link for their time at its rate, the
+    // rest is the connection waiting out its losses (SimGrid's host-to-host
+    // Comm takes no rate of its own).
+    if (lossy && paced > 0) sg4::this_actor::sleep_for(wire_s(paced) - paced / rate);
     // Where the link paces the message, it is there once its host work
     // kept pace. A message of one tensor the bucket lets pass at once is
     // there at once: the probe's time of such a message is flat in its size

@@ -54,6 +54,7 @@ nlohmann::json network_json(const NetworkSpec& n) {
   if (n.burst_packet_bytes > 0) j["burst_packet_bytes"] = n.burst_packet_bytes;
   if (n.burst_peak_bit_per_s > 0) j["burst_peak_bit_per_s"] = n.burst_peak_bit_per_s;
   if (n.loss_rate > 0) j["loss_rate"] = n.loss_rate;
+  if (n.loss_recovery_s > 0) j["loss_recovery_s"] = n.loss_recovery_s;
   if (n.server_bandwidth_bit_per_s > 0)
     j["server_bandwidth_bit_per_s"] = n.server_bandwidth_bit_per_s;
   if (n.server_latency_s > 0) j["server_latency_s"] = n.server_latency_s;

@@ -32,7 +32,8 @@ const std::vector<std::string> kNetworkKeys = {"bandwidth_bit_per_s",
                                                "server_bandwidth_bit_per_s",
                                                "server_latency_s",
                                                "burst_peak_bit_per_s",
-                                               "loss_rate"};
+                                               "loss_rate",
+                                               "loss_recovery_s"};
 const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent",
                                                 "cpu_s_per_byte_received",
                                                 "cpu_s_per_message_sent",
@@ -222,6 +223,7 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
        &n.burst_peak_bit_per_s,
        {0, false, limits::kMaxBandwidthBitPerS, false}},
       {"loss_rate", &n.loss_rate, {0, false, limits::kMaxLossRate, false}},
+      {"loss_recovery_s", &n.loss_recovery_s, {0, false, limits::kMaxLossRecoveryS, false}},
   };
   for (const NumberKey& k : numbers) {
     if (j.contains(k.key)) *k.field = jr::read_number(j.at(k.key), path + "." + k.key, k.range);

@@ -294,6 +294,10 @@ nlohmann::json validation_json(const ValidationRun& run) {
     j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
   if (run.link_fit.valid()) j["link_fit"] = link_fit_json(run.link_fit);
   j["goodput_fraction"] = run.goodput_fraction;
+  if (run.loss_rate > 0) {
+    j["loss_rate"] = run.loss_rate;
+    j["loss_recovery_s"] = run.loss_recovery_s;
+  }
   if (run.predicted_link_time_per_batch_s > 0)
     j["predicted_with_measured_link"] = {
         {"time_per_batch_s", run.predicted_link_time_per_batch_s},

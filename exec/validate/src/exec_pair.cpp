@@ -107,7 +107,7 @@ std::vector<std::string> exec_client_argv(const ExecPairOptions& o, const ExecEn
 
 std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
                                          bool server, double megabytes, double single_max_kib,
-                                         double timeout_s) {
+                                         double timeout_s, const std::vector<std::string>& extra) {
   const std::string address = e.server_address + ":" + std::to_string(e.port);
   std::vector<std::string> argv = {exec_bin,
                                    "link-probe",
@@ -122,6 +122,7 @@ std::vector<std::string> link_probe_argv(const std::string& exec_bin, const Exec
                                    "--timeout-s",
                                    std::to_string(static_cast<long long>(std::ceil(timeout_s)))};
   if (server) argv.push_back("--json");
+  argv.insert(argv.end(), extra.begin(), extra.end());
   add_congestion_control(argv, e);
   return in_netns(server ? e.server_netns : e.client_netns, argv);
 }

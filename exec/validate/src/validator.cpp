@@ -180,7 +180,9 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
     throw InputError("$.network.loss_rate",
                      "a lossy link is shaped in network namespaces: run validate as root");
   // A lossy link (the variant's network.loss_rate, shaped by measure()):
-  // TCP's rate under loss over the probe's round trip, twice its latency.
+  // what a lost segment costs, measured by the link probe under that loss,
+  // and TCP's rate under loss over the probe's round trip (twice its
+  // latency) as the bound.
   s.network.loss_rate = v.scenario.network.loss_rate;
   if (s.network.loss_rate > 0) {
     if (!r.link_fit.valid() || !(r.link_fit.latency_s > 0))
@@ -188,6 +190,8 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
                        "validate predicts a lossy link from the link probe's latency: run it "
                        "with the probe (not --no-platform-model) over a shaped link");
     s.network.latency_s = r.link_fit.latency_s;
+    r.loss_rate = s.network.loss_rate;
+    s.network.loss_recovery_s = r.loss_recovery_s = loss_recovery_at(p->rate, s.network.loss_rate);
   }
   s.platform = platform;
   if (options_.iterations > 0) s.iterations = options_.iterations;

@@ -7,6 +7,7 @@
 
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/format.h"
+#include "splitsim/costmodel/tcp_loss.h"
 #include "splitsim/exec/link_probe.h"
 #include "splitsim/exec/tcp_sockets.h"
 #include "splitsim/validate/awake_cores.h"
@@ -26,6 +27,21 @@ double probe_megabytes(double rate_bit_per_s) {
 // 1 ms bucket and a GSO packet to see the rate, 64 KiB to 16 MiB.
 double probe_single_max_kib(double rate_bit_per_s) {
   return std::clamp(rate_bit_per_s / 8 * 0.1 / 1024, 64.0, 16384.0);
+}
+
+// Under loss the probe's long transfer moves enough bytes each way for some
+// 2,000 lost segments in all, at most 15 s at the link's rate and at least
+// 16 MB. What varies from run to run is the few timeouts among the lost
+// segments: with a tenth as many, the recovery time measured moved by half
+// (sim/README.md "Lossy links").
+double loss_probe_megabytes(double rate_bit_per_s, double loss) {
+  const double for_losses = 2000 / loss / 2 * kTcpSegmentBytes;
+  return std::max(std::min(for_losses, rate_bit_per_s / 8 * 15), 16e6) / 1e6;
+}
+
+// Both ways pooled: bytes over the time a byte took on average.
+double pooled_goodput_Bps(const LinkProbeResult& r) {
+  return 2 / (1 / r.goodput_up_Bps + 1 / r.goodput_down_Bps);
 }
 
 }  // namespace
@@ -170,6 +186,7 @@ const Validator::ProbedLink& Validator::probe_at(double rate) {
          std::to_string(r.single_up.size()) + " message sizes)");
   }
   ProbedLink probed{p, f};
+  probed.pooled_goodput_Bps = pooled_goodput_Bps(r);
   if (link_info_.shaped) probed.goodput_fraction = goodput_share(r, rate);
   std::snprintf(line, sizeof line,
                 "link probe at %s: a long transfer gets %.1f Mbit/s each way (%.1f, %.1f), "
@@ -180,6 +197,43 @@ const Validator::ProbedLink& Validator::probe_at(double rate) {
                 link_info_.shaped ? "" : " (loopback: not used)");
   log_(line);
   return probes_.emplace(rate, std::move(probed)).first->second;
+}
+
+double Validator::loss_recovery_at(double rate, double loss) {
+  const auto key = std::make_pair(rate, loss);
+  if (auto it = loss_recoveries_.find(key); it != loss_recoveries_.end()) return it->second;
+  const ProbedLink& lossless = probe_at(rate);
+  set_loss(loss);
+  set_rate(rate, nullptr);
+  const std::string at = format_link_rate(rate) + " and " + format_percent(loss, 1) + " loss";
+  const double mb = loss_probe_megabytes(rate, loss);
+  log_("link probe at " + at + ": " + std::to_string(static_cast<int>(mb)) + " MB each way");
+  // The long transfer alone: one single message, no two-tensor transfers,
+  // a few small messages (their cost comes from the loss-free probe).
+  const std::vector<std::string> extra = {"--single-repeats", "1", "--pair-max-kib", "0",
+                                          "--small-messages", "10"};
+  const double timeout_s = std::max(options_.timeout_s, 60.0);
+  nlohmann::json j;
+  {
+    std::optional<AwakeCores> awake;
+    if (!options_.let_cores_idle) awake.emplace(all_cpus());
+    j = run_process_pair(
+        link_probe_argv(options_.exec_bin, endpoints_, true, mb, 1, timeout_s, extra),
+        link_probe_argv(options_.exec_bin, endpoints_, false, mb, 1, timeout_s, extra), endpoints_,
+        std::max(options_.timeout_s, 900.0), log_);
+  }
+  const LinkProbeResult r = link_probe_from_json(j);
+  const double lossless_Bps = lossless.pooled_goodput_Bps;
+  const double lossy_Bps = pooled_goodput_Bps(r);
+  const double recovery_s = tcp_loss_recovery_from_goodput(lossy_Bps, lossless_Bps, loss);
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "link probe at %s: a long transfer gets %.1f Mbit/s each way (%.1f, %.1f) against "
+                "%.1f without loss: a lost segment costs %.2f ms",
+                at.c_str(), 8e-6 * lossy_Bps, 8e-6 * r.goodput_up_Bps, 8e-6 * r.goodput_down_Bps,
+                8e-6 * lossless_Bps, 1e3 * recovery_s);
+  log_(line);
+  return loss_recoveries_.emplace(key, recovery_s).first->second;
 }
 
 }  // namespace splitsim

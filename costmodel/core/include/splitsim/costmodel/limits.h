@@ -40,6 +40,8 @@ constexpr double kMinBandwidthFactor = 1e-3;
 constexpr double kMaxLatencyS = 3600;
 // network.loss_rate: beyond a fifth of the packets TCP hardly moves at all.
 constexpr double kMaxLossRate = 0.2;
+// network.loss_recovery_s: a minute per lost packet is no link.
+constexpr double kMaxLossRecoveryS = 60;
 constexpr double kMaxOverheadS = 3600;
 // Platform: a microsecond of CPU per byte is a thousand times what a
 // network stack costs; slowdowns beyond 100x are typos.

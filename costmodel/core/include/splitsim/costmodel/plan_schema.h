@@ -248,7 +248,7 @@ void fields(V& v, NetworkSpec& n) {
   for (double* d :
        {&n.bandwidth_bit_per_s, &n.up_bandwidth_bit_per_s, &n.down_bandwidth_bit_per_s,
         &n.latency_s, &n.per_message_overhead_s, &n.bandwidth_factor, &n.server_bandwidth_bit_per_s,
-        &n.server_latency_s, &n.burst_peak_bit_per_s, &n.loss_rate})
+        &n.server_latency_s, &n.burst_peak_bit_per_s, &n.loss_rate, &n.loss_recovery_s})
     v.binary(*d);
   v.binary(n.bandwidth_trace);
   v.binary(n.burst_bytes);

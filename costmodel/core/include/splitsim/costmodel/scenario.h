@@ -117,9 +117,14 @@ struct NetworkSpec {
   double server_bandwidth_bit_per_s = 0;
   double server_latency_s = 0;  // added to every client's latency
   // Packets lost on the link, each direction (0 to 0.2). A TCP transfer
-  // then moves at most tcp_rate_under_loss(2 x its path's latency, this)
-  // (tcp_loss.h); needs latency_s > 0.
+  // then loses tcp_loss_delay_s(bytes, this, loss_recovery_s) and moves at
+  // most tcp_rate_under_loss(2 x its path's latency, this) (tcp_loss.h);
+  // needs latency_s > 0.
   double loss_rate = 0;
+  // Seconds one lost segment costs a connection on this link, as
+  // `splitsim link-probe` measures it (0: tcp_loss_recovery_s's default
+  // over the path's round trip); unused without loss.
+  double loss_recovery_s = 0;
 };
 
 // A value per client: fixed, listed (one per client of the group), or drawn

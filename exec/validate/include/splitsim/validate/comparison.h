@@ -130,6 +130,11 @@ struct ValidationRun {
   // The share of the link's rate a long transfer got in the probe, the
   // predictions' network.bandwidth_factor (1: not probed, or loopback).
   double goodput_fraction = 1;
+  // The variant's network.loss_rate, and what one lost segment cost the
+  // link probe's long transfer under it (the predictions'
+  // network.loss_recovery_s); 0: no loss.
+  double loss_rate = 0;
+  double loss_recovery_s = 0;
   double predicted_link_time_per_batch_s = 0;
   double predicted_link_peak_client_Bps = 0, predicted_link_peak_server_Bps = 0;
   // For the matrix summary:
@@ -186,6 +191,9 @@ struct ErrorStats {
 };
 ErrorStats error_stats(const std::vector<double>& abs_errors);
 
+// Target of the median |error| of time per batch on a lossy link.
+constexpr double kTargetLossyLinkMedian = 0.10;
+
 struct MatrixSummary {
   int runs = 0, failed = 0;
   double median_abs_error_time_per_batch = 0;  // over the runs that did not fail
@@ -198,6 +206,8 @@ struct MatrixSummary {
   // The peaks again, predicted with the link probe's model of one transfer
   // (predicted_link_peak_*_Bps).
   ErrorStats peak_bandwidth_link;
+  // Time per batch over the runs on a lossy link (loss_rate > 0).
+  ErrorStats lossy_link;
   int inside_spread = 0;  // predictions within the measured min..max
   // The same quantiles for the prediction without the platform model (0
   // when no run recorded one).

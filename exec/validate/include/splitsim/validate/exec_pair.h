@@ -66,10 +66,11 @@ nlohmann::json run_process_group(const std::vector<std::string>& server_argv,
 
 // `BIN link-probe` for one side: `megabytes` each way, single messages up
 // to `single_max_kib`, rank 0 (server) printing the JSON report
-// (splitsim.link_probe/5).
+// (splitsim.link_probe/5); `extra`: more of its options.
 std::vector<std::string> link_probe_argv(const std::string& exec_bin, const ExecEndpoints& e,
                                          bool server, double megabytes, double single_max_kib,
-                                         double timeout_s);
+                                         double timeout_s,
+                                         const std::vector<std::string>& extra = {});
 
 // A TCP port that was free on 127.0.0.1 a moment ago (loopback runs).
 int free_loopback_port();

@@ -94,8 +94,13 @@ class Validator {
     // Of the rate, what a long transfer gets (network.bandwidth_factor):
     // the probe's goodput, the slower way, at most 1; 1 on loopback.
     double goodput_fraction = 1;
+    double pooled_goodput_Bps = 0;  // both ways: bytes over their mean time
   };
   const ProbedLink& probe_at(double rate);
+  // What one lost segment costs on the link at `rate` with `loss`
+  // (network.loss_recovery_s): a long transfer timed by the link probe
+  // under that loss against probe_at(rate)'s (run once per rate and loss).
+  double loss_recovery_at(double rate, double loss);
   const CachedProfile& profile(const ValidationItem& item, bool loaded);
   void add_codec_timings(const Plan& plan, DeviceProfile* device);
   void prepare(const ValidationItem& item, Prepared* p);
@@ -124,6 +129,7 @@ class Validator {
   };
   std::map<ProfileKey, Resampled> resampled_;
   std::map<double, ProbedLink> probes_;      // by rate
+  std::map<std::pair<double, double>, double> loss_recoveries_;  // by rate and loss
   std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
   // (codec JSON, per-sample shape, micro-batch) -> measured encode/decode
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, CodecTiming> codecs_;
