@@ -362,6 +362,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
     r.conditions = {c};
     r.predicted_plain_time_per_batch_s = 0.5;                        // 50 % off everywhere
     if (i > 0) r.predicted_link_time_per_batch_s = 1.0 + 0.2 * i;  // 20 and 40 % (one not run)
+    if (i > 0) r.loss_rate = 0.01;  // the 10 and 30 % runs on a lossy link
     aggregate_repetitions(&r);
     runs.push_back(r);
   }
@@ -378,6 +379,9 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
   EXPECT_NEAR(s.median_abs_error_busy[0].second, 0.10, 1e-9);
   EXPECT_NEAR(s.median_abs_error_plain, 0.5, 1e-9);
   EXPECT_NEAR(s.median_abs_error_link, 0.3, 1e-9);
+  EXPECT_EQ(s.lossy_link.n, 2);
+  EXPECT_NEAR(s.lossy_link.median, 0.2, 1e-9);
+  EXPECT_NEAR(s.lossy_link.max, 0.3, 1e-9);
   EXPECT_EQ(s.repetitions, 3);
   EXPECT_EQ(s.retried, 1);
   EXPECT_EQ(s.disturbed, 1);
@@ -385,6 +389,10 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
   std::ostringstream table;
   print_matrix(table, runs);
   EXPECT_NE(table.str().find("roberta_base: 1 variant(s), median 30.0%"), std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("on a lossy link: 2 variant(s), median 20.0%, p90 28.0%, max 30.0% "
+                             "(target: median <= 10% MISSED)"),
+            std::string::npos)
       << table.str();
   EXPECT_NE(table.str().find("disturbed: other processes 20.0%"), std::string::npos);
   EXPECT_NE(table.str().find("without the platform model"), std::string::npos);

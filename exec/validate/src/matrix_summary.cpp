@@ -97,7 +97,7 @@ ErrorStats error_stats(const std::vector<double>& abs_errors) {
 
 MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   MatrixSummary s;
-  std::vector<double> abs_errors, plain, bucket, peak, peak_link, average;
+  std::vector<double> abs_errors, plain, bucket, peak, peak_link, average, lossy;
   std::map<std::string, std::vector<double>> busy, by_model;
   std::vector<std::string> party_order, model_order;
   for (const auto& r : runs) {
@@ -109,6 +109,7 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
     }
     const double e = std::fabs(r.errors.at(0).error);
     abs_errors.push_back(e);
+    if (r.loss_rate > 0) lossy.push_back(e);
     const double measured = r.errors.at(0).measured;
     if (r.predicted_plain_time_per_batch_s > 0 && measured > 0)
       plain.push_back(std::fabs(r.predicted_plain_time_per_batch_s - measured) / measured);
@@ -152,6 +153,7 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   s.peak_bandwidth = error_stats(peak);
   s.peak_bandwidth_link = error_stats(peak_link);
   s.average_bandwidth = error_stats(average);
+  s.lossy_link = error_stats(lossy);
   median_p90(plain, &s.median_abs_error_plain, &s.p90_abs_error_plain);
   median_p90(bucket, &s.median_abs_error_link, &s.p90_abs_error_link);
   for (const auto& party : party_order)
@@ -197,6 +199,7 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
         {"median_abs_error_busy_pct", busy},
         {"peak_bandwidth", stats_json(s.peak_bandwidth)},
         {"average_bandwidth", stats_json(s.average_bandwidth)},
+        {"lossy_link", stats_json(s.lossy_link)},
         {"without_platform_model",
          {{"median_abs_error_time_per_batch_pct", 100 * s.median_abs_error_plain},
           {"p90_abs_error_time_per_batch_pct", 100 * s.p90_abs_error_plain}}},
@@ -330,6 +333,15 @@ void print_time_summary(std::ostream& os, const std::vector<ValidationRun>& runs
   for (const auto& m : s.by_model) {
     std::snprintf(line, sizeof line, "  %s: %d variant(s), median %.1f%%, p90 %.1f%%\n",
                   m.model.c_str(), m.runs, 100 * m.median, 100 * m.p90);
+    os << line;
+  }
+  if (s.lossy_link.n > 0) {
+    std::snprintf(line, sizeof line,
+                  "  on a lossy link: %d variant(s), median %.1f%%, p90 %.1f%%, max %.1f%% "
+                  "(target: median <= %.0f%% %s)\n",
+                  s.lossy_link.n, 100 * s.lossy_link.median, 100 * s.lossy_link.p90,
+                  100 * s.lossy_link.max, 100 * kTargetLossyLinkMedian,
+                  met(s.lossy_link.median <= kTargetLossyLinkMedian));
     os << line;
   }
 }
