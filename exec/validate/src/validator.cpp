@@ -180,9 +180,9 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
     throw InputError("$.network.loss_rate",
                      "a lossy link is shaped in network namespaces: run validate as root");
   // A lossy link (the variant's network.loss_rate, shaped by measure()):
-  // what a lost segment costs, measured by the link probe under that loss,
-  // and TCP's rate under loss over the probe's round trip (twice its
-  // latency) as the bound.
+  // what a lost segment costs and the hosts' compute per byte, measured by
+  // the link probe under that loss, and TCP's rate under loss over the
+  // probe's round trip (twice its latency) as the bound.
   s.network.loss_rate = v.scenario.network.loss_rate;
   if (s.network.loss_rate > 0) {
     if (!r.link_fit.valid() || !(r.link_fit.latency_s > 0))
@@ -191,7 +191,11 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
                        "with the probe (not --no-platform-model) over a shaped link");
     s.network.latency_s = r.link_fit.latency_s;
     r.loss_rate = s.network.loss_rate;
-    s.network.loss_recovery_s = r.loss_recovery_s = loss_recovery_at(p->rate, s.network.loss_rate);
+    const LossyLink& lossy = lossy_link_at(p->rate, s.network.loss_rate);
+    s.network.loss_recovery_s = r.loss_recovery_s = lossy.recovery_s;
+    platform.cpu_s_per_byte_sent = lossy.cpu_s_per_byte_sent;
+    platform.cpu_s_per_byte_received = lossy.cpu_s_per_byte_received;
+    r.platform = platform;
   }
   s.platform = platform;
   if (options_.iterations > 0) s.iterations = options_.iterations;

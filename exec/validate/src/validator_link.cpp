@@ -199,9 +199,9 @@ const Validator::ProbedLink& Validator::probe_at(double rate) {
   return probes_.emplace(rate, std::move(probed)).first->second;
 }
 
-double Validator::loss_recovery_at(double rate, double loss) {
+const Validator::LossyLink& Validator::lossy_link_at(double rate, double loss) {
   const auto key = std::make_pair(rate, loss);
-  if (auto it = loss_recoveries_.find(key); it != loss_recoveries_.end()) return it->second;
+  if (auto it = lossy_links_.find(key); it != lossy_links_.end()) return it->second;
   const ProbedLink& lossless = probe_at(rate);
   set_loss(loss);
   set_rate(rate, nullptr);
@@ -225,15 +225,21 @@ double Validator::loss_recovery_at(double rate, double loss) {
   const LinkProbeResult r = link_probe_from_json(j);
   const double lossless_Bps = lossless.pooled_goodput_Bps;
   const double lossy_Bps = pooled_goodput_Bps(r);
-  const double recovery_s = tcp_loss_recovery_from_goodput(lossy_Bps, lossless_Bps, loss);
-  char line[300];
+  LossyLink lossy;
+  lossy.recovery_s = tcp_loss_recovery_from_goodput(lossy_Bps, lossless_Bps, loss);
+  lossy.cpu_s_per_byte_sent = r.cpu_s_per_byte_sent;
+  lossy.cpu_s_per_byte_received = r.cpu_s_per_byte_received;
+  char line[400];
   std::snprintf(line, sizeof line,
                 "link probe at %s: a long transfer gets %.1f Mbit/s each way (%.1f, %.1f) against "
-                "%.1f without loss: a lost segment costs %.2f ms",
+                "%.1f without loss: a lost segment costs %.2f ms; compute lost per byte sent "
+                "%.2f ns, received %.2f ns (without loss %.2f, %.2f)",
                 at.c_str(), 8e-6 * lossy_Bps, 8e-6 * r.goodput_up_Bps, 8e-6 * r.goodput_down_Bps,
-                8e-6 * lossless_Bps, 1e3 * recovery_s);
+                8e-6 * lossless_Bps, 1e3 * lossy.recovery_s, 1e9 * lossy.cpu_s_per_byte_sent,
+                1e9 * lossy.cpu_s_per_byte_received, 1e9 * lossless.platform.cpu_s_per_byte_sent,
+                1e9 * lossless.platform.cpu_s_per_byte_received);
   log_(line);
-  return loss_recoveries_.emplace(key, recovery_s).first->second;
+  return lossy_links_.emplace(key, lossy).first->second;
 }
 
 }  // namespace splitsim

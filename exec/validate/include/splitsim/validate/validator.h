@@ -97,10 +97,18 @@ class Validator {
     double pooled_goodput_Bps = 0;  // both ways: bytes over their mean time
   };
   const ProbedLink& probe_at(double rate);
-  // What one lost segment costs on the link at `rate` with `loss`
-  // (network.loss_recovery_s): a long transfer timed by the link probe
-  // under that loss against probe_at(rate)'s (run once per rate and loss).
-  double loss_recovery_at(double rate, double loss);
+  // The link at `rate` with `loss`, measured by the link probe's long
+  // transfer under that loss (run once per rate and loss): what one lost
+  // segment costs (network.loss_recovery_s), against probe_at(rate)'s
+  // goodput, and the compute a byte costs the hosts there (segmentation
+  // offload off, retransmissions: the loss-free probe's per-byte figures
+  // do not hold).
+  struct LossyLink {
+    double recovery_s = 0;
+    double cpu_s_per_byte_sent = 0;
+    double cpu_s_per_byte_received = 0;
+  };
+  const LossyLink& lossy_link_at(double rate, double loss);
   const CachedProfile& profile(const ValidationItem& item, bool loaded);
   void add_codec_timings(const Plan& plan, DeviceProfile* device);
   void prepare(const ValidationItem& item, Prepared* p);
@@ -129,7 +137,7 @@ class Validator {
   };
   std::map<ProfileKey, Resampled> resampled_;
   std::map<double, ProbedLink> probes_;      // by rate
-  std::map<std::pair<double, double>, double> loss_recoveries_;  // by rate and loss
+  std::map<std::pair<double, double>, LossyLink> lossy_links_;  // by rate and loss
   std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
   // (codec JSON, per-sample shape, micro-batch) -> measured encode/decode
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, CodecTiming> codecs_;
