@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "flag_checks.h"
+#include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/output_file.h"
 #include "splitsim/exec/party_exit.h"
 #include "splitsim/exec/train.h"
@@ -27,11 +28,31 @@ struct TrainArgs {
   bool json = false;
   std::string report;
   double target_accuracy_pct = -1;
+  std::vector<std::string> leakage;  // --leakage: evaluation numbers or "last"
 };
 
-int run_train_command(const TrainArgs& args) {
+// --leakage's evaluations: numbers from 1, or "last" (-1).
+std::vector<int64_t> leakage_evaluations(const std::vector<std::string>& items) {
+  std::vector<int64_t> out;
+  for (const std::string& item : items) {
+    if (item == "last") {
+      out.push_back(-1);
+      continue;
+    }
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1 || v > (int64_t{1} << 40))
+      throw InputError("--leakage",
+                       "expected evaluation numbers from 1 or \"last\", got \"" + item + "\"");
+    out.push_back(v);
+  }
+  return out;
+}
+
+int run_train_command(TrainArgs args) {
   // Refused now rather than after the training.
   if (!args.report.empty()) check_output_path(args.report, "--report");
+  args.options.leakage = leakage_evaluations(args.leakage);
   const TrainReport report = train_report(
       run_train(args.options, [](const std::string& line) { std::cerr << line << "\n"; }),
       args.options.scenario, args.target_accuracy_pct);
@@ -113,6 +134,17 @@ Command add_train_command(CLI::App& app) {
   sub->add_flag("--resume", o.checkpoint.resume,
                 "Continue from the newest checkpoint step every party holds in --checkpoint-dir "
                 "(from the first batch when there is none); every party passes it");
+  sub->add_option("--leakage", args->leakage,
+                  "Measure what crosses each boundary says about the client's data at these "
+                  "evaluations (1-based, comma-separated, or last): distance correlation and a "
+                  "reconstruction attack on the held-out activations, label inference on the "
+                  "training gradients since the previous evaluation (exec/TRAINING.md "
+                  "\"Leakage\"); one process only")
+      ->delimiter(',');
+  sub->add_option("--leakage-attack-epochs", o.leakage_attack_epochs,
+                  "Passes of the reconstruction attacker's decoder over its samples")
+      ->check(int_range(1, 1000))
+      ->capture_default_str();
   sub->add_flag("--json", args->json, "Print the report (splitsim.train/1) on stdout");
   sub->add_option("--report", args->report, "Also write the report to FILE");
   return {sub, [args] { return run_train_command(*args); }};

@@ -125,6 +125,14 @@ struct InstanceResult {
   std::map<int, std::vector<torch::Tensor>> gradients;
   std::vector<EvalStats> evals;
   int64_t eval_bytes_sent = 0, eval_bytes_received = 0;
+  // Leakage (RunOptions::leakage): what the instance measured, and the
+  // gradients it received in the current window, as the attacks score them.
+  std::vector<BoundaryLeakage> leakage;
+  struct ReceivedGradients {
+    std::vector<torch::Tensor> norms, labels;  // per micro-batch, [n]
+    std::vector<double> pair_scores;           // direction attack: cosine of two samples' gradients
+    std::vector<bool> pair_same;               // ... and whether they share a label
+  } received_gradients;
 };
 
 // Samples of `output` whose top class is `target` (classification tasks;

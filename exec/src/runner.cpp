@@ -236,6 +236,7 @@ RunResult merge_results(const PartyContext& ctx, std::vector<InstanceResult>& re
       if (s.batch < iterations) r.stats.push_back(s);
     for (auto& [u, g] : res.gradients) r.gradients[u] = std::move(g);
     for (const auto& e : res.evals) r.evals.push_back(e);
+    for (const auto& l : res.leakage) r.leakage.push_back(l);
     r.eval_bytes += res.eval_bytes_sent + res.eval_bytes_received;
     *eval_sent += res.eval_bytes_sent;
     *eval_received += res.eval_bytes_received;
@@ -258,6 +259,14 @@ void keep_parameters(const PartyContext& ctx, RunResult* r) {
 }
 
 }  // namespace
+
+bool LeakageOptions::at(int64_t done) const {
+  return std::find(after_batches.begin(), after_batches.end(), done) != after_batches.end();
+}
+
+bool LeakageOptions::window(int64_t batch, int64_t eval_every) const {
+  return eval_every > 0 && at((batch / eval_every + 1) * eval_every);
+}
 
 RunResult run_party(const RunSpec& spec, Transport& transport, int rank, const RunOptions& options,
                     ExecClock::time_point start) {

@@ -7,6 +7,53 @@
 #include "stage_wire.h"
 
 namespace splitsim::exec_internal {
+namespace {
+
+// Leakage at this evaluation (RunOptions::leakage), on the party's
+// processor: of the boundary before stage k, from the held-out activations
+// it decoded (`z`) and their inputs (`x`); of the boundary after it, from
+// the training gradients it received since the previous evaluation.
+void measure_leakage(PartyContext& ctx, int k, int K, int64_t done,
+                     const std::vector<torch::Tensor>& z, const std::vector<torch::Tensor>& x,
+                     InstanceResult* out) {
+  std::lock_guard<std::mutex> lock(ctx.compute);
+  const LeakageOptions& o = ctx.options.leakage;
+  if (k > 0 && !z.empty()) {
+    const ExecClock::time_point t0 = ExecClock::now();
+    const torch::Tensor zs = torch::cat(z), xs = torch::cat(x);
+    const int64_t n = zs.size(0), half = n / 2;
+    BoundaryLeakage l;
+    l.after_batches = done;
+    l.boundary = k - 1;
+    l.attacker_samples = half;
+    l.samples = n - half;
+    const torch::Tensor z_test = zs.narrow(0, half, n - half),
+                        x_test = xs.narrow(0, half, n - half);
+    l.distance_correlation = distance_correlation(x_test, z_test);
+    l.reconstruction =
+        reconstruction_attack(zs.narrow(0, 0, half), xs.narrow(0, 0, half), z_test, x_test,
+                              o.seed * 1000003 + static_cast<uint64_t>(k), o.attack_epochs);
+    l.seconds = std::chrono::duration<double>(ExecClock::now() - t0).count();
+    out->leakage.push_back(l);
+  }
+  InstanceResult::ReceivedGradients& r = out->received_gradients;
+  if (k < K - 1 && !r.norms.empty()) {
+    const ExecClock::time_point t0 = ExecClock::now();
+    BoundaryLeakage l;
+    l.after_batches = done;
+    l.boundary = k;
+    l.backward = true;
+    const torch::Tensor labels = torch::cat(r.labels);
+    l.samples = labels.size(0);
+    l.label_auc_norm = norm_attack_auc(torch::cat(r.norms).unsqueeze(1), labels);
+    l.label_auc_direction = roc_auc(r.pair_scores, r.pair_same);
+    l.seconds = std::chrono::duration<double>(ExecClock::now() - t0).count();
+    out->leakage.push_back(l);
+  }
+  r = InstanceResult::ReceivedGradients();
+}
+
+}  // namespace
 
 void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int64_t* serial,
                     InstanceResult* out) {
@@ -20,6 +67,8 @@ void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int6
   if (parts.fwd_dec) modules.push_back(parts.fwd_dec);
   if (parts.fwd_enc) modules.push_back(parts.fwd_enc);
   for (auto& m : modules) m->train(false);
+  const bool leak = wire.client() == 0 && ctx.options.leakage.at(done);
+  std::vector<torch::Tensor> leaked, inputs;  // what crossed the boundary before k, and its inputs
 
   EvalStats stats;
   stats.after_batches = done;
@@ -38,7 +87,7 @@ void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int6
   }
   for (int64_t t = 0; t < ctx.options.eval_batches; ++t, ++*serial) {
     std::pair<torch::Tensor, torch::Tensor> data;
-    if (k == 0 || last) {
+    if (k == 0 || last || (leak && k > 0)) {
       std::lock_guard<std::mutex> lock(ctx.data_mutex);
       data = ctx.options.eval_data->batch(wire.client(), t, ctx.plan->batch_size);
     }
@@ -60,6 +109,10 @@ void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int6
         torch::NoGradGuard no_grad;
         parts.fwd_dec->set_step(done);
         x = parts.fwd_dec->expand(parts.fwd_dec->unpack(in, n).to(torch::kFloat));
+        if (leak) {
+          leaked.push_back(x.to(torch::kCPU).clone());
+          inputs.push_back(data.first.narrow(0, wire.mb_offset(mb), n).clone());
+        }
       }
       std::vector<torch::Tensor> packed;
       {
@@ -84,6 +137,7 @@ void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int6
     }
   }
   for (auto& m : modules) m->train(true);
+  if (leak) measure_leakage(ctx, k, K, done, leaked, inputs, out);
   if (!last) return;
   if (stats.samples > 0) stats.loss /= stats.samples;
   stats.eval_s = now_s() - stats.trained_s;

@@ -325,6 +325,7 @@ class Instance {
       grad = parts_.bwd_dec->expand(parts_.bwd_dec->unpack(received, mb_size(op.microbatch)))
                  .to(torch::kFloat);
       record(EventKind::kDecode, op, t0, now_s(), k_, 1);
+      observe_gradient(op, grad);
     }
     torch::Tensor input_grad;
     {
@@ -358,6 +359,26 @@ class Instance {
       record(EventKind::kEncode, op, t0, now_s(), k_ - 1, 1);
       send(op, k_ - 1, true, std::move(wire), k_ - 1);
     }
+  }
+
+  // Leakage (RunOptions::leakage): client 0's decoded gradient of a
+  // training batch in a window, with its samples' labels, as the label
+  // attacks score it (evaluate_stage turns them into AUCs).
+  void observe_gradient(const Op& op, const torch::Tensor& grad) {
+    if (c_ != 0 || op.batch >= plan_.iterations ||
+        !ctx_.options.leakage.window(op.batch, ctx_.options.eval_every))
+      return;
+    torch::Tensor labels;
+    {
+      std::lock_guard<std::mutex> lock(ctx_.data_mutex);
+      labels = ctx_.data->batch(c_, op.batch, plan_.batch_size).second;
+    }
+    labels = labels.narrow(0, mb_offset(op.microbatch), mb_size(op.microbatch)).to(torch::kCPU);
+    const torch::Tensor g = grad.detach().to(torch::kCPU).reshape({labels.size(0), -1});
+    auto& r = out_->received_gradients;
+    r.norms.push_back(g.to(torch::kFloat64).norm(2, 1));
+    r.labels.push_back(labels);
+    direction_attack_pairs(g, labels, &r.pair_scores, &r.pair_same);
   }
 
   // The gradient a backward starts from: none for a loss, else the one

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -41,6 +42,7 @@ struct Setup {
   int64_t batches_per_epoch = 0, test_batches = 0;
   int64_t eval_every = 0;   // training batches between evaluations
   int64_t evaluations = 0;  // in the whole training
+  std::vector<int64_t> leakage_after;  // the evaluations (batches done) that measure leakage
   std::string checkpoint_identity;  // what a checkpoint file must carry (its run's identity hash)
 };
 
@@ -51,6 +53,33 @@ void check_options(const TrainOptions& o) {
   if (o.eval_every < 0) throw InputError("eval_every", "must not be negative");
   if (!(o.alpha >= 0) || o.alpha > 1e6) throw InputError("alpha", "must be in [0, 1e6]");
   check_checkpoint_options(o.checkpoint);
+  for (int64_t e : o.leakage)
+    if (e < 1 && e != -1)
+      throw InputError("leakage",
+                       "evaluations are numbered from 1 (or \"last\"), got " + std::to_string(e));
+  if (!o.leakage.empty() && !o.role.empty())
+    throw InputError("leakage", "is measured with every party in one process (leave --role out)");
+  if (o.leakage_attack_epochs < 1 || o.leakage_attack_epochs > 1000)
+    throw InputError("leakage_attack_epochs", "must be in [1, 1000]");
+}
+
+// The evaluations that measure leakage, as batches done before them.
+std::vector<int64_t> leakage_batches(const TrainOptions& o, const Setup& s) {
+  std::vector<int64_t> out;
+  for (int64_t e : o.leakage) {
+    const int64_t at = e == -1 ? s.evaluations : e;
+    if (at > s.evaluations)
+      throw InputError("leakage", "evaluation " + std::to_string(at) + " of " +
+                                      std::to_string(s.evaluations) + " in this training");
+    out.push_back(at * s.eval_every);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  // Half the held-out samples train the attacker, half score it.
+  if (!out.empty() && s.test_batches * s.deploy.batch_size < 16)
+    throw InputError("test_samples", "leakage needs at least 16 held-out samples, has " +
+                                         std::to_string(s.test_batches * s.deploy.batch_size));
+  return out;
 }
 
 // The train and test splits by dataset, read once for every variant.
@@ -144,6 +173,7 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
     throw InputError("eval_every", std::to_string(s.eval_every) +
                                          " batches is more than the whole training (" +
                                          std::to_string(s.run.plan.iterations) + " batches)");
+  s.leakage_after = leakage_batches(o, s);
   s.identity = s.run.identity;
   s.identity["train"] = {{"epochs", o.epochs},
                          {"eval_every", s.eval_every},
@@ -179,6 +209,9 @@ RunOptions run_options(const Setup& s, const TrainOptions& o, BatchSource* train
   ro.eval_data = test;
   ro.eval_every = s.eval_every;
   ro.eval_batches = s.test_batches;
+  ro.leakage.after_batches = s.leakage_after;
+  ro.leakage.attack_epochs = o.leakage_attack_epochs;
+  ro.leakage.seed = s.run.seed;
   return ro;
 }
 
@@ -191,6 +224,60 @@ nlohmann::json compression_json(const Plan& plan) {
 }
 
 std::string percent(double x) { return format_percent(x, 2); }
+
+// Per boundary, the last model unit before it.
+nlohmann::json cuts_json(const Plan& plan) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PlanBoundary& b : plan.boundaries)
+    out.push_back(plan.stages[static_cast<size_t>(b.from_stage)].units.back());
+  return out;
+}
+
+// A number, or null where it is not one (an AUC without both classes).
+nlohmann::json finite_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
+
+// The leakage records of every rank, one entry per (evaluation, boundary)
+// with what crossed it forward and backward (exec/README.md, train report).
+nlohmann::json leakage_json(const Setup& s, const std::vector<BoundaryLeakage>& records) {
+  std::map<std::pair<int64_t, int>, nlohmann::json> entries;
+  const Plan& plan = s.run.plan;
+  for (const BoundaryLeakage& l : records) {
+    nlohmann::json& e = entries[{l.after_batches, l.boundary}];
+    if (e.is_null()) {
+      const PlanBoundary& b = plan.boundaries.at(static_cast<size_t>(l.boundary));
+      e = {{"batches", l.after_batches},
+           {"epoch",
+            static_cast<double>(l.after_batches) / static_cast<double>(s.batches_per_epoch)},
+           {"boundary", l.boundary},
+           {"cut", plan.stages[static_cast<size_t>(b.from_stage)].units.back()},
+           {"from", plan.stages[static_cast<size_t>(b.from_stage)].party},
+           {"to", plan.stages[static_cast<size_t>(b.to_stage)].party},
+           {"forward", nullptr},
+           {"backward", nullptr},
+           {"seconds", 0.0}};
+    }
+    e["seconds"] = e["seconds"].get<double>() + l.seconds;
+    if (l.backward) {
+      e["backward"] = {{"samples", l.samples},
+                       {"label_auc_norm", finite_or_null(l.label_auc_norm)},
+                       {"label_auc_direction", finite_or_null(l.label_auc_direction)}};
+    } else {
+      const Reconstruction& r = l.reconstruction;
+      e["forward"] = {{"samples", l.samples},
+                      {"attacker_samples", l.attacker_samples},
+                      {"distance_correlation", l.distance_correlation},
+                      {"reconstruction_mse", r.mse},
+                      {"reconstruction_psnr_db", finite_or_null(r.psnr_db)},
+                      {"baseline_mse", r.baseline_mse},
+                      {"baseline_psnr_db", finite_or_null(r.baseline_psnr_db)}};
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [key, e] : entries) out.push_back(std::move(e));
+  return out;
+}
 
 // How many clients trained, in which mode, and the samples of each class
 // each held.
@@ -210,8 +297,9 @@ nlohmann::json clients_json(const Setup& s, const TrainOptions& o) {
 // batch statistics; the wire bytes of every rank given).
 nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::string& mode,
                            const std::vector<EvalStats>& evals,
-                           const std::vector<BatchStats>& stats, int64_t wire_bytes, double wall_s,
-                           int64_t resumed_from) {
+                           const std::vector<BatchStats>& stats,
+                           const std::vector<BoundaryLeakage>& leakage, int64_t wire_bytes,
+                           double wall_s, int64_t resumed_from) {
   nlohmann::json evaluations = nlohmann::json::array();
   double best = -1;
   int64_t best_batches = 0;
@@ -240,30 +328,34 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
   for (const BatchStats& b : sorted) losses.push_back(b.loss);
   const Plan& plan = s.run.plan;
   const int64_t batches = plan.iterations - resumed_from;  // run by this process
-  return {{"schema", "splitsim.train/1"},
-          {"scenario", o.scenario},
-          {"variant", s.run.label},
-          {"mode", mode},
-          {"dataset", s.run.dataset},
-          {"seed", s.run.seed},
-          {"batch_size", plan.batch_size},
-          {"chunks", plan.chunks()},
-          {"compression", compression_json(plan)},
-          {"train_samples", s.train.labels.size(0)},
-          {"test_samples", s.test_batches * plan.batch_size},
-          {"batches_per_epoch", s.batches_per_epoch},
-          {"epochs", o.epochs},
-          {"eval_every", s.eval_every},
-          {"evaluations", evaluations},
-          {"best_test_accuracy", best},
-          {"best_after_batches", best_batches},
-          {"batch_losses", losses},
-          {"wire_bytes_per_batch",
-           batches > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(batches) : 0.0},
-          {"wall_s", wall_s},
-          {"clients", clients_json(s, o)},
-          {"resumed_from_batch", resumed_from},
-          {"complete", static_cast<int64_t>(evals.size()) == s.evaluations}};
+  nlohmann::json report = {
+      {"schema", "splitsim.train/1"},
+      {"scenario", o.scenario},
+      {"variant", s.run.label},
+      {"mode", mode},
+      {"dataset", s.run.dataset},
+      {"seed", s.run.seed},
+      {"batch_size", plan.batch_size},
+      {"chunks", plan.chunks()},
+      {"compression", compression_json(plan)},
+      {"cuts", cuts_json(plan)},
+      {"train_samples", s.train.labels.size(0)},
+      {"test_samples", s.test_batches * plan.batch_size},
+      {"batches_per_epoch", s.batches_per_epoch},
+      {"epochs", o.epochs},
+      {"eval_every", s.eval_every},
+      {"evaluations", evaluations},
+      {"best_test_accuracy", best},
+      {"best_after_batches", best_batches},
+      {"batch_losses", losses},
+      {"wire_bytes_per_batch",
+       batches > 0 ? static_cast<double>(wire_bytes) / static_cast<double>(batches) : 0.0},
+      {"wall_s", wall_s},
+      {"clients", clients_json(s, o)},
+      {"resumed_from_batch", resumed_from},
+      {"complete", static_cast<int64_t>(evals.size()) == s.evaluations}};
+  if (!s.leakage_after.empty()) report["leakage"] = leakage_json(s, leakage);
+  return report;
 }
 
 std::function<void(const EvalStats&)> epoch_progress(
@@ -339,10 +431,12 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
   const double wall = std::chrono::duration<double>(ExecClock::now() - start).count();
   std::vector<EvalStats> evals;
   std::vector<BatchStats> stats;
+  std::vector<BoundaryLeakage> leakage;
   int64_t wire = 0;
   TrainOutcome out;
   for (const RunResult& r : results) {
     evals.insert(evals.end(), r.evals.begin(), r.evals.end());
+    leakage.insert(leakage.end(), r.leakage.begin(), r.leakage.end());
     stats.insert(stats.end(), r.stats.begin(), r.stats.end());
     wire += r.wire_bytes_sent;
     if (!r.complete && out.complete) {
@@ -350,7 +444,7 @@ TrainOutcome train_in_process(const Setup& s, const TrainOptions& o,
       out.error = r.error;
     }
   }
-  out.report = make_report(s, o, "in_process", evals, stats, wire, wall, first);
+  out.report = make_report(s, o, "in_process", evals, stats, leakage, wire, wall, first);
   out.plan = s.deploy;
   return out;
 }
@@ -446,7 +540,7 @@ TrainOutcome train_two_process(const Setup& s, const TrainOptions& o,
     (void)transport.release();  // a failed Gloo pair may block in its destructor
   if (rank == 0) {
     // Two parties: rank 0's traffic is all of it; more: rank 0's share.
-    out.report = make_report(s, o, "two_process", result.evals, result.stats,
+    out.report = make_report(s, o, "two_process", result.evals, result.stats, result.leakage,
                              result.wire_bytes_sent + result.wire_bytes_received, wall, first);
   } else {
     out.report = {{"schema", "splitsim.train/1"}, {"role", o.role}, {"complete", out.complete}};

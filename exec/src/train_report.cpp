@@ -95,6 +95,44 @@ std::string sweep_table(const nlohmann::json& runs) {
   return os.str();
 }
 
+// The leakage a run measured (train --leakage), one row per evaluation and
+// boundary; "" without.
+std::string leakage_table(const nlohmann::json& run) {
+  if (!run.contains("leakage") || run["leakage"].empty()) return "";
+  std::ostringstream os;
+  char line[400];
+  auto number = [](const nlohmann::json& v, const char* format) {
+    if (!v.is_number()) return std::string("-");
+    char out[32];
+    std::snprintf(out, sizeof out, format, v.get<double>());
+    return std::string(out);
+  };
+  os << "leakage of " << run["variant"].get<std::string>()
+     << " (forward: held-out activations; backward: the training gradients since the "
+        "previous evaluation)\n"
+        "  batches  boundary                    dist corr  PSNR dB (baseline)  label AUC norm  "
+        "direction  seconds\n";
+  for (const auto& e : run["leakage"]) {
+    const nlohmann::json null;
+    const auto& f = e["forward"].is_object() ? e["forward"] : null;
+    const auto& b = e["backward"].is_object() ? e["backward"] : null;
+    const std::string where = std::to_string(e["boundary"].get<int>()) + " " +
+                              e["cut"].get<std::string>() + " " + e["from"].get<std::string>() +
+                              ">" + e["to"].get<std::string>();
+    const std::string psnr = f.is_null() ? "-"
+                                         : number(f["reconstruction_psnr_db"], "%.2f") + " (" +
+                                               number(f["baseline_psnr_db"], "%.2f") + ")";
+    std::snprintf(line, sizeof line, "  %7lld  %-26s  %9s  %18s  %14s  %9s  %7.1f\n",
+                  static_cast<long long>(e["batches"].get<int64_t>()), where.c_str(),
+                  f.is_null() ? "-" : number(f["distance_correlation"], "%.3f").c_str(),
+                  psnr.c_str(), b.is_null() ? "-" : number(b["label_auc_norm"], "%.3f").c_str(),
+                  b.is_null() ? "-" : number(b["label_auc_direction"], "%.3f").c_str(),
+                  e["seconds"].get<double>());
+    os << line;
+  }
+  return os.str();
+}
+
 }  // namespace
 
 TrainReport train_report(const std::vector<TrainOutcome>& runs, const std::string& scenario,
@@ -118,8 +156,12 @@ TrainReport train_report(const std::vector<TrainOutcome>& runs, const std::strin
 }
 
 std::string train_table(const nlohmann::json& report) {
-  if (report.value("schema", "") == kSweepSchema) return sweep_table(report["runs"]);
-  return report.contains("evaluations") ? run_table(report) : "";
+  if (report.value("schema", "") == kSweepSchema) {
+    std::string out = sweep_table(report["runs"]);
+    for (const auto& r : report["runs"]) out += leakage_table(r);
+    return out;
+  }
+  return report.contains("evaluations") ? run_table(report) + leakage_table(report) : "";
 }
 
 }  // namespace splitsim

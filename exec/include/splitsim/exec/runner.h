@@ -25,6 +25,7 @@
 #include "splitsim/costmodel/run_spec.h"
 #include "splitsim/exec/checkpoint.h"
 #include "splitsim/exec/dataset.h"
+#include "splitsim/exec/leakage.h"
 #include "splitsim/exec/transport.h"
 #include "splitsim/sim/timeline.h"
 
@@ -41,6 +42,36 @@ struct EvalStats {
   double train_loss = 0, train_accuracy = 0;
   double trained_s = 0;  // when the evaluation began (seconds since the run's start)
   double eval_s = 0;     // how long it took
+};
+
+// What crosses the boundaries says about client 0's data (splitsim train
+// --leakage; leakage.h): measured at the evaluations after these many
+// training batches (each a multiple of RunOptions::eval_every).
+struct LeakageOptions {
+  std::vector<int64_t> after_batches;  // empty: none
+  int attack_epochs = 10;              // the reconstruction decoder's passes
+  uint64_t seed = 0;                   // the decoder's weights and sample order
+  bool at(int64_t done) const;
+  // Whether a training batch's gradients count: the batches since the
+  // previous evaluation, when the next one measures leakage.
+  bool window(int64_t batch, int64_t eval_every) const;
+};
+
+// One boundary's leakage at one evaluation, by what crossed it.
+struct BoundaryLeakage {
+  int64_t after_batches = 0;
+  int boundary = 0;
+  bool backward = false;
+  // forward: the held-out samples' activations as the next stage decoded
+  // them: the first half trains the attacker's decoder, the second half
+  // scores it and the distance correlation.
+  int64_t samples = 0, attacker_samples = 0;
+  double distance_correlation = 0;
+  Reconstruction reconstruction;
+  // backward: the gradients the stage before the boundary received, decoded,
+  // over the training batches since the previous evaluation.
+  double label_auc_norm = 0, label_auc_direction = 0;
+  double seconds = 0;  // computing it
 };
 
 struct RunOptions {
@@ -65,6 +96,7 @@ struct RunOptions {
   BatchSource* eval_data = nullptr;
   int64_t eval_every = 0;
   int64_t eval_batches = 0;
+  LeakageOptions leakage;  // measured at some evaluations (train --leakage)
   // Called by the last stage after each evaluation (progress output).
   std::function<void(const EvalStats&)> on_eval;
   // Progress: called after each batch's update by one instance of this
@@ -119,6 +151,7 @@ struct RunResult {
   int64_t wire_bytes_received = 0;
   std::vector<EvalStats> evals;  // on the rank holding the last stage, in order
   int64_t eval_bytes = 0;        // sent and received for the evaluations (not in wire_bytes_*)
+  std::vector<BoundaryLeakage> leakage;  // this rank's, by the stage that received what crossed
 };
 
 // Runs `spec` on rank `rank` of `transport` for spec.plan.iterations

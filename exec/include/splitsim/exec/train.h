@@ -37,6 +37,11 @@ struct TrainOptions {
   std::string listen, connect;  // ADDR:PORT
   std::string token;            // shared secret ("" none; else $SPLITSIM_TOKEN)
   std::string version;          // program version, checked in the handshake
+  // Leakage of what crosses each boundary (leakage.h, exec/TRAINING.md
+  // "Leakage"), measured at these evaluations (1-based; -1: the last); empty:
+  // none. One process only.
+  std::vector<int64_t> leakage;
+  int leakage_attack_epochs = 10;  // the reconstruction decoder's passes over the attacker set
   // Checkpoints of every party's stages (exec/TRAINING.md "Checkpoints and
   // resume"): one variant, one client. A run without resume refuses a
   // directory that already holds this party's checkpoints.
