@@ -107,6 +107,29 @@ Command add_explore_command(CLI::App& app) {
                   "with --accuracy: leave out codecs whose best test accuracy is more than this "
                   "many percentage points below the uncompressed run's")
       ->check(number_range(0, 100));
+  sub->add_option("--leakage", a->leakage,
+                  "reports of splitsim train --leakage (one run or a sweep; several files, or "
+                  "the flag repeated): also rank the plans whose cuts and codecs were measured "
+                  "and whose worst leakage is within --max-psnr, --max-distance-correlation and "
+                  "--max-label-auc, by time per batch (by time to --target-accuracy with "
+                  "--accuracy: a plan must pass both); the best plan (--emit-best) is then the "
+                  "first of that ranking");
+  sub->add_option_function<double>(
+         "--max-psnr", [a](double x) { a->leakage_limits.max_psnr_db = x; },
+         "with --leakage: leave out plans whose reconstruction attack reached a PSNR above "
+         "this many dB (at any evaluation and boundary)")
+      ->check(number_range(-1000, 1000));
+  sub->add_option_function<double>(
+         "--max-distance-correlation",
+         [a](double x) { a->leakage_limits.max_distance_correlation = x; },
+         "with --leakage: leave out plans whose activations' distance correlation with the "
+         "input exceeded this, in [-1, 1]")
+      ->check(number_range(-1, 1));
+  sub->add_option_function<double>(
+         "--max-label-auc", [a](double x) { a->leakage_limits.max_label_auc = x; },
+         "with --leakage: leave out plans whose gradients told the labels apart with a "
+         "direction-attack ROC AUC above this, in [0, 1]")
+      ->check(number_range(0, 1));
   sub->add_option("--validate-repeat", a->validate_repeat,
                   "with --validate-top: real runs per plan")
       ->capture_default_str()

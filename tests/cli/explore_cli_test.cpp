@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <vector>
 
 #include "run_cli.h"
@@ -105,10 +106,10 @@ TEST(ExploreCliTest, AScenarioOfOnlyTheModelIsExploredOnTheDefaultDevices) {
   const std::string best = file + ".best.json";
   const CliResult r = run_cli("explore " + file +
                               " --kinds ushape --chunks 1,2 --max-simulations 20 --top 3 --json"
-                              " --emit-best " + best);
+                              " --emit-best " +
+                              best);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("client and server both \"cpu_this_machine\""), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("client and server both \"cpu_this_machine\""), std::string::npos) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_FALSE(j.at("ranking").empty());
   const auto emitted = nlohmann::json::parse(slurp(best));
@@ -370,6 +371,138 @@ TEST(ExploreCliTest, AccuracyRanksByTimeToTheTargetAndEmitsItsBest) {
   EXPECT_EQ(run_cli(base + " --accuracy " + report).exit_code, 2);
   EXPECT_EQ(run_cli(base + " --target-accuracy 70").exit_code, 2);
   EXPECT_EQ(run_cli(base + " --accuracy " + best + " --target-accuracy 70").exit_code, 2);
+  std::filesystem::remove_all(dir);
+}
+
+// --leakage: train reports with leakage (written here, in two files) for q8
+// cut after conv1 (PSNR 10 dB), layer2.0 (14 dB) and layer3.0 (20 dB), the
+// plans the screen leaves to simulate in a none/q8 space, and none after
+// layer1.2, which the screen puts off the front (q8 at that cut is as fast
+// with fewer bytes) but which is simulated all the same because its leakage
+// was measured (and is over the limit). Within --max-psnr 15 the first two
+// are ranked, fastest first; --emit-best writes the first.
+// With --accuracy the table ranks them by the time to the target. The limits
+// need --leakage, and a report without leakage is refused naming its path.
+TEST(ExploreCliTest, LeakageKeepsTheMeasuredCutsAndCodecsWithinTheLimits) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("splitsim_explore_leakage_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::create_directories(dir);
+  const nlohmann::json none = {{"method", "none"}}, q8 = {{"method", "quantize"}, {"bits", 8}};
+  auto run = [](const std::string& variant, const nlohmann::json& codec, const std::string& cut,
+                double psnr) {
+    const nlohmann::json forward = {{"samples", 496},
+                                    {"attacker_samples", 496},
+                                    {"distance_correlation", 0.7},
+                                    {"reconstruction_mse", 0.01},
+                                    {"reconstruction_psnr_db", psnr},
+                                    {"baseline_mse", 0.09},
+                                    {"baseline_psnr_db", 10.4}};
+    const nlohmann::json backward = {
+        {"samples", 4000}, {"label_auc_norm", 0.61}, {"label_auc_direction", 0.99}};
+    return nlohmann::json{
+        {"schema", "splitsim.train/1"},
+        {"variant", variant},
+        {"chunks", 1},
+        {"cuts", {cut}},
+        {"compression", {{{"forward", codec}, {"backward", codec}}}},
+        {"evaluations",
+         {{{"batches", 100}, {"test_accuracy", 0.72}}, {{"batches", 300}, {"test_accuracy", 0.8}}}},
+        {"leakage",
+         {{{"batches", 100},
+           {"epoch", 1.0},
+           {"boundary", 0},
+           {"cut", cut},
+           {"from", "client"},
+           {"to", "server"},
+           {"forward", forward},
+           {"backward", backward},
+           {"seconds", 3.2}}}}};
+  };
+  const std::map<std::string, double> psnr = {
+      {"q8 conv1", 10}, {"q8 layer2.0", 14}, {"q8 layer3.0", 20}, {"none layer1.2", 25}};
+  const std::string sweep = dir + "/sweep.json", deep = dir + "/conv1.json",
+                    space = dir + "/space.json", best = dir + "/best.json";
+  std::ofstream(sweep) << nlohmann::json{
+      {"schema", "splitsim.train_sweep/1"},
+      {"runs",
+       {run("q8 layer2.0", q8, "layer2.0", 14), run("q8 layer3.0", q8, "layer3.0", 20),
+        run("none layer1.2", none, "layer1.2", 25)}}};
+  std::ofstream(deep) << run("q8 conv1", q8, "conv1", 10).dump();
+  std::ofstream(space) << nlohmann::json{
+      {"schema", "splitsim.explore/1"},
+      {"codecs", {{{"label", "none"}, {"codec", none}}, {{"label", "q8"}, {"codec", q8}}}}};
+  const std::string base = "explore " +
+                           source_path("scenarios/accuracy/resnet20_fashion_mnist.json") +
+                           " --space " + space + " --kinds single --chunks 1 --top 1000";
+  const CliResult r = run_cli(base + " --json --leakage " + sweep + " --leakage " + deep +
+                              " --max-psnr 15 --emit-best " + best);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto l = j.at("leakage");
+  EXPECT_DOUBLE_EQ(l["limits"]["max_psnr_db"].get<double>(), 15);
+  EXPECT_TRUE(l["limits"]["max_label_auc"].is_null());
+  EXPECT_EQ(l["rank_by"], "time_per_batch");
+  // The simulated candidates each run matches, by cut and codec.
+  size_t matched = 0, over = 0;
+  for (const auto& c : j["ranking"]) {
+    const auto it =
+        psnr.find(c["codec"].get<std::string>() + " " + c["partition"][0]["to"].get<std::string>());
+    matched += it != psnr.end();
+    over += it != psnr.end() && it->second > 15;
+  }
+  EXPECT_GE(matched, 2u) << j["ranking"].dump();
+  bool measured_none = false;
+  for (const auto& c : j["ranking"])
+    measured_none =
+        measured_none || (c["codec"] == "none" && c["partition"][0]["to"] == "layer1.2");
+  EXPECT_TRUE(measured_none) << "the measured none after layer1.2 was not simulated";
+  ASSERT_GT(matched, over);
+  EXPECT_EQ(l["ranked"].get<size_t>(), matched - over);
+  EXPECT_EQ(l["over_limit"].get<size_t>(), over);
+  EXPECT_EQ(l["unmeasured"].get<size_t>(), j["simulated"].get<size_t>() - matched);
+  double last = 0;
+  for (const auto& row : l["ranking"]) {
+    const std::string v = row["measured_variant"];
+    ASSERT_TRUE(psnr.count(v)) << v;
+    EXPECT_DOUBLE_EQ(row["reconstruction_psnr_db"].get<double>(), psnr.at(v));
+    EXPECT_LE(psnr.at(v), 15);
+    EXPECT_DOUBLE_EQ(row["label_auc_direction"].get<double>(), 0.99);
+    EXPECT_GE(row["time_per_batch_s"].get<double>(), last);
+    last = row["time_per_batch_s"].get<double>();
+  }
+  EXPECT_FALSE(l["front"].empty());
+  const auto emitted = nlohmann::json::parse(std::ifstream(best));
+  EXPECT_EQ(emitted["compression"][0]["forward"]["method"], "quantize");
+  EXPECT_EQ("q8 " + emitted["partition"][0]["to"].get<std::string>(),
+            l["ranking"][0]["measured_variant"]);
+  // With --accuracy (the same reports: their evaluations), by time to 70%.
+  const CliResult table = run_cli(base + " --leakage " + sweep + " " + deep +
+                                  " --max-psnr 15 --accuracy " + sweep + " --target-accuracy 70");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("-- fastest plans with reconstruction PSNR <= 15 dB, by time to "
+                           "70.00% test accuracy"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("-- leakage front (time per batch, reconstruction PSNR, test "
+                           "accuracy)"),
+            std::string::npos)
+      << table.out;
+  // The limits need --leakage; a report without leakage and a limit out of
+  // range are refused (before the search).
+  CliResult bad = run_cli(base + " --max-psnr 15");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--leakage"), std::string::npos) << bad.err;
+  nlohmann::json plain = run("q8 conv1", q8, "conv1", 10);
+  plain.erase("leakage");
+  std::ofstream(deep) << plain.dump();
+  bad = run_cli(base + " --leakage " + deep);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find(deep + ": $.leakage"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("without --leakage"), std::string::npos) << bad.err;
+  bad = run_cli(base + " --leakage " + sweep + " --max-label-auc 1.5");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--max-label-auc"), std::string::npos) << bad.err;
   std::filesystem::remove_all(dir);
 }
 

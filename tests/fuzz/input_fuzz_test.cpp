@@ -206,6 +206,12 @@ TEST(InputFuzz, AccuracyReportForExplore) {
        3906);
 }
 
+TEST(InputFuzz, LeakageReportForExplore) {
+  fuzz("leakage", "leakage.json",
+       "explore scenario.json --kinds single --chunks 1 --leakage leakage.json --max-psnr 15",
+       3908);
+}
+
 // Flag values: each flag of a quick command given edge values; a refusal
 // names the flag.
 TEST(InputFuzz, FlagValues) {

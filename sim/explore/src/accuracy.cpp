@@ -6,20 +6,13 @@
 #include "json_read.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
-#include "splitsim/costmodel/input_file.h"
 #include "splitsim/costmodel/limits.h"
+#include "train_report.h"
 
 namespace splitsim {
 namespace {
 
 namespace jr = json_read;
-
-// Batches of one evaluation: at least 1, at most a training of the longest
-// run (limits::kMaxIterations) a thousand times over.
-constexpr int64_t kMaxReportBatches = limits::kMaxIterations * 1000;
-// Runs in one report, and evaluations in one run.
-constexpr size_t kMaxReportRuns = 4096;
-constexpr size_t kMaxEvaluations = 100000;
 
 // A test accuracy: a fraction in [0, 1]; a value in (1, 100] is named as
 // the percentage it likely is.
@@ -40,31 +33,21 @@ MeasuredAccuracy read_run(const nlohmann::json& j, const std::string& path) {
   MeasuredAccuracy m;
   m.variant = jr::read_label(j.at("variant"), path + ".variant");
   m.chunks = jr::read_int(j.at("chunks"), path + ".chunks", 1, limits::kMaxChunks);
-  std::vector<BoundaryCodecs> codecs;
-  const nlohmann::json& c = j.at("compression");
-  jr::require_array(c, path + ".compression", "one {forward, backward} object per boundary");
-  for (size_t b = 0; b < c.size(); ++b) {
-    const std::string at = jr::index_path(path + ".compression", b);
-    jr::require_object(c[b], at, "a {\"forward\": codec, \"backward\": codec} object");
-    jr::require_key(c[b], at, "forward", "a codec object");
-    jr::require_key(c[b], at, "backward", "a codec object");
-    codecs.push_back({parse_codec(c[b].at("forward"), at + ".forward"),
-                      parse_codec(c[b].at("backward"), at + ".backward")});
-  }
-  m.codecs = codecs_key(codecs);
+  m.codecs = codecs_key(train_report::read_compression(j, path));
   const nlohmann::json& evals = j.at("evaluations");
   const std::string ep = path + ".evaluations";
   jr::require_array(evals, ep, "the run's evaluations, in order of batches", 1);
-  if (evals.size() > kMaxEvaluations)
+  if (evals.size() > train_report::kMaxEvaluations)
     throw InputError(ep, std::to_string(evals.size()) + " evaluations; the limit is " +
-                             std::to_string(kMaxEvaluations));
+                             std::to_string(train_report::kMaxEvaluations));
   for (size_t i = 0; i < evals.size(); ++i) {
     const std::string at = jr::index_path(ep, i);
     const nlohmann::json& e = evals[i];
     jr::require_object(e, at, "an evaluation object");
     jr::require_key(e, at, "batches", "the training batches done");
     jr::require_key(e, at, "test_accuracy", "a fraction in [0, 1]");
-    const int64_t batches = jr::read_int(e.at("batches"), at + ".batches", 1, kMaxReportBatches);
+    const int64_t batches =
+        jr::read_int(e.at("batches"), at + ".batches", 1, train_report::kMaxBatches);
     if (!m.curve.empty() && batches <= m.curve.back().first)
       throw InputError(at + ".batches", "evaluations must come in increasing order of batches; " +
                                             std::to_string(batches) + " follows " +
@@ -95,25 +78,23 @@ std::string codecs_key(const std::vector<BoundaryCodecs>& codecs) {
 
 std::vector<MeasuredAccuracy> read_accuracy_report(const std::string& file,
                                                    const std::string& flag) {
-  const nlohmann::json j = parse_json_file(file, flag + " file");
-  const std::string schema = j.is_object() ? j.value("schema", "") : "";
   std::vector<MeasuredAccuracy> out;
-  if (schema == "splitsim.train/1") {
-    out.push_back(read_run(j, file + ": $"));
-  } else if (schema == "splitsim.train_sweep/1" && j.contains("runs") && j["runs"].is_array()) {
-    if (j["runs"].size() > kMaxReportRuns)
-      throw InputError(file + ": $.runs", std::to_string(j["runs"].size()) +
-                                              " runs; the limit is " +
-                                              std::to_string(kMaxReportRuns));
-    for (size_t i = 0; i < j["runs"].size(); ++i)
-      out.push_back(read_run(j["runs"][i], file + ": $.runs[" + std::to_string(i) + "]"));
-  } else {
-    throw InputError(flag, "\"" + file +
-                               "\" is not a report of splitsim train (schema splitsim.train/1 "
-                               "or splitsim.train_sweep/1)");
-  }
-  if (out.empty()) throw InputError(flag, "\"" + file + "\" holds no trained run");
+  train_report::for_each_run(file, flag,
+                             [&out](const nlohmann::json& run, const std::string& path) {
+                               out.push_back(read_run(run, path));
+                             });
   return out;
+}
+
+int matching_accuracy_run(const Candidate& c, const std::vector<MeasuredAccuracy>& runs) {
+  const std::string key = codecs_key(c.compression);
+  int match = -1;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].codecs == key &&
+        (match < 0 ||
+         (runs[i].chunks == c.chunks && runs[static_cast<size_t>(match)].chunks != c.chunks)))
+      match = static_cast<int>(i);
+  return match;
 }
 
 int64_t batches_to_reach(const MeasuredAccuracy& run, double target) {
@@ -145,13 +126,7 @@ AccuracyRanking rank_by_time_to_accuracy(const Exploration& e,
   std::vector<std::pair<AccuracyRow, size_t>> rows;  // with the exploration's rank
   for (size_t k = 0; k < e.ranking.size(); ++k) {
     const Candidate& c = e.result.candidates[e.ranking[k]];
-    const std::string key = codecs_key(c.compression);
-    int match = -1;
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i].codecs == key &&
-          (match < 0 ||
-           (runs[i].chunks == c.chunks && runs[static_cast<size_t>(match)].chunks != c.chunks)))
-        match = static_cast<int>(i);
+    const int match = matching_accuracy_run(c, runs);
     if (match < 0) {
       ++r.unmeasured;
       continue;

@@ -54,7 +54,9 @@ Exploration run_exploration(const Scenario& base, const ModelProfile& model,
   std::vector<Candidate>& candidates = e.result.candidates;
   std::vector<size_t> to_sim;
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (!candidates[i].screened_out) to_sim.push_back(i);
+    if (!candidates[i].screened_out ||
+        (options.always_simulate && options.always_simulate(candidates[i])))
+      to_sim.push_back(i);
   std::stable_sort(to_sim.begin(), to_sim.end(), [&](size_t x, size_t y) {
     return candidates[x].lower_bound_s < candidates[y].lower_bound_s;
   });

@@ -51,6 +51,69 @@ void print_ties(std::ostream& out, const Exploration& e, size_t shown) {
   }
 }
 
+// A number of the leakage ranking with `precision` decimals ("-" for
+// null), in `width` columns.
+std::string cell(const nlohmann::json& x, int width, int precision) {
+  char text[48];
+  if (x.is_number())
+    std::snprintf(text, sizeof text, "%*.*f", width, precision, x.get<double>());
+  else
+    std::snprintf(text, sizeof text, "%*s", width, "-");
+  return text;
+}
+
+// What the leakage limits ask, in words: "reconstruction PSNR <= 12 dB and
+// label AUC <= 0.6" ("any leakage" without a limit).
+std::string limits_text(const nlohmann::json& leakage) {
+  const nlohmann::json& l = leakage["limits"];
+  std::string text;
+  auto add = [&](const char* key, const char* name, const char* unit) {
+    if (l[key].is_null()) return;
+    char part[96];
+    std::snprintf(part, sizeof part, "%s%s <= %g%s", text.empty() ? "" : " and ", name,
+                  l[key].get<double>(), unit);
+    text += part;
+  };
+  add("max_psnr_db", "reconstruction PSNR", " dB");
+  add("max_distance_correlation", "distance correlation", "");
+  add("max_label_auc", "label AUC", "");
+  return text.empty() ? "any leakage" : text;
+}
+
+// The plans within the leakage limits (leakage_ranking_json(), leakage.h)
+// and the front over time, PSNR (and accuracy).
+void print_leakage(std::ostream& out, const nlohmann::json& leakage) {
+  const bool by_target = leakage.contains("target_accuracy");
+  std::string heading = "-- fastest plans with " + limits_text(leakage);
+  if (by_target) {
+    char target[32];
+    std::snprintf(target, sizeof target, "%.2f", 100 * leakage["target_accuracy"].get<double>());
+    heading += std::string(", by time to ") + target + "% test accuracy";
+  }
+  out << heading
+      << " (leakage measured by splitsim train --leakage at the same cuts and codecs, the worst "
+         "over evaluations and boundaries): "
+      << leakage["ranked"].get<size_t>() << " ranked; cuts and codecs not measured "
+      << leakage["unmeasured"].get<size_t>() << ", over a limit "
+      << leakage["over_limit"].get<size_t>();
+  if (by_target) out << ", not in the accuracy ranking " << leakage["not_accurate"].get<size_t>();
+  out << "\n  time/batch s  PSNR dB    dCor  label AUC"
+      << (by_target ? "  test acc  to target s" : "") << "  candidate\n";
+  for (const auto& row : leakage["ranking"]) {
+    out << "  " << cell(row["time_per_batch_s"], 12, 6) << "  "
+        << cell(row["reconstruction_psnr_db"], 7, 2) << "  "
+        << cell(row["distance_correlation"], 6, 3) << "  "
+        << cell(row["label_auc_direction"], 9, 3);
+    if (by_target)
+      out << "  " << cell(100 * row["test_accuracy"].get<double>(), 7, 2) << "%  "
+          << cell(row["time_to_target_s"], 11, 2);
+    out << "  " << row["label"].get<std::string>() << "\n";
+  }
+  out << "-- leakage front (time per batch, reconstruction PSNR"
+      << (by_target ? ", test accuracy" : "") << "): " << leakage["front"].size() << " plan(s)\n";
+  for (const auto& label : leakage["front"]) out << "  " << label.get<std::string>() << "\n";
+}
+
 }  // namespace
 
 std::string progress_line(const ExploreProgress& p) {
@@ -60,7 +123,7 @@ std::string progress_line(const ExploreProgress& p) {
 
 void write_explore_json(std::ostream& out, const std::string& scenario, const Exploration& e,
                         size_t top, const nlohmann::json& validation,
-                        const nlohmann::json& accuracy) {
+                        const nlohmann::json& accuracy, const nlohmann::json& leakage) {
   const ExploreResult& r = e.result;
   nlohmann::json j = {{"schema", "splitsim.explore/1"},
                       {"scenario", scenario},
@@ -82,6 +145,7 @@ void write_explore_json(std::ostream& out, const std::string& scenario, const Ex
     j["ranking"].push_back(candidate_to_json(r.candidates[e.ranking[k]]));
   if (!validation.is_null()) j["validation"] = validation;
   if (!accuracy.is_null()) j["accuracy"] = accuracy;
+  if (!leakage.is_null()) j["leakage"] = leakage;
   out << j.dump(2) << "\n";
 }
 
@@ -99,7 +163,7 @@ void write_explore_csv(std::ostream& out, const Exploration& e) {
 
 void write_explore_table(std::ostream& out, const std::string& scenario, const Exploration& e,
                          size_t top, const nlohmann::json& validation,
-                         const nlohmann::json& accuracy) {
+                         const nlohmann::json& accuracy, const nlohmann::json& leakage) {
   const ExploreResult& r = e.result;
   const size_t shown = std::min(top, e.ranking.size());
   const char* head =
@@ -141,6 +205,7 @@ void write_explore_table(std::ostream& out, const std::string& scenario, const E
       out << line;
     }
   }
+  if (!leakage.is_null()) print_leakage(out, leakage);
   if (validation.is_null()) return;
   out << "-- validation of the top " << validation["plans"].size() << " (" << validation["repeat"]
       << " repetitions each)\n";

@@ -41,6 +41,10 @@ std::string codecs_key(const std::vector<BoundaryCodecs>& codecs);
 std::vector<MeasuredAccuracy> read_accuracy_report(const std::string& file,
                                                    const std::string& field = "accuracy");
 
+// The run `c` takes: the one with its codecs_key(), with its chunk count
+// when one was trained, else the first; -1 when no run has its codecs.
+int matching_accuracy_run(const Candidate& c, const std::vector<MeasuredAccuracy>& runs);
+
 // Training batches before the first evaluation at or above `target`; -1
 // when none reached it.
 int64_t batches_to_reach(const MeasuredAccuracy& run, double target);

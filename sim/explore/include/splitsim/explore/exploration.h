@@ -38,6 +38,9 @@ struct ExploreOptions {
   // party when set (a relative half-width in [0, 1)).
   size_t spread_top = 10;
   std::optional<double> spread;
+  // Candidates simulated even when the screen put them off the Pareto front
+  // (those whose leakage was measured, explore --leakage); may be empty.
+  std::function<bool(const Candidate&)> always_simulate;
   // Simulates plans, metrics in input order; empty: simulate_metrics with
   // `jobs` here (the Python package hands in a Dask cluster's).
   std::function<std::vector<Metrics>(const std::vector<Plan>&)> simulate;

@@ -1,20 +1,22 @@
 #pragma once
 // `splitsim explore` as values: what it is asked (ExploreRequest, the CLI's
 // flags) and the one call that answers it: checks, the scenario measured,
-// run_exploration(), the accuracy ranking, the best plan written, the top
-// plans validated, the report. InputErrors name the request's fields
-// ("top", "accuracy", "target_accuracy", "emit_best") or the space's
-// (space_flags.h).
+// run_exploration(), the accuracy and leakage rankings, the best plan
+// written, the top plans validated, the report. InputErrors name the
+// request's fields ("top", "accuracy", "target_accuracy", "leakage",
+// "max_psnr", "emit_best") or the space's (space_flags.h).
 #include <functional>
 #include <iosfwd>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "splitsim/costmodel/device.h"
 #include "splitsim/costmodel/model_profile.h"
 #include "splitsim/costmodel/scenario.h"
 #include "splitsim/explore/exploration.h"
+#include "splitsim/explore/leakage.h"
 #include "splitsim/explore/space_flags.h"
 
 namespace splitsim {
@@ -29,6 +31,8 @@ struct ExploreRequest {
   std::string emit_best;           // write the best plan as a scenario file ("": no)
   std::string accuracy;            // a train report: also rank by time to accuracy
   double target_accuracy_pct = -1, max_accuracy_drop_pct = -1;  // < 0: not given
+  std::vector<std::string> leakage;  // train reports with leakage: also rank within the limits
+  LeakageLimits leakage_limits;
   double spread_pct = -1;          // < 0: the device profiles' timing spread
   int validate_top = 0;            // validate the first N plans for real (0: none)
   int validate_repeat = 3;         // real runs per plan
