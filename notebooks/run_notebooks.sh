@@ -3,21 +3,21 @@
 # notebooks headless and checks that each wrote its figures. report_figures and explore compute
 # theirs with the Python package built beside SPLITSIM_BIN (BUILD/python, on PYTHONPATH here).
 #
-#   notebooks/run_notebooks.sh SPLITSIM_BIN OUT_DIR [report_figures|validation|explore|accuracy]
+#   notebooks/run_notebooks.sh SPLITSIM_BIN OUT_DIR [report_figures|validation|explore|accuracy|leakage]
 #
-# With no name, runs all four. Inputs, executed notebooks and PNGs all go to OUT_DIR.
+# With no name, runs all five. Inputs, executed notebooks and PNGs all go to OUT_DIR.
 # Exits 77 (ctest: skipped) when `jupyter nbconvert` is not installed; Debian:
 #   apt-get install jupyter-nbconvert python3-ipykernel python3-matplotlib python3-pandas
 set -euo pipefail
 
 if (($# < 2 || $# > 3)); then
-  echo "usage: $0 SPLITSIM_BIN OUT_DIR [report_figures|validation|explore|accuracy]" >&2
+  echo "usage: $0 SPLITSIM_BIN OUT_DIR [report_figures|validation|explore|accuracy|leakage]" >&2
   exit 2
 fi
 bin="$(realpath "$1")"
 out="$(mkdir -p "$2" && realpath "$2")"
 names=("${3:-report_figures}")
-(($# == 3)) || names=(report_figures validation explore accuracy)
+(($# == 3)) || names=(report_figures validation explore accuracy leakage)
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/.."  # the repository root: scenarios name devices and files relative to it
 
@@ -29,8 +29,8 @@ fi
 [[ -x "$bin" ]] || { echo "$0: no splitsim executable at $1" >&2; exit 2; }
 package="$(dirname "$bin")/../python"  # BUILD/python: the package `import splitsim` finds
 [[ -d "$package/splitsim" ]] || { echo "$0: no Python package at $package/splitsim" >&2; exit 2; }
-if [[ " ${names[*]} " == *" accuracy "* ]] && ! compgen -G "/usr/share/datasets/fashion-mnist/train-images*" >/dev/null; then
-  echo "SKIP: the accuracy notebook trains on Fashion-MNIST: apt-get install dataset-fashion-mnist" >&2
+if [[ " ${names[*]} " == *" accuracy "* || " ${names[*]} " == *" leakage "* ]] && ! compgen -G "/usr/share/datasets/fashion-mnist/train-images*" >/dev/null; then
+  echo "SKIP: the accuracy and leakage notebooks train on Fashion-MNIST: apt-get install dataset-fashion-mnist" >&2
   exit 77
 fi
 
@@ -45,7 +45,8 @@ expected_figures() {
         validation_bytes.png validation_calibration.png ;;
     explore) echo explore_pareto_front.png ;;
     accuracy) echo accuracy_vs_bytes.png accuracy_curves.png accuracy_time_to_target.png ;;
-    *) echo "$0: unknown notebook '$1' (report_figures, validation, explore or accuracy)" >&2
+    leakage) echo leakage_front.png ;;
+    *) echo "$0: unknown notebook '$1' (report_figures, validation, explore, accuracy or leakage)" >&2
        return 2 ;;
   esac
 }
@@ -78,6 +79,16 @@ generate_inputs() {
       "$bin" train scenarios/accuracy/resnet20_fashion_mnist.json --variant "chunks=1" \
         --epochs 2 --train-samples 256 --test-samples 128 --target-accuracy 25 --json \
         >"$out/train_sweep.json" ;;
+    leakage)
+      # Three cut depths x four codecs, one short epoch each on 256 Fashion-MNIST samples,
+      # leakage at its end (seconds each); exec/TRAINING.md "Leakage" has the full table.
+      local f
+      for f in scenarios/leakage/resnet20_fashion_mnist_cut1.json \
+        scenarios/leakage/resnet20_fashion_mnist_cut2.json \
+        scenarios/leakage/resnet20_fashion_mnist_cut3.json; do
+        "$bin" train "$f" --epochs 1 --train-samples 256 --test-samples 128 --leakage last \
+          --leakage-attack-epochs 3 --json >"$out/leakage_$(basename "$f")"
+      done ;;
   esac
 }
 
