@@ -57,6 +57,19 @@ nlohmann::json leakage_run_json(const std::string& variant, const CodecSpec& c, 
             entry(250, 0, cut, forward(dcor, psnr), backward(auc - 0.1))}}};
 }
 
+// A two-boundary run (cuts "a" and "b", codec none) with these leakage entries.
+nlohmann::json two_boundary_run(const nlohmann::json& entries) {
+  const CodecSpec none;
+  const nlohmann::json boundary = {{"forward", codec_to_json(none)},
+                                   {"backward", codec_to_json(none)}};
+  return {{"schema", "splitsim.train/1"},
+          {"variant", "ushape"},
+          {"chunks", 1},
+          {"cuts", {"a", "b"}},
+          {"compression", {boundary, boundary}},
+          {"leakage", entries}};
+}
+
 // A candidate cut after `cut` (client | server) with codec `c` at its boundary.
 Candidate candidate(const std::string& label, const std::string& cut, const CodecSpec& c,
                     int64_t chunks, double time_s) {
@@ -117,18 +130,9 @@ TEST_F(LeakageTest, ReadsTheWorstOverEveryMeasurementAndBoundary) {
   EXPECT_DOUBLE_EQ(*runs[1].worst.label_auc, 0.97);
   // Two boundaries (U-shape): the worst of both; no gradient crossed the
   // second (backward null), a forward left unmeasured on the first.
-  const CodecSpec none;
-  const nlohmann::json ushape = {
-      {"schema", "splitsim.train/1"},
-      {"variant", "ushape"},
-      {"chunks", 1},
-      {"cuts", {"a", "b"}},
-      {"compression",
-       {{{"forward", codec_to_json(none)}, {"backward", codec_to_json(none)}},
-        {{"forward", codec_to_json(none)}, {"backward", codec_to_json(none)}}}},
-      {"leakage",
-       {entry(100, 0, "a", nullptr, backward(0.6)), entry(100, 1, "b", forward(0.5, 14), nullptr),
-        entry(200, 1, "b", forward(0.2, 16), nullptr)}}};
+  const nlohmann::json ushape = two_boundary_run({entry(100, 0, "a", nullptr, backward(0.6)),
+                                                  entry(100, 1, "b", forward(0.5, 14), nullptr),
+                                                  entry(200, 1, "b", forward(0.2, 16), nullptr)});
   std::ofstream(file) << ushape.dump();
   const auto u = read_leakage_report(file);
   ASSERT_EQ(u.size(), 1u);
@@ -156,7 +160,6 @@ TEST_F(LeakageTest, ReadsTheWorstOverEveryMeasurementAndBoundary) {
 // labels, so what comes back to it counts for nothing; what reaches the
 // server counts.
 TEST_F(LeakageTest, AUShapeCountsOnlyWhatReachesTheServer) {
-  const CodecSpec none;
   auto at = [](int boundary, const std::string& from, const std::string& to,
                const nlohmann::json& fwd, const nlohmann::json& bwd) {
     nlohmann::json e = entry(100, boundary, boundary == 0 ? "a" : "b", fwd, bwd);
@@ -164,17 +167,9 @@ TEST_F(LeakageTest, AUShapeCountsOnlyWhatReachesTheServer) {
     e["to"] = to;
     return e;
   };
-  const nlohmann::json ushape = {
-      {"schema", "splitsim.train/1"},
-      {"variant", "ushape"},
-      {"chunks", 1},
-      {"cuts", {"a", "b"}},
-      {"compression",
-       {{{"forward", codec_to_json(none)}, {"backward", codec_to_json(none)}},
-        {{"forward", codec_to_json(none)}, {"backward", codec_to_json(none)}}}},
-      {"leakage",
-       {at(0, "client", "server", forward(0.4, 20), backward(0.99)),     // gradient to the client
-        at(1, "server", "client", forward(0.9, 30), backward(0.95))}}};  // output to the client
+  const nlohmann::json ushape = two_boundary_run(
+      {at(0, "client", "server", forward(0.4, 20), backward(0.99)),    // gradient to the client
+       at(1, "server", "client", forward(0.9, 30), backward(0.95))});  // output to the client
   std::ofstream(file) << ushape.dump();
   const auto u = read_leakage_report(file);
   ASSERT_EQ(u.size(), 1u);
