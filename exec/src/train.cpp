@@ -3,7 +3,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -11,6 +10,7 @@
 #include <thread>
 
 #include "error_reason.h"
+#include "leakage_report.h"
 #include "splitsim/costmodel/codec.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/format.h"
@@ -225,60 +225,6 @@ nlohmann::json compression_json(const Plan& plan) {
 
 std::string percent(double x) { return format_percent(x, 2); }
 
-// Per boundary, the last model unit before it.
-nlohmann::json cuts_json(const Plan& plan) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const PlanBoundary& b : plan.boundaries)
-    out.push_back(plan.stages[static_cast<size_t>(b.from_stage)].units.back());
-  return out;
-}
-
-// A number, or null where it is not one (an AUC without both classes).
-nlohmann::json finite_or_null(double x) {
-  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
-}
-
-// The leakage records of every rank, one entry per (evaluation, boundary)
-// with what crossed it forward and backward (exec/README.md, train report).
-nlohmann::json leakage_json(const Setup& s, const std::vector<BoundaryLeakage>& records) {
-  std::map<std::pair<int64_t, int>, nlohmann::json> entries;
-  const Plan& plan = s.run.plan;
-  for (const BoundaryLeakage& l : records) {
-    nlohmann::json& e = entries[{l.after_batches, l.boundary}];
-    if (e.is_null()) {
-      const PlanBoundary& b = plan.boundaries.at(static_cast<size_t>(l.boundary));
-      e = {{"batches", l.after_batches},
-           {"epoch",
-            static_cast<double>(l.after_batches) / static_cast<double>(s.batches_per_epoch)},
-           {"boundary", l.boundary},
-           {"cut", plan.stages[static_cast<size_t>(b.from_stage)].units.back()},
-           {"from", plan.stages[static_cast<size_t>(b.from_stage)].party},
-           {"to", plan.stages[static_cast<size_t>(b.to_stage)].party},
-           {"forward", nullptr},
-           {"backward", nullptr},
-           {"seconds", 0.0}};
-    }
-    e["seconds"] = e["seconds"].get<double>() + l.seconds;
-    if (l.backward) {
-      e["backward"] = {{"samples", l.samples},
-                       {"label_auc_norm", finite_or_null(l.label_auc_norm)},
-                       {"label_auc_direction", finite_or_null(l.label_auc_direction)}};
-    } else {
-      const Reconstruction& r = l.reconstruction;
-      e["forward"] = {{"samples", l.samples},
-                      {"attacker_samples", l.attacker_samples},
-                      {"distance_correlation", l.distance_correlation},
-                      {"reconstruction_mse", r.mse},
-                      {"reconstruction_psnr_db", finite_or_null(r.psnr_db)},
-                      {"baseline_mse", r.baseline_mse},
-                      {"baseline_psnr_db", finite_or_null(r.baseline_psnr_db)}};
-    }
-  }
-  nlohmann::json out = nlohmann::json::array();
-  for (auto& [key, e] : entries) out.push_back(std::move(e));
-  return out;
-}
-
 // How many clients trained, in which mode, and the samples of each class
 // each held.
 nlohmann::json clients_json(const Setup& s, const TrainOptions& o) {
@@ -354,7 +300,8 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
       {"clients", clients_json(s, o)},
       {"resumed_from_batch", resumed_from},
       {"complete", static_cast<int64_t>(evals.size()) == s.evaluations}};
-  if (!s.leakage_after.empty()) report["leakage"] = leakage_json(s, leakage);
+  if (!s.leakage_after.empty())
+    report["leakage"] = leakage_json(plan, s.batches_per_epoch, leakage);
   return report;
 }
 
