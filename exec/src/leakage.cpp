@@ -186,9 +186,20 @@ Reconstruction reconstruction_attack(const torch::Tensor& train_z, const torch::
   const auto tail = [](const torch::Tensor& t) {
     return std::vector<int64_t>(t.sizes().begin() + 1, t.sizes().end());
   };
-  const torch::Tensor zt = train_z.detach().to(torch::kFloat),
-                      xt = train_x.detach().to(torch::kFloat);
-  const torch::Tensor ze = test_z.detach().to(torch::kFloat),
+  // The attacker standardises what it receives by its own set's statistics
+  // (per channel, or per feature of a flat activation): the decoder then
+  // learns alike whatever the cut's scale and offset.
+  torch::Tensor zt = train_z.detach().to(torch::kFloat), ze = test_z.detach().to(torch::kFloat);
+  {
+    std::vector<int64_t> over = {0};
+    if (zt.dim() == 4) over = {0, 2, 3};
+    const torch::Tensor mean = zt.mean(over, /*keepdim=*/true);
+    torch::Tensor sd = zt.std(over, /*unbiased=*/false, /*keepdim=*/true);
+    sd = torch::where(sd > 0, sd, torch::ones_like(sd));  // a constant channel stays 0
+    zt = (zt - mean) / sd;
+    ze = (ze - mean) / sd;
+  }
+  const torch::Tensor xt = train_x.detach().to(torch::kFloat),
                       xe = test_x.detach().to(torch::kFloat);
   Decoder decoder(tail(zt), xt.mean(0, true));
   // Its own generator, not the process's: other parties train beside it.

@@ -95,6 +95,33 @@ TEST(ReconstructionTest, AnInvertibleActivationIsReconstructedAndNoiseIsNoBetter
   EXPECT_EQ(again.mse, kept.mse);
 }
 
+// What crosses a trained cut can sit far from unit scale (ReLU outputs in
+// the tens, or all positive); an attacker standardises it before decoding,
+// so neither its scale nor its offset decides what the attack finds.
+TEST(ReconstructionTest, TheActivationsScaleAndOffsetDoNotChangeWhatTheAttackerReads) {
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::rand({512, 1, 8, 8});
+  const torch::Tensor train_x = x.narrow(0, 0, 256), test_x = x.narrow(0, 256, 256);
+  const torch::Tensor mix = torch::randn({2, 1, 1, 1});
+  auto act = [&](const torch::Tensor& in, double scale, double offset) {
+    return torch::cat({in * mix[0], in * mix[1]}, 1) * scale + offset;
+  };
+  const Reconstruction unit =
+      reconstruction_attack(act(train_x, 1, 0), train_x, act(test_x, 1, 0), test_x, 7);
+  for (const auto& [scale, offset] : {std::pair{1000.0, 0.0}, {1e-3, 0.0}, {30.0, 100.0}}) {
+    const Reconstruction r = reconstruction_attack(act(train_x, scale, offset), train_x,
+                                                   act(test_x, scale, offset), test_x, 7);
+    EXPECT_NEAR(r.psnr_db, unit.psnr_db, 1.0) << "scale " << scale << ", offset " << offset;
+  }
+  // A flat activation too.
+  const torch::Tensor flat = x.reshape({512, 64}).matmul(torch::randn({64, 32}));
+  auto flat_attack = [&](double scale) {
+    return reconstruction_attack(flat.narrow(0, 0, 256) * scale, train_x,
+                                 flat.narrow(0, 256, 256) * scale, test_x, 1, 50);
+  };
+  EXPECT_NEAR(flat_attack(1000).psnr_db, flat_attack(1).psnr_db, 1.0);
+}
+
 TEST(ReconstructionTest, AFlatActivationGoesThroughTheLinearDecoder) {
   torch::manual_seed(6);
   const torch::Tensor x = torch::rand({256, 1, 4, 4});

@@ -62,7 +62,9 @@ struct Reconstruction {
 // A model-inversion attack (as UnSplit and its successors; here a learned
 // decoder, not an optimisation per sample): a small decoder is trained on
 // the attacker's samples (train_z [n, ...] transmitted -> train_x [n, C, H,
-// W] inputs) and scored on disjoint test samples. The decoder answers the
+// W] inputs) and scored on disjoint test samples. The activations are first
+// standardised by the attacker set's mean and standard deviation (per channel
+// of a [c, h, w] activation, else per feature). The decoder answers the
 // attacker set's mean input plus, for a [c, h, w] activation, a 3x3
 // convolution to 16 channels, ReLU, bilinear resize to the input's H x W, a
 // 3x3 convolution to C (for any other shape, a linear map of the flattened
