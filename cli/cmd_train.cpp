@@ -109,6 +109,10 @@ Command add_train_command(CLI::App& app) {
                   "parts")
       ->check(number_range(0, 1e6))
       ->capture_default_str();
+  sub->add_option("--one-vs-rest", o.one_vs_rest,
+                  "Train a binary task: label 1 for this class (0-9), 0 for the rest (1 in 10 "
+                  "positive; the setting of the norm attack, exec/TRAINING.md \"Leakage\")")
+      ->check(int_range(0, 9));
   sub->add_option("--seed", o.seed,
                   "In place of the scenario's seed: initial weights, data order, codecs")
       ->check(int_range(0, int64_t{1} << 62));

@@ -52,6 +52,10 @@ void check_options(const TrainOptions& o) {
   if (o.test_samples < 0) throw InputError("test_samples", "must not be negative");
   if (o.eval_every < 0) throw InputError("eval_every", "must not be negative");
   if (!(o.alpha >= 0) || o.alpha > 1e6) throw InputError("alpha", "must be in [0, 1e6]");
+  static_assert(kFashionMnistClasses == kCifar10Classes);
+  if (o.one_vs_rest < -1 || o.one_vs_rest >= kFashionMnistClasses)
+    throw InputError("one_vs_rest", "a class of the dataset's labels, 0 to 9, got " +
+                                        std::to_string(o.one_vs_rest));
   check_checkpoint_options(o.checkpoint);
   for (int64_t e : o.leakage)
     if (e < 1 && e != -1)
@@ -118,6 +122,12 @@ void check_trainable(const Scenario& sc, const std::string& dataset, bool datase
   check_model_classes(dataset, sc.model);
 }
 
+// One class against the rest (TrainOptions::one_vs_rest): labels 1 and 0.
+LabeledImages one_vs_rest(LabeledImages data, int64_t positive) {
+  data.labels = data.labels.eq(positive).to(torch::kLong);
+  return data;
+}
+
 Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, SplitCache* cache) {
   Setup s;
   const std::string dataset = o.dataset.empty() ? v.scenario.dataset : o.dataset;
@@ -134,6 +144,10 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
              .first;
   s.train = it->second.first;
   s.test = it->second.second;
+  if (o.one_vs_rest >= 0) {
+    s.train = one_vs_rest(s.train, o.one_vs_rest);
+    s.test = one_vs_rest(s.test, o.one_vs_rest);
+  }
   s.deploy = ws.plan(v);
   const int64_t batch = s.deploy.batch_size;
   const int clients = static_cast<int>(v.scenario.clients);
@@ -182,6 +196,7 @@ Setup prepare(const TrainOptions& o, Workspace& ws, const ScenarioVariant& v, Sp
                          {"train_samples", s.train.labels.size(0)},
                          {"test_samples", s.test.labels.size(0)},
                          {"alpha", o.alpha}};
+  if (o.one_vs_rest >= 0) s.identity["train"]["one_vs_rest"] = o.one_vs_rest;
   // A checkpoint is of this training, whatever its interval; both parties
   // take them at the same batches.
   s.checkpoint_identity = stable_hash(s.identity.dump());
@@ -280,6 +295,7 @@ nlohmann::json make_report(const Setup& s, const TrainOptions& o, const std::str
       {"variant", s.run.label},
       {"mode", mode},
       {"dataset", s.run.dataset},
+      {"one_vs_rest", o.one_vs_rest >= 0 ? nlohmann::json(o.one_vs_rest) : nlohmann::json()},
       {"seed", s.run.seed},
       {"batch_size", plan.batch_size},
       {"chunks", plan.chunks()},

@@ -147,6 +147,8 @@ TEST_F(InputNumbersCliTest, NumbersOnTheCommandLineAreDecimalAndTimeoutsAtLeastA
   for (const char* sub : {"exec", "train"})
     expect_exit_2_naming(std::string(sub) + " " + scenario + " --role server --timeout-s 0.0001",
                          {"--timeout-s", "[0.001, 86400]"});
+  expect_exit_2_naming("train " + scenario + " --one-vs-rest 10",
+                       {"--one-vs-rest", "from 0 to 9", "\"10\""});
   expect_exit_2_naming("link-probe --role server --timeout-s 0.0001",
                        {"--timeout-s", "[0.001, 86400]"});
   expect_exit_2_naming("validate " + scenario + " --timeout-s 0.0001",

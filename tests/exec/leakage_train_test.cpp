@@ -72,9 +72,30 @@ TEST(TrainLeakageTest, ReconstructionFallsAsTheCutDeepensAndAVanillaSplitsGradie
     EXPECT_EQ(b.at("samples"), 256);
     EXPECT_GT(b.at("label_auc_direction").get<double>(), 0.9) << "cut " << cut;
   }
-  EXPECT_GT(psnr[0], psnr[1]);
-  EXPECT_GT(psnr[1], psnr[2]);
+  // The deepest cut gives the attacker least; the middle one no more than
+  // the first (measured: as much, within 0.05 dB, exec/TRAINING.md "Leakage").
+  EXPECT_LT(psnr[2], psnr[0]);
+  EXPECT_LT(psnr[2], psnr[1]);
+  EXPECT_LT(psnr[1], psnr[0] + 0.25);
   EXPECT_GT(dcor[0], dcor[2]);
+}
+
+// Li et al.'s setting: a binary task whose positives are rare (one class
+// against the rest, 1 in 10). Early in training the model leans to the
+// negatives, so a positive's gradient is the larger: its norm alone tells
+// the label, on a vanilla split and, from the head's gradient, on a U-shape.
+TEST(TrainLeakageTest, OnOneClassAgainstTheRestTheGradientsNormTellsTheLabelEvenOnAUShape) {
+  if (installed_fashion_mnist_dir().empty())
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  TrainOptions o = short_training(scenario("resnet20_fashion_mnist_cut1.json"));
+  o.one_vs_rest = 0;
+  const nlohmann::json vanilla = trained(o);
+  EXPECT_EQ(vanilla.at("one_vs_rest"), 0);
+  EXPECT_GT(entry(vanilla, 0).at("backward").at("label_auc_norm").get<double>(), 0.9);
+  o.scenario = scenario("resnet20_ushape_fashion_mnist.json");
+  o.variant = "";
+  const nlohmann::json ushape = trained(o);
+  EXPECT_GT(entry(ushape, 1).at("backward").at("label_auc_norm").get<double>(), 0.9);
 }
 
 // The U-shape keeps the labels on the client, but the gradient its head
@@ -94,6 +115,10 @@ TEST(TrainLeakageTest, AUShapesServerStillReadsTheLabelsFromTheGradientsTheHeadR
   EXPECT_TRUE(in.at("forward").is_object());
   EXPECT_TRUE(back.at("forward").is_object());
   EXPECT_GT(back.at("backward").at("label_auc_direction").get<double>(), 0.9);
+  // Its norm tells little on ten balanced classes (the test above: a
+  // binary task's does).
+  EXPECT_TRUE(r.at("one_vs_rest").is_null());
+  EXPECT_LT(back.at("backward").at("label_auc_norm").get<double>(), 0.75);
   // Deterministic for the seed: the same run measures the same, to the bit
   // but for the time it took.
   nlohmann::json again = trained(o).at("leakage"), first = r.at("leakage");
@@ -121,6 +146,9 @@ TEST(TrainLeakageTest, RefusesWhatItCannotMeasure) {
   o.leakage = {-1};
   o.role = "server";
   refused(o, "leakage");
+  o.role = "";
+  o.one_vs_rest = 10;
+  refused(o, "one_vs_rest");
 }
 
 }  // namespace

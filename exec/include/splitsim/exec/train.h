@@ -29,6 +29,10 @@ struct TrainOptions {
   // Several clients: their samples IID (0) or skewed in labels, each class
   // shared out in Dirichlet(alpha) proportions (client_data.h).
   double alpha = 0;
+  // >= 0: the labels become 1 for this class and 0 for the rest, a binary,
+  // imbalanced task (1 in 10 positive): the setting of Li et al.'s norm
+  // attack (exec/TRAINING.md "Leakage"). -1: the dataset's own labels.
+  int64_t one_vs_rest = -1;
   int threads = 1;            // torch intra-op threads (per process)
   double timeout_s = 600;     // per transfer (and connect, two processes)
   // Two processes: "server" (rank 0, listens) or another party (connects);
