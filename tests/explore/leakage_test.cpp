@@ -374,6 +374,46 @@ TEST_F(LeakageTest, WithAccuracyRanksByTimeToTheTargetAndTheFrontWeighsAccuracy)
   EXPECT_DOUBLE_EQ(j["ranking"][0]["time_to_target_s"].get<double>(), 40);
 }
 
+// A one-vs-rest run's accuracy is a binary one and its label AUC that of
+// two classes: the reports of one exploration train one task, and the first
+// run of another is named.
+TEST_F(LeakageTest, ReportsOfAnotherTaskAreRefusedNamingTheRun) {
+  nlohmann::json ten = leakage_run_json("q8", quantized(8), 1, "layer1.2", 19, 0.68, 0.97);
+  ten["dataset"] = "fashion_mnist";
+  ten["one_vs_rest"] = nullptr;
+  nlohmann::json binary = ten;
+  binary["one_vs_rest"] = 0;
+  const std::string other = file + ".binary.json";
+  std::ofstream(file) << ten.dump();
+  std::ofstream(other) << nlohmann::json{
+      {"schema", "splitsim.train_sweep/1"},
+      {"runs", {ten, binary}}}.dump();
+  const std::vector<MeasuredAccuracy> accuracy = read_accuracy_report(file);
+  const std::vector<MeasuredLeakage> leakage = read_leakage_report(other);
+  EXPECT_EQ(leakage[1].task, "fashion_mnist with class 0 against the rest");
+  try {
+    check_one_task(accuracy, leakage);
+    ADD_FAILURE() << "a one-vs-rest run beside ten-class ones was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), other + ": $.runs[1]") << e.what();
+    EXPECT_NE(e.message().find(file + ": $ trained fashion_mnist:"), std::string::npos) << e.what();
+  }
+  // One task, or a report that names none (written before train named it): accepted.
+  EXPECT_NO_THROW(check_one_task(accuracy, {leakage[0]}));
+  nlohmann::json unnamed = binary;
+  unnamed.erase("dataset");
+  unnamed.erase("one_vs_rest");
+  std::ofstream(other) << unnamed.dump();
+  EXPECT_NO_THROW(check_one_task(accuracy, read_leakage_report(other)));
+  // A value train does not write is refused at its path.
+  unnamed["one_vs_rest"] = 12;
+  expect_leakage_refused(other, unnamed, "$.one_vs_rest", "a class 0 to 9");
+  unnamed["one_vs_rest"] = nullptr;
+  unnamed["dataset"] = "fashion mnist\u001b";
+  expect_leakage_refused(other, unnamed, "$.dataset", "a dataset's name");
+  std::filesystem::remove(other);
+}
+
 TEST(LeakageLimitsTest, OutOfRangeLimitsNameTheirField) {
   auto refused = [](const LeakageLimits& l) {
     try {

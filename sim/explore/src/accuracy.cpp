@@ -32,6 +32,8 @@ MeasuredAccuracy read_run(const nlohmann::json& j, const std::string& path) {
     jr::require_key(j, path, key, "what `splitsim train` writes");
   MeasuredAccuracy m;
   m.variant = jr::read_label(j.at("variant"), path + ".variant");
+  m.task = train_report::task_of(j, path);
+  m.where = path;
   m.chunks = jr::read_int(j.at("chunks"), path + ".chunks", 1, limits::kMaxChunks);
   m.codecs = codecs_key(train_report::read_compression(j, path));
   const nlohmann::json& evals = j.at("evaluations");

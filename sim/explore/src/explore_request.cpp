@@ -42,6 +42,7 @@ Measured check_request(const ExploreRequest& r) {
   Measured measured;
   if (!r.accuracy.empty()) measured.accuracy = read_accuracy_report(r.accuracy);
   if (!r.leakage.empty()) measured.leakage = read_leakage_reports(r.leakage);
+  check_one_task(measured.accuracy, measured.leakage);
   return measured;
 }
 

@@ -142,6 +142,8 @@ MeasuredLeakage read_leakage_run(const nlohmann::json& j, const std::string& pat
   MeasuredLeakage m;
   m.file = file;
   m.variant = jr::read_label(j.at("variant"), path + ".variant");
+  m.task = train_report::task_of(j, path);
+  m.where = path;
   if (!j.contains("leakage") || j["leakage"].is_null() ||
       (j["leakage"].is_array() && j["leakage"].empty()))
     throw InputError(path + ".leakage", "no leakage measured: run \"" + m.variant +
@@ -206,6 +208,25 @@ std::vector<MeasuredLeakage> read_leakage_report(const std::string& file,
     out.push_back(read_leakage_run(run, path, file));
   });
   return out;
+}
+
+void check_one_task(const std::vector<MeasuredAccuracy>& accuracy,
+                    const std::vector<MeasuredLeakage>& leakage) {
+  const std::string* first = nullptr;
+  const std::string* first_where = nullptr;
+  auto check = [&](const std::string& task, const std::string& where) {
+    if (task.empty()) return;
+    if (first == nullptr) {
+      first = &task;
+      first_where = &where;
+    } else if (task != *first) {
+      throw InputError(where, "trained " + task + ", but " + *first_where + " trained " + *first +
+                                  ": the reports of one exploration must train one task "
+                                  "(the same dataset and --one-vs-rest)");
+    }
+  };
+  for (const MeasuredAccuracy& a : accuracy) check(a.task, a.where);
+  for (const MeasuredLeakage& l : leakage) check(l.task, l.where);
 }
 
 std::vector<MeasuredLeakage> read_leakage_reports(const std::vector<std::string>& files,

@@ -30,6 +30,27 @@ void for_each_run(const std::string& file, const std::string& flag,
     read(runs[i], file + ": $.runs[" + std::to_string(i) + "]");
 }
 
+std::string task_of(const nlohmann::json& run, const std::string& path) {
+  std::string task;
+  if (run.contains("dataset") && !run["dataset"].is_null()) {
+    const nlohmann::json& d = run["dataset"];
+    const bool name =
+        d.is_string() && !d.get<std::string>().empty() && d.get<std::string>().size() <= 64 &&
+        d.get<std::string>().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
+            std::string::npos;
+    if (!name)
+      throw InputError(path + ".dataset",
+                       "a dataset's name (a-z, 0-9, _), not " + d.dump().substr(0, 80));
+    task = d.get<std::string>();
+  }
+  if (!run.contains("one_vs_rest") || run["one_vs_rest"].is_null()) return task;
+  const nlohmann::json& k = run["one_vs_rest"];
+  if (!k.is_number_integer() || k.get<int64_t>() < 0 || k.get<int64_t>() > 9)
+    throw InputError(path + ".one_vs_rest", "a class 0 to 9 (train --one-vs-rest), or null; not " +
+                                                k.dump().substr(0, 80));
+  return task + " with class " + std::to_string(k.get<int64_t>()) + " against the rest";
+}
+
 std::vector<BoundaryCodecs> read_compression(const nlohmann::json& run, const std::string& path) {
   std::vector<BoundaryCodecs> codecs;
   const nlohmann::json& c = run.at("compression");

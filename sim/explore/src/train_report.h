@@ -28,6 +28,13 @@ constexpr size_t kMaxEvaluations = 100000;
 void for_each_run(const std::string& file, const std::string& flag,
                   const std::function<void(const nlohmann::json&, const std::string&)>& read);
 
+// REQUIRES: run is an object. What it trained on, which the reports of one
+// exploration must agree on: its "dataset" and, from `train --one-vs-rest`,
+// the class against the rest ("" where the report names neither). Throws
+// InputError at path.dataset or path.one_vs_rest for a value train does
+// not write.
+std::string task_of(const nlohmann::json& run, const std::string& path);
+
 // REQUIRES: run is an object. Its "compression": one {forward, backward}
 // codec object per boundary, each checked at its path.
 std::vector<BoundaryCodecs> read_compression(const nlohmann::json& run, const std::string& path);

@@ -30,6 +30,8 @@ struct MeasuredAccuracy {
   int64_t chunks = 1;
   double best_accuracy = 0;                       // best test accuracy over its evaluations
   std::vector<std::pair<int64_t, double>> curve;  // (training batches done, test accuracy)
+  std::string task;                               // its dataset and one-vs-rest class ("" unnamed)
+  std::string where;                              // "FILE: $.runs[i]"
 };
 
 // The codecs of every boundary, in order, as one canonical string

@@ -39,6 +39,8 @@ struct MeasuredLeakage {
   int64_t chunks = 1;
   size_t measurements = 0;  // entries of its "leakage"
   LeakageSummary worst;
+  std::string task;   // its dataset and one-vs-rest class ("" unnamed)
+  std::string where;  // "FILE: $.runs[i]"
 };
 
 // Per boundary of `c`'s partition: the last unit before it.
@@ -49,6 +51,13 @@ std::vector<std::string> candidate_cuts(const Candidate& c);
 // file is not a train report. A run trained without --leakage is an error.
 std::vector<MeasuredLeakage> read_leakage_report(const std::string& file,
                                                  const std::string& field = "leakage");
+// Throws InputError at the first run (its `where`) whose task differs from
+// the first named one's, accuracy runs before leakage runs: time, accuracy
+// and leakage are weighed for one task (a one-vs-rest run's accuracy is a
+// binary one). Runs whose report names no task are not compared.
+void check_one_task(const std::vector<MeasuredAccuracy>& accuracy,
+                    const std::vector<MeasuredLeakage>& leakage);
+
 // The runs of every file, in order.
 std::vector<MeasuredLeakage> read_leakage_reports(const std::vector<std::string>& files,
                                                   const std::string& field = "leakage");
