@@ -1,6 +1,7 @@
 #include "splitsim/exec/cpu_accounting.h"
 
 #include <sys/resource.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,6 +148,45 @@ std::string disturbance(const CpuConditions& c, const DisturbanceLimits& limits)
     out += buf;
   }
   return out;
+}
+
+std::string cpu_model_from_cpuinfo(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const size_t first = line.find_first_not_of(" \t", colon + 1);
+    if (first == std::string::npos) return "";
+    const size_t last = line.find_last_not_of(" \t\r");
+    return line.substr(first, last - first + 1);
+  }
+  return "";
+}
+
+MachineDescription describe_this_machine() {
+  MachineDescription m;
+  utsname u{};
+  if (uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release;
+  std::ifstream in("/proc/cpuinfo");
+  std::ostringstream text;
+  text << in.rdbuf();
+  m.cpu_model = cpu_model_from_cpuinfo(text.str());
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  m.cpus = online > 0 ? static_cast<int>(online) : 0;
+  return m;
+}
+
+std::string machine_text(const MachineDescription& m) {
+  std::string out;
+  const auto add = [&out](const std::string& part) {
+    if (!part.empty()) out += (out.empty() ? "" : ", ") + part;
+  };
+  add(m.kernel);
+  add(m.cpu_model);
+  if (m.cpus > 0) add(std::to_string(m.cpus) + (m.cpus == 1 ? " CPU" : " CPUs"));
+  return out.empty() ? "unknown" : out;
 }
 
 }  // namespace splitsim

@@ -395,6 +395,15 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
             std::string::npos)
       << table.str();
   EXPECT_NE(table.str().find("disturbed: other processes 20.0%"), std::string::npos);
+  // The machine that measured, by name, in the table and the report.
+  EXPECT_NE(
+      table.str().find("machine: " + machine_text(describe_this_machine()) + "; 3 repetition(s)"),
+      std::string::npos)
+      << table.str();
+  const nlohmann::json report = matrix_json(runs);
+  const nlohmann::json& machine = report.at("summary").at("conditions").at("machine");
+  EXPECT_EQ(machine.at("kernel"), describe_this_machine().kernel);
+  EXPECT_EQ(machine.at("cpus"), describe_this_machine().cpus);
   EXPECT_NE(table.str().find("without the platform model"), std::string::npos);
   EXPECT_NE(table.str().find("with the link probe's model of one transfer in the link: median 30.0%"),
             std::string::npos);

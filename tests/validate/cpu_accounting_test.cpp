@@ -70,5 +70,26 @@ TEST(CpuAccounting, ASnapshotOfThisMachineSeesItsCpus) {
   EXPECT_GE(process_cpu_s(), 0.0);
 }
 
+TEST(CpuAccounting, TheCpuModelIsTheFirstModelNameOfCpuinfo) {
+  EXPECT_EQ(cpu_model_from_cpuinfo("processor\t: 0\nvendor_id\t: AuthenticAMD\n"
+                                   "model name\t: AMD EPYC 7B13 64-Core Processor  \n"
+                                   "processor\t: 1\nmodel name\t: another\n"),
+            "AMD EPYC 7B13 64-Core Processor");
+  EXPECT_EQ(cpu_model_from_cpuinfo("processor\t: 0\nmodel\t\t: 1\n"), "");  // arm64: no name
+  EXPECT_EQ(cpu_model_from_cpuinfo("model name\t:\n"), "");
+}
+
+TEST(CpuAccounting, TheMachineNamesItsKernelAndCpus) {
+  const MachineDescription m = describe_this_machine();
+  EXPECT_EQ(m.kernel.rfind("Linux ", 0), 0u) << m.kernel;
+  EXPECT_GT(m.kernel.size(), 6u);
+  EXPECT_EQ(m.cpus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  const std::string text = machine_text(m);
+  EXPECT_EQ(text.rfind(m.kernel, 0), 0u) << text;
+  EXPECT_NE(text.find(std::to_string(m.cpus) + " CPU"), std::string::npos) << text;
+  EXPECT_EQ(machine_text({"Linux 6.1.0", "", 1}), "Linux 6.1.0, 1 CPU");
+  EXPECT_EQ(machine_text({}), "unknown");
+}
+
 }  // namespace
 }  // namespace splitsim

@@ -97,6 +97,7 @@ ErrorStats error_stats(const std::vector<double>& abs_errors) {
 
 MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   MatrixSummary s;
+  s.machine = describe_this_machine();
   std::vector<double> abs_errors, plain, bucket, peak, peak_link, average, lossy;
   std::map<std::string, std::vector<double>> busy, by_model;
   std::vector<std::string> party_order, model_order;
@@ -210,7 +211,11 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
         {"by_model", models},
         {"predicted_inside_spread", s.inside_spread},
         {"conditions",
-         {{"repetitions", s.repetitions},
+         {{"machine",
+           {{"kernel", s.machine.kernel},
+            {"cpu_model", s.machine.cpu_model},
+            {"cpus", s.machine.cpus}}},
+          {"repetitions", s.repetitions},
           {"disturbed", s.disturbed},
           {"retried", s.retried},
           {"max_steal_pct", 100 * s.max_steal_fraction},
@@ -298,10 +303,10 @@ void print_time_summary(std::ostream& os, const std::vector<ValidationRun>& runs
   os << "cores kept from idling (SCHED_IDLE pollers) in " << awake << " of " << runs.size()
      << " run(s)" << (awake == 0 ? " (--let-cores-idle)" : "") << "\n";
   std::snprintf(line, sizeof line,
-                "machine: %d repetition(s), max steal %.1f%%, max other processes %.1f%% of the "
-                "CPUs; %d retried, %d still disturbed\n",
-                s.repetitions, 100 * s.max_steal_fraction, 100 * s.max_foreign_cpu_fraction,
-                s.retried, s.disturbed);
+                "machine: %s; %d repetition(s), max steal %.1f%%, max other processes %.1f%% of "
+                "the CPUs; %d retried, %d still disturbed\n",
+                machine_text(s.machine).c_str(), s.repetitions, 100 * s.max_steal_fraction,
+                100 * s.max_foreign_cpu_fraction, s.retried, s.disturbed);
   os << line;
   const int ok_runs = s.runs - s.failed;
   std::snprintf(line, sizeof line,

@@ -63,6 +63,23 @@ double ksoftirqd_cpu_s(int cpu);
 // CPU seconds (user + system) this process, every thread, has used.
 double process_cpu_s();
 
+// Which machine measured: its kernel release (uname), its CPU model
+// (/proc/cpuinfo's first "model name") and its online CPUs. VMs sold as one
+// kind differ in speed and in their kernel's scheduling and network stack
+// (exec/validate/README.md "Measured"), so a report names its machine.
+// Fields that cannot be read stay empty (0 CPUs).
+struct MachineDescription {
+  std::string kernel;
+  std::string cpu_model;
+  int cpus = 0;
+};
+MachineDescription describe_this_machine();
+// The first "model name" of /proc/cpuinfo's text ("" when none; exposed for
+// tests).
+std::string cpu_model_from_cpuinfo(const std::string& text);
+// "Linux 6.1.0-18-amd64, AMD EPYC 7B13, 2 CPUs" (the parts that are known).
+std::string machine_text(const MachineDescription& m);
+
 // Thresholds above which a measurement counts as disturbed.
 struct DisturbanceLimits {
   double steal_fraction = 0.03;

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "splitsim/costmodel/device.h"
-#include "splitsim/costmodel/scenario.h"
 #include "splitsim/costmodel/link_fit.h"
+#include "splitsim/costmodel/scenario.h"
 #include "splitsim/costmodel/spread.h"
 #include "splitsim/exec/cpu_accounting.h"
 #include "splitsim/sim/metrics.h"
@@ -223,8 +223,11 @@ struct MatrixSummary {
     double median = 0, p90 = 0;
   };
   std::vector<ByModel> by_model;
-  // The machine: repetitions measured, disturbed ones kept after retries,
-  // retried ones, and the largest steal and foreign CPU fractions seen.
+  // The machine: which one (summarise() reads the machine it runs on, the
+  // one that measured), repetitions measured, disturbed ones kept after
+  // retries, retried ones, and the largest steal and foreign CPU fractions
+  // seen.
+  MachineDescription machine;
   int repetitions = 0, disturbed = 0, retried = 0;
   double max_steal_fraction = 0, max_foreign_cpu_fraction = 0;
   int bytes_checked = 0, bytes_exact = 0;  // deterministic-codec runs; equal bytes
