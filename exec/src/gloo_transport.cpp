@@ -19,6 +19,7 @@
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/exec/bounded_tcp_store.h"
 #include "splitsim/exec/loopback_transport.h"
+#include "waiter_pool.h"
 
 namespace splitsim {
 // Set by GlooTransport::abort, read by its transfers.
@@ -82,25 +83,34 @@ class GlooTransfer : public Transfer {
  public:
   GlooTransfer(std::vector<c10::intrusive_ptr<c10d::Work>> works, std::string what,
                std::chrono::milliseconds timeout, std::shared_ptr<GlooAbortState> abort)
-      : what_(std::move(what)), abort_(std::move(abort)) {
-    // One waiter thread per transfer stamps the completion time exactly.
-    result_ = std::async(std::launch::async, [works = std::move(works), timeout, what = what_] {
-      try {
-        for (const auto& w : works) w->wait(timeout);
-      } catch (const std::exception& e) {
-        throw TransportError(what + " failed (peer gone or no progress within " +
-                             seconds_text(timeout) + "): " + error_reason(e));
-      }
-      return ExecClock::now();
-    });
+      : what_(std::move(what)), abort_(std::move(abort)), works_(std::move(works)) {
+    // A waiter of the pool stamps the completion time exactly. It holds no
+    // reference to the works: the transfer's tensors are freed where the
+    // transfer is dropped, on a thread that the memory account sees
+    // (MemoryAccount counts frees on its joined threads only).
+    std::vector<c10d::Work*> works_to_wait;
+    for (const auto& w : works_) works_to_wait.push_back(w.get());
+    auto done = std::make_shared<std::promise<ExecClock::time_point>>();
+    result_ = done->get_future();
+    exec_internal::WaiterPool::instance().run(
+        [works = std::move(works_to_wait), timeout, what = what_, done] {
+          try {
+            for (c10d::Work* w : works) w->wait(timeout);
+            done->set_value(ExecClock::now());
+          } catch (const std::exception& e) {
+            done->set_exception(std::make_exception_ptr(
+                TransportError(what + " failed (peer gone or no progress within " +
+                               seconds_text(timeout) + "): " + error_reason(e))));
+          }
+        });
   }
   ~GlooTransfer() override {
     if (!result_.valid()) return;
-    // Aborted: the waiter may block until Gloo's timeout; it is left to
-    // the process's exit (it holds nothing of this object).
+    // Aborted: the waiter may block in the works until Gloo's timeout; they
+    // are left to the process's exit.
     if (!abort_->reason().empty() &&
         result_.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
-      new std::future<ExecClock::time_point>(std::move(result_));  // NOLINT: left on purpose
+      new std::vector<c10::intrusive_ptr<c10d::Work>>(std::move(works_));  // NOLINT: on purpose
       return;
     }
     result_.wait();
@@ -122,6 +132,7 @@ class GlooTransfer : public Transfer {
  private:
   std::string what_;
   std::shared_ptr<GlooAbortState> abort_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
   std::future<ExecClock::time_point> result_;
   bool done_ = false;
   ExecClock::time_point at_;
