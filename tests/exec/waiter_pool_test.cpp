@@ -25,8 +25,10 @@ TEST(WaiterPoolTest, TransfersOneAfterAnotherReuseAThread) {
     ASSERT_EQ(result.wait_for(seconds(30)), std::future_status::ready);
     EXPECT_EQ(result.get(), i);
   }
-  // A thread per job (std::async) would have started 200.
-  EXPECT_LE(pool.threads() - before, 1u);
+  // A thread per job (std::async) would have started 200. A waiter that
+  // has stamped its transfer is idle again only a moment later, so the
+  // next transfer may find none idle and start one: a few, not one a job.
+  EXPECT_LE(pool.threads() - before, 8u);
 }
 
 TEST(WaiterPoolTest, EveryTransferInFlightHasItsOwnWaiter) {
