@@ -57,11 +57,11 @@ TEST(NetnsSwitchTest, ATransferRunsAtTheSlowerOfItsPortAndTheServers) {
   NetnsSwitch sw(5e7, {2e8, 2.5e7});
   const size_t fast_bytes = 3'000'000, slow_bytes = 1'500'000;
   const double expected = 0.48;  // 3 MB at 50 Mbit/s, 1.5 MB at 25 Mbit/s
-  EXPECT_NEAR(timed_transfer(ClientPort{sw, 0}, true, fast_bytes), expected, 0.15 * expected);
-  EXPECT_NEAR(timed_transfer(ClientPort{sw, 1}, true, slow_bytes), expected, 0.15 * expected);
-  EXPECT_NEAR(timed_transfer(ClientPort{sw, 1}, false, slow_bytes), expected, 0.15 * expected);
+  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 0}, true, fast_bytes), expected, 0.15 * expected);
+  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 1}, true, slow_bytes), expected, 0.15 * expected);
+  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 1}, false, slow_bytes), expected, 0.15 * expected);
   sw.set_server_rate(2e8);  // now the fast client's own port: 3 MB at 200 Mbit/s
-  EXPECT_NEAR(timed_transfer(ClientPort{sw, 0}, false, fast_bytes), 0.12, 0.15 * 0.12);
+  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 0}, false, fast_bytes), 0.12, 0.15 * 0.12);
 }
 
 // The signal handler detaches every namespace of a switch too: the switch,

@@ -183,6 +183,21 @@ double timed_transfer(const Link& link, bool client_sends, size_t bytes) {
   return seconds_from(server, client, times);
 }
 
+// The fastest of `tries` timed_transfer()s (negative if any fails). What
+// is checked is the shaper's rate: beside it a busy core (the other test of
+// `ctest -j2`) can only slow a transfer, by 26% in one CI run on a VM whose
+// kernel network work is dear, never speed it past the rate and burst.
+template <typename Link>
+double fastest_transfer(const Link& link, bool client_sends, size_t bytes, int tries = 2) {
+  double best = -1;
+  for (int i = 0; i < tries; ++i) {
+    const double s = timed_transfer(link, client_sends, bytes);
+    if (s < 0) return s;
+    best = best < 0 ? s : std::min(best, s);
+  }
+  return best;
+}
+
 // The seconds `bytes` take from the client to the server (first send to a
 // 1-byte acknowledgement), each time after `idle_s` of silence, `rounds`
 // times on one connection that first carried 2 MB (so that its congestion
