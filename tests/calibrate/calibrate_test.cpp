@@ -252,6 +252,32 @@ TEST(CalibrateTest, RecoversOnePartysHostWorkPerByte) {
     EXPECT_NEAR(r.calibrated, r.measured, 1e-3 * r.measured) << r.label << " " << r.metric;
 }
 
+TEST(CalibrateTest, LeaveOneOutRefitsReuseTheFitsSimulations) {
+  // Rows the truth fits exactly: each refit without a row starts at its
+  // optimum. Its first Jacobian is the fit's last (looked up, not run), and
+  // the refit ends after a step without the Jacobian at its end. Either
+  // Jacobian run anew costs (1 + parameters) x (rows - 1) simulations a row.
+  const std::vector<Plan> plans = testbed_plans();
+  Calibration truth;
+  truth.parties["client"].compute_scale = 1.5;
+  truth.parties["server"].compute_scale = 0.8;
+  std::vector<MeasuredRow> rows = measured_under(plans, truth, 0.0);
+  rows.resize(5);
+  const CalibrationFit without = calibrate(plans, rows, quiet(false));
+  const CalibrationFit with = calibrate(plans, rows, quiet(true));
+  int fitted = 0;
+  for (const FittedParameter& p : with.parameters) fitted += p.fitted;
+  ASSERT_GE(fitted, 2);
+  const int n = static_cast<int>(rows.size());
+  const int refits = with.simulations - without.simulations;
+  EXPECT_GT(without.simulations, 0);
+  EXPECT_GE(refits, n);  // each row predicted left out, at least
+  EXPECT_LT(refits, n * (1 + fitted) * (n - 1));
+  // The same calibration either way: leave-one-out only adds its errors.
+  EXPECT_EQ(nlohmann::json(with.calibration), nlohmann::json(without.calibration));
+  EXPECT_EQ(calibration_file_json(with)["fit"]["simulations"], with.simulations);
+}
+
 TEST(CalibrateTest, ARowMustMatchOneVariant) {
   const std::vector<Plan> plans = testbed_plans();
   MeasuredRow r;

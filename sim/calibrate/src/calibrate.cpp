@@ -12,7 +12,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "parameters.h"
 #include "splitsim/costmodel/errors.h"
@@ -60,21 +62,29 @@ class Problem {
     return c;
   }
 
-  // Predicted value of every residual's metric under `c`, for the rows in `use`.
-  std::vector<double> predict(const Calibration& c, const std::vector<bool>& use) const {
+  // Predicted value of every residual's metric under the calibration of
+  // (active, x), for the rows in `use`. A row already simulated under the
+  // same calibration is not simulated again (the simulator is
+  // deterministic): the fit's first Jacobian is the one that chose which
+  // parameters to hold, and a leave-one-out refit's first is the fit's last.
+  std::vector<double> predict(const std::vector<int>& active, const Eigen::VectorXd& x,
+                              const std::vector<bool>& use) const {
+    const Calibration c = calibration(active, x);
+    const std::string key = nlohmann::json(c).dump();
     std::vector<Plan> run;
-    std::vector<int> index(plans_.size(), -1);
+    std::vector<size_t> run_rows;
     for (const Residual& r : res_)
-      if (use[r.row] && index[r.row] < 0) {
-        index[r.row] = static_cast<int>(run.size());
+      if (use[r.row] && !simulated_.count({r.row, key}) &&
+          std::find(run_rows.begin(), run_rows.end(), r.row) == run_rows.end()) {
+        run_rows.push_back(r.row);
         run.push_back(apply_calibration(plans_[r.row], c));
       }
     const std::vector<Metrics> m = simulate_metrics(run, SimOptions{}, o_.jobs);
+    for (size_t i = 0; i < run_rows.size(); ++i) simulated_[{run_rows[i], key}] = m[i];
+    simulations_ += static_cast<int>(run.size());
     std::vector<double> out(res_.size(), kNaN);
     for (size_t i = 0; i < res_.size(); ++i)
-      if (use[res_[i].row])
-        out[i] = metric_of(m[static_cast<size_t>(index[res_[i].row])], res_[i].metric);
-    ++evaluations_;
+      if (use[res_[i].row]) out[i] = metric_of(simulated_.at({res_[i].row, key}), res_[i].metric);
     return out;
   }
 
@@ -88,7 +98,7 @@ class Problem {
   // Residuals and forward-difference Jacobian at x.
   void linearise(const std::vector<int>& active, const Eigen::VectorXd& x,
                  const std::vector<bool>& use, Eigen::VectorXd* r, Eigen::MatrixXd* J) const {
-    *r = relative(predict(calibration(active, x), use), use);
+    *r = relative(predict(active, x, use), use);
     J->resize(r->size(), static_cast<Eigen::Index>(active.size()));
     for (size_t j = 0; j < active.size(); ++j) {
       const Param& p = params_[static_cast<size_t>(active[j])];
@@ -97,18 +107,21 @@ class Problem {
       const auto jj = static_cast<Eigen::Index>(j);
       if (xs[jj] + h > p.hi) h = -h;  // step inside the box
       xs[jj] += h;
-      J->col(jj) = (relative(predict(calibration(active, xs), use), use) - *r) / h;
+      J->col(jj) = (relative(predict(active, xs, use), use) - *r) / h;
     }
   }
 
-  int evaluations() const { return evaluations_; }
+  // Plans simulated so far (each row under each calibration once).
+  int simulations() const { return simulations_; }
 
  private:
+  using Key = std::pair<size_t, std::string>;  // the row, its calibration as JSON
   std::vector<Plan> plans_;
   std::vector<Residual> res_;
   std::vector<Param> params_;
   CalibrateOptions o_;
-  mutable int evaluations_ = 0;
+  mutable std::map<Key, Metrics> simulated_;
+  mutable int simulations_ = 0;
 };
 
 // The normalised median absolute residual: the residuals' scatter, robust
@@ -140,11 +153,13 @@ struct FitState {
 
 // Projected Levenberg-Marquardt from x0 over the rows in `use`; a step that
 // moves no prediction by `settled` or more ends it (0: only the cost's gain
-// or the step's size do).
+// or the step's size do). Without `final_jacobian` (a caller that only wants
+// x) the residuals and Jacobian at the last step are not computed: a
+// simulation per row and parameter.
 FitState levenberg_marquardt(const Problem& pb, const std::vector<int>& active, Eigen::VectorXd x0,
                              const std::vector<bool>& use, int max_iterations,
                              const std::function<void(const std::string&)>& progress,
-                             double settled = 0) {
+                             double settled = 0, bool final_jacobian = true) {
   FitState s;
   s.x = std::move(x0);
   pb.linearise(active, s.x, use, &s.r, &s.J);
@@ -170,7 +185,7 @@ FitState levenberg_marquardt(const Problem& pb, const std::vector<int>& active, 
       D.diagonal() += lambda * (A.diagonal().array() + 1e-9).matrix();
       Eigen::VectorXd xn = s.x - D.ldlt().solve(g);
       clamp(&xn);
-      const Eigen::VectorXd rn = pb.relative(pb.predict(pb.calibration(active, xn), use), use);
+      const Eigen::VectorXd rn = pb.relative(pb.predict(active, xn, use), use);
       const double cn = (s.w.array() * rn.array().square()).sum();
       if (std::isfinite(cn) && cn <= cost) {
         // Converged when a step gains less than 1e-4 of the cost, or moves no
@@ -188,7 +203,7 @@ FitState levenberg_marquardt(const Problem& pb, const std::vector<int>& active, 
         lambda *= 4;
       }
     }
-    if (!accepted) break;
+    if (!accepted || (converged && !final_jacobian)) break;
     pb.linearise(active, s.x, use, &s.r, &s.J);
     s.w = huber_weights(s.r);
     cost = (s.w.array() * s.r.array().square()).sum();
@@ -239,7 +254,7 @@ std::vector<double> predict_as_planned(const Problem& pb, const std::vector<Meas
                                        const CalibrateOptions& options) {
   options.progress("simulating " + std::to_string(rows.size()) + " measured row(s) as planned");
   const std::vector<double> before =
-      pb.predict(Calibration{}, std::vector<bool>(rows.size(), true));
+      pb.predict({}, Eigen::VectorXd(), std::vector<bool>(rows.size(), true));
   const std::vector<Residual>& residuals = pb.residuals();
   for (size_t i = 0; i < residuals.size(); ++i)
     if (!std::isfinite(before[i]))
@@ -408,10 +423,11 @@ void leave_one_out(const Problem& pb, const std::vector<MeasuredRow>& rows, cons
       std::vector<bool> use(rows.size(), true);
       use[i] = false;
       const FitState si = levenberg_marquardt(
-          pb, fitted, s.x, use, options.max_iterations, [](const std::string&) {}, settled);
+          pb, fitted, s.x, use, options.max_iterations, [](const std::string&) {}, settled,
+          /*final_jacobian=*/false);
       std::vector<bool> only(rows.size(), false);
       only[i] = true;
-      const std::vector<double> pred = pb.predict(pb.calibration(fitted, si.x), only);
+      const std::vector<double> pred = pb.predict(fitted, si.x, only);
       for (size_t k = 0; k < residuals.size(); ++k) {
         if (residuals[k].row != i) continue;
         fit->rows[k].left_out = pred[k];
@@ -442,12 +458,12 @@ CalibrationFit calibrate(const std::vector<Plan>& plans, const std::vector<Measu
                            " row(s): several parameters are held; measure variants that differ "
                            "in codec, chunks and link rate");
   const std::vector<Residual>& residuals = pb.residuals();
-  const std::vector<double> after =
-      pb.predict(fit.calibration, std::vector<bool>(rows.size(), true));
+  const std::vector<double> after = pb.predict(fitted, s.x, std::vector<bool>(rows.size(), true));
   for (size_t i = 0; i < residuals.size(); ++i)
     fit.rows.push_back({rows[residuals[i].row].label, residuals[i].metric, residuals[i].measured,
                         before[i], after[i], kNaN});
   leave_one_out(pb, rows, s, fitted, options, &fit);
+  fit.simulations = pb.simulations();
   return fit;
 }
 

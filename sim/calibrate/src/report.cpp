@@ -46,6 +46,7 @@ nlohmann::json calibration_file_json(const CalibrationFit& fit) {
               {"rows", rows},
               {"warnings", fit.warnings},
               {"iterations", fit.iterations},
+              {"simulations", fit.simulations},
               {"leave_one_out_median_abs_pct", num(fit.loo_median_abs_pct)},
               {"leave_one_out_max_abs_pct", num(fit.loo_max_abs_pct)}};
   return j;

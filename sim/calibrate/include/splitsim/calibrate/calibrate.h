@@ -73,6 +73,9 @@ struct CalibrationFit {
   std::vector<std::string> warnings;                   // too few rows, parameters not identifiable
   double loo_median_abs_pct = 0, loo_max_abs_pct = 0;  // time per batch (NaN: not run)
   int iterations = 0;
+  // Plans the fit simulated, leave-one-out included: each row once for each
+  // parameter vector it was predicted under (a repeat is looked up, not run).
+  int simulations = 0;
 };
 
 // Matches every row to the one plan whose variant label equals it (else
