@@ -1,7 +1,7 @@
 // calibrate (calibrate.h): robust Levenberg-Marquardt through the simulator.
 //
 // Each parameter lives in a fitting coordinate x with a box on it
-// (parameters.h). Residuals are
+// (parameters.h); the predictions and the Jacobian are problem.h's. Residuals are
 // relative errors (predicted - measured) / measured of every measured
 // metric of every row, weighted by Huber's function (k = 1.345 times a
 // robust scale of at least 1%) so that one wild row cannot pull the fit.
@@ -12,117 +12,24 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
 
 #include "parameters.h"
+#include "problem.h"
 #include "splitsim/costmodel/errors.h"
 #include "splitsim/costmodel/median.h"
-#include "splitsim/sim/metrics.h"
-#include "splitsim/sim/simulator.h"
 
 namespace splitsim {
 namespace {
 
 using calibrate_internal::candidate_params;
-using calibrate_internal::fd_step;
 using calibrate_internal::Param;
 using calibrate_internal::precedence;
-using calibrate_internal::set_param;
+using calibrate_internal::Problem;
+using calibrate_internal::Residual;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-struct Residual {
-  size_t row;
-  std::string metric;
-  double measured;
-};
-
-double metric_of(const Metrics& m, const std::string& key) {
-  if (key == "time_per_batch_s") return m.time_per_batch_s;
-  if (key == "computation_time_s") return m.computation_time_s;
-  const PartyMetrics* p = m.party(key.substr(key.find('.') + 1));
-  return p != nullptr ? p->busy_s_per_batch : kNaN;
-}
-
-class Problem {
- public:
-  Problem(std::vector<Plan> plans, std::vector<Residual> residuals, std::vector<Param> params,
-          const CalibrateOptions& o)
-      : plans_(std::move(plans)), res_(std::move(residuals)), params_(std::move(params)), o_(o) {}
-
-  const std::vector<Param>& params() const { return params_; }
-  const std::vector<Residual>& residuals() const { return res_; }
-
-  Calibration calibration(const std::vector<int>& active, const Eigen::VectorXd& x) const {
-    Calibration c;
-    for (size_t i = 0; i < active.size(); ++i)
-      set_param(&c, params_[static_cast<size_t>(active[i])], x[static_cast<Eigen::Index>(i)]);
-    return c;
-  }
-
-  // Predicted value of every residual's metric under the calibration of
-  // (active, x), for the rows in `use`. A row already simulated under the
-  // same calibration is not simulated again (the simulator is
-  // deterministic): the fit's first Jacobian is the one that chose which
-  // parameters to hold, and a leave-one-out refit's first is the fit's last.
-  std::vector<double> predict(const std::vector<int>& active, const Eigen::VectorXd& x,
-                              const std::vector<bool>& use) const {
-    const Calibration c = calibration(active, x);
-    const std::string key = nlohmann::json(c).dump();
-    std::vector<Plan> run;
-    std::vector<size_t> run_rows;
-    for (const Residual& r : res_)
-      if (use[r.row] && !simulated_.count({r.row, key}) &&
-          std::find(run_rows.begin(), run_rows.end(), r.row) == run_rows.end()) {
-        run_rows.push_back(r.row);
-        run.push_back(apply_calibration(plans_[r.row], c));
-      }
-    const std::vector<Metrics> m = simulate_metrics(run, SimOptions{}, o_.jobs);
-    for (size_t i = 0; i < run_rows.size(); ++i) simulated_[{run_rows[i], key}] = m[i];
-    simulations_ += static_cast<int>(run.size());
-    std::vector<double> out(res_.size(), kNaN);
-    for (size_t i = 0; i < res_.size(); ++i)
-      if (use[res_[i].row]) out[i] = metric_of(simulated_.at({res_[i].row, key}), res_[i].metric);
-    return out;
-  }
-
-  Eigen::VectorXd relative(const std::vector<double>& pred, const std::vector<bool>& use) const {
-    std::vector<double> r;
-    for (size_t i = 0; i < res_.size(); ++i)
-      if (use[res_[i].row]) r.push_back((pred[i] - res_[i].measured) / res_[i].measured);
-    return Eigen::Map<Eigen::VectorXd>(r.data(), static_cast<Eigen::Index>(r.size()));
-  }
-
-  // Residuals and forward-difference Jacobian at x.
-  void linearise(const std::vector<int>& active, const Eigen::VectorXd& x,
-                 const std::vector<bool>& use, Eigen::VectorXd* r, Eigen::MatrixXd* J) const {
-    *r = relative(predict(active, x, use), use);
-    J->resize(r->size(), static_cast<Eigen::Index>(active.size()));
-    for (size_t j = 0; j < active.size(); ++j) {
-      const Param& p = params_[static_cast<size_t>(active[j])];
-      Eigen::VectorXd xs = x;
-      double h = fd_step(p);
-      const auto jj = static_cast<Eigen::Index>(j);
-      if (xs[jj] + h > p.hi) h = -h;  // step inside the box
-      xs[jj] += h;
-      J->col(jj) = (relative(predict(active, xs, use), use) - *r) / h;
-    }
-  }
-
-  // Plans simulated so far (each row under each calibration once).
-  int simulations() const { return simulations_; }
-
- private:
-  using Key = std::pair<size_t, std::string>;  // the row, its calibration as JSON
-  std::vector<Plan> plans_;
-  std::vector<Residual> res_;
-  std::vector<Param> params_;
-  CalibrateOptions o_;
-  mutable std::map<Key, Metrics> simulated_;
-  mutable int simulations_ = 0;
-};
 
 // The normalised median absolute residual: the residuals' scatter, robust
 // to a few wild ones.
