@@ -224,6 +224,37 @@ TEST_F(InputLimitsTest, PlatformHostWorkPerPartyIsReadAndChecked) {
   expect_refused(j, "$.platform.parties.server.copies_s", "cpu_s_per_byte_sent");
 }
 
+TEST_F(InputLimitsTest, PlatformWakeCostIsReadCheckedAndInterpolated) {
+  json j = base();
+  j["platform"] = {
+      {"wake_cost", {{{"gap_s", 1e-3}, {"seconds", 1e-4}}, {{"gap_s", 1e-2}, {"seconds", 4e-4}}}}};
+  const auto v = load_scenario_file(write_text("wake.json", j.dump()));
+  ASSERT_EQ(v.size(), 1u);
+  const PlatformSpec& p = v[0].scenario.platform;
+  ASSERT_EQ(p.wake_cost.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.wake_cost_s(0), 0);
+  EXPECT_DOUBLE_EQ(p.wake_cost_s(-1), 0);
+  EXPECT_DOUBLE_EQ(p.wake_cost_s(0.5e-3), 0.5e-4);  // from (0, 0)
+  EXPECT_DOUBLE_EQ(p.wake_cost_s(1e-3), 1e-4);
+  EXPECT_NEAR(p.wake_cost_s(5.5e-3), 1e-4 + 3e-4 * 0.5, 1e-12);  // between the points
+  EXPECT_DOUBLE_EQ(p.wake_cost_s(1), 4e-4);                      // the last one's past it
+  EXPECT_DOUBLE_EQ(PlatformSpec{}.wake_cost_s(1), 0);
+  json bad = j;
+  bad["platform"]["wake_cost"][1]["gap_s"] = 1e-3;
+  expect_refused(bad, "$.platform.wake_cost[1].gap_s", "must increase");
+  bad = j;
+  bad["platform"]["wake_cost"][0]["seconds"] = -1e-4;
+  expect_refused(bad, "$.platform.wake_cost[0].seconds", "[0, ");
+  bad = j;
+  bad["platform"]["wake_cost"][0]["gap_s"] = 0;
+  expect_refused(bad, "$.platform.wake_cost[0].gap_s", "(0, ");
+  bad = j;
+  bad["platform"]["wake_cost"][0] = {{"gap_s", 1e-3}};
+  expect_refused(bad, "$.platform.wake_cost[0].seconds", "after it");
+  bad["platform"]["wake_cost"] = 1e-4;
+  expect_refused(bad, "$.platform.wake_cost", "wake-cost points");
+}
+
 // A model whose per-sample counts times the batch would pass 2^62: the
 // planner refuses it instead of wrapping around (a TorchScript model is not
 // bounded by the model options).

@@ -95,6 +95,7 @@ std::vector<Plan> sample_plans() {
   c.platform.parties["server"] = {3e-9, 4e-9};
   c.platform.shared_machine = true;
   c.platform.co_compute_slowdown = 1.25;
+  c.platform.wake_cost = {{1e-3, 5e-5}, {2e-2, 3e-4}};
   plans.push_back(c);
   // zb_h1's weight passes; interleaved_1f1b's parties taking turns.
   Plan zb = equal_stages(3, 2, 1e-3, 3e-3, Schedule::kZbH1, 6, 2);

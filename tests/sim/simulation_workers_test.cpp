@@ -47,6 +47,7 @@ std::vector<Plan> varied_plans() {
   b.platform.parties["server"].cpu_s_per_byte_received = 1e-9;
   b.platform.shared_machine = true;
   b.platform.co_compute_slowdown = 1.2;
+  b.platform.wake_cost = {{1e-3, 2e-4}, {1e-2, 5e-4}};
   plans.push_back(b);
   Plan c = ushape(1e-3, 2e-3, 1e-3, 2e-3, Schedule::kGpipe, 2);
   c.variant = "3 clients";

@@ -71,6 +71,8 @@ nlohmann::json platform_json(const PlatformSpec& p) {
   for (const auto& [name, w] : p.parties)
     j["parties"][name] = {{"cpu_s_per_byte_sent", w.cpu_s_per_byte_sent},
                           {"cpu_s_per_byte_received", w.cpu_s_per_byte_received}};
+  for (const WakePoint& w : p.wake_cost)
+    j["wake_cost"].push_back({{"gap_s", w.gap_s}, {"seconds", w.seconds}});
   return j;
 }
 

@@ -34,15 +34,6 @@ const std::vector<std::string> kNetworkKeys = {"bandwidth_bit_per_s",
                                                "burst_peak_bit_per_s",
                                                "loss_rate",
                                                "loss_recovery_s"};
-const std::vector<std::string> kPlatformKeys = {"cpu_s_per_byte_sent",
-                                                "cpu_s_per_byte_received",
-                                                "cpu_s_per_message_sent",
-                                                "cpu_s_per_message_received",
-                                                "shared_machine",
-                                                "co_compute_slowdown",
-                                                "parties"};
-const std::vector<std::string> kPartyHostWorkKeys = {"cpu_s_per_byte_sent",
-                                                     "cpu_s_per_byte_received"};
 const std::vector<std::string> kPartKeys = {"party", "from", "to"};
 const std::vector<std::string> kCompressionEntryKeys = {"forward", "backward"};
 const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
@@ -244,49 +235,6 @@ NetworkSpec parse_network(const json& j, const std::string& path) {
   return n;
 }
 
-PlatformSpec parse_platform(const json& j, const std::string& path) {
-  jr::require_object(j, path,
-                     "a platform object such as {\"cpu_s_per_byte_sent\": 2e-9, "
-                     "\"shared_machine\": true, \"co_compute_slowdown\": 1.05}");
-  jr::check_keys(j, path, kPlatformKeys);
-  PlatformSpec p;
-  const auto per_byte = [](const json& obj, const std::string& at, const char* key, double* out) {
-    if (obj.contains(key))
-      *out =
-          jr::read_number(obj.at(key), at + "." + key, {0, false, limits::kMaxCpuSPerByte, false});
-  };
-  per_byte(j, path, "cpu_s_per_byte_sent", &p.cpu_s_per_byte_sent);
-  per_byte(j, path, "cpu_s_per_byte_received", &p.cpu_s_per_byte_received);
-  for (const auto& [key, out] :
-       {std::pair{"cpu_s_per_message_sent", &p.cpu_s_per_message_sent},
-        std::pair{"cpu_s_per_message_received", &p.cpu_s_per_message_received}})
-    if (j.contains(key))
-      *out = jr::read_number(j.at(key), path + "." + key, {0, false, limits::kMaxOverheadS, false});
-  if (j.contains("parties")) {
-    const std::string at = path + ".parties";
-    jr::require_object(
-        j.at("parties"), at,
-        "host work per party such as {\"server\": {\"cpu_s_per_byte_received\": 2e-9}}");
-    for (const auto& [name, v] : j.at("parties").items()) {
-      const std::string pat = jr::member_path(at, name);
-      if (name.empty()) throw InputError(pat, "a party name must not be empty");
-      jr::require_object(v, pat,
-                         "{\"cpu_s_per_byte_sent\": ..., \"cpu_s_per_byte_received\": ...}");
-      jr::check_keys(v, pat, kPartyHostWorkKeys);
-      PartyHostWork& w = p.parties[name];
-      per_byte(v, pat, "cpu_s_per_byte_sent", &w.cpu_s_per_byte_sent);
-      per_byte(v, pat, "cpu_s_per_byte_received", &w.cpu_s_per_byte_received);
-    }
-  }
-  if (j.contains("shared_machine"))
-    p.shared_machine = jr::read_bool(j.at("shared_machine"), path + ".shared_machine");
-  if (j.contains("co_compute_slowdown"))
-    p.co_compute_slowdown =
-        jr::read_number(j.at("co_compute_slowdown"), path + ".co_compute_slowdown",
-                        {1, false, limits::kMaxCoComputeSlowdown, false});
-  return p;
-}
-
 void check_schema(const json& j) {
   jr::require_object(j, "$", "a scenario object");
   jr::require_key(j, "$", "schema", std::string("\"") + kSchema + "\"");
@@ -312,7 +260,7 @@ const std::vector<std::string>* nested_keys(const std::string& object) {
   if (object == "model") return &model_keys();
   if (object == "optimizer") return &kOptimizerKeys;
   if (object == "network") return &kNetworkKeys;
-  if (object == "platform") return &kPlatformKeys;
+  if (object == "platform") return &platform_keys();
   return nullptr;
 }
 
@@ -430,25 +378,6 @@ const std::vector<std::string>& training_mode_names() {
   static const std::vector<std::string> kNames = {"unsynchronised", "vanilla", "splitfed_v1",
                                                   "splitfed_v2"};
   return kNames;
-}
-
-double PlatformSpec::sent_s_per_byte(const std::string& party) const {
-  auto it = parties.find(party);
-  return cpu_s_per_byte_sent + (it == parties.end() ? 0.0 : it->second.cpu_s_per_byte_sent);
-}
-
-double PlatformSpec::received_s_per_byte(const std::string& party) const {
-  auto it = parties.find(party);
-  return cpu_s_per_byte_received + (it == parties.end() ? 0.0 : it->second.cpu_s_per_byte_received);
-}
-
-bool PlatformSpec::any() const {
-  bool per_party = false;
-  for (const auto& [name, w] : parties)
-    per_party = per_party || w.cpu_s_per_byte_sent > 0 || w.cpu_s_per_byte_received > 0;
-  return per_party || cpu_s_per_byte_sent > 0 || cpu_s_per_byte_received > 0 ||
-         cpu_s_per_message_sent > 0 || cpu_s_per_message_received > 0 ||
-         (shared_machine && co_compute_slowdown != 1.0);
 }
 
 }  // namespace splitsim

@@ -29,6 +29,8 @@ ModelSpec parse_model(const nlohmann::json& j, const std::string& path);
 // Throws InputError.
 NetworkSpec parse_network(const nlohmann::json& j, const std::string& path);
 PlatformSpec parse_platform(const nlohmann::json& j, const std::string& path);
+// The "platform" object's keys (scenario_platform.cpp, with parse_platform).
+const std::vector<std::string>& platform_keys();
 // "$.clients": a count, or a list of client groups (scenario_clients.cpp).
 // Returns the groups (none for a count) and sets *total. Throws InputError.
 std::vector<ClientGroupSpec> parse_clients(const nlohmann::json& j, int64_t* total);

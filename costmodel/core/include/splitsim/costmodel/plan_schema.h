@@ -262,6 +262,7 @@ void fields(V& v, PlatformSpec& f) {
     v.binary(*d);
   v.binary(f.shared_machine);
   v.binary(f.parties);
+  v.binary(f.wake_cost);
 }
 
 // What a plan file written before the simulator read it lacks.

@@ -156,6 +156,15 @@ struct PartyHostWork {
   double cpu_s_per_byte_received = 0.0;
 };
 
+// One point of a machine's wake cost: a computation that starts `gap_s`
+// after its party's previous computation ended takes `seconds` longer than
+// the profile's back-to-back timing (the core comes back cold from the
+// wait; exec/validate/README.md "Idle cores").
+struct WakePoint {
+  double gap_s = 0;
+  double seconds = 0;
+};
+
 // What the machines running the parties add to the model's compute and the
 // link's bytes (scenarios/FORMAT.md "Platform"; sim/README.md "Host work").
 struct PlatformSpec {
@@ -182,6 +191,11 @@ struct PlatformSpec {
   // slower (shared caches, memory bandwidth). Ignored unless shared_machine.
   bool shared_machine = false;
   double co_compute_slowdown = 1.0;
+  // The seconds a computation pays after a wait, by the wait's length:
+  // points with increasing gaps, linear between them and from (0, 0) to the
+  // first, the last one's seconds past it. Empty: none.
+  std::vector<WakePoint> wake_cost;
+  double wake_cost_s(double gap_s) const;
   bool any() const;
 };
 
