@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <initializer_list>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -176,6 +177,8 @@ class StageActor {
   // Runs the slices back to back as one execution on the instance's host
   // (held from then on until let_go) and records one event per slice of
   // non-zero length (the main kind always).
+  // A computation after a wait also pays the platform's wake cost for the
+  // time since the party's last one ended (in the last slice).
   void compute(const Instance& in, const Op& op, std::initializer_list<Slice> slices) {
     double total = 0;
     for (const Slice& s : slices) total += s.seconds;
@@ -185,6 +188,8 @@ class StageActor {
       ctx_->set_computing(in.party, true);
     }
     const double start = sg4::Engine::get_clock();
+    double& until = ctx_->computed_until[static_cast<size_t>(in.party)];
+    if (busy && !std::isnan(until)) total += ctx_->plan->platform.wake_cost_s(start - until);
     // The arbiter gives the host to one computation at a time; only host
     // work beside transfers or a co-compute slowdown can change its pace,
     // so without them the computation is a plain wait (cheaper to simulate).
@@ -193,7 +198,10 @@ class StageActor {
     else if (busy)
       sg4::this_actor::sleep_for(total);
     const double end = sg4::Engine::get_clock();
-    if (busy) ctx_->set_computing(in.party, false);
+    if (busy) {
+      ctx_->set_computing(in.party, false);
+      until = end;
+    }
     auto recorded = [](const Slice& s) {
       return s.seconds > 0 || (s.kind != EventKind::kEncode && s.kind != EventKind::kDecode &&
                                s.kind != EventKind::kRecompute);
@@ -272,6 +280,7 @@ void deploy_actors(SimContext* ctx) {
   for (size_t p = 0; p < d.parties.size(); ++p)
     ctx->arbiters.push_back(std::make_unique<HostArbiter>(ctx->options.server_order));
   ctx->computing.assign(d.parties.size(), 0);
+  ctx->computed_until.assign(d.parties.size(), std::nan(""));
   ctx->fwd_inbox.resize(d.instances.size());
   ctx->bwd_inbox.resize(d.instances.size());
   for (int k = 0; k < K; ++k)

@@ -93,6 +93,9 @@ struct SimContext {
   // interleaved_1f1b: per (party, client) the turn of its stages' ops.
   std::map<std::pair<int, int>, std::unique_ptr<Turnstile>> turns;
   std::vector<int> computing;                      // per party: 1 while it computes
+  // Per party: when its last computation ended (NaN before the first), for
+  // the platform's wake cost.
+  std::vector<double> computed_until;
   std::shared_ptr<Rounds> rounds;                  // a training mode's rounds, or null
 
   // Marks `party` as computing or not. On a shared machine with a

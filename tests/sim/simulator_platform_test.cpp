@@ -1,7 +1,8 @@
 // The platform's host work against hand-computed timelines: CPU seconds per
 // byte sent and received (competing with compute while a transfer runs), per
 // message (a call on the stage's own actor, in its turn on the party's
-// processor), and the co-compute slowdown of parties that share one machine.
+// processor), the co-compute slowdown of parties that share one machine, and
+// the wake cost of a computation after a wait.
 #include <gtest/gtest.h>
 
 #include "splitsim/sim/metrics.h"
@@ -260,6 +261,28 @@ TEST(SimulatorPlatformTest, CoComputeSlowdownEndsWhenThePeerStops) {
   const Metrics m = simulate_steady(p);
   EXPECT_NEAR(m.time_per_batch_s / 30e-3, 1.0, kPlatformRel);
   EXPECT_NEAR(m.party("client")->busy_s_per_batch / 25e-3, 1.0, kPlatformRel);
+}
+
+TEST(SimulatorPlatformTest, WakeCostIsPaidAfterAWaitByItsLength) {
+  // c F0, c F1 | s F0, s F1 at 10 ms each: only c F0 and s F0 start after a
+  // wait (c F1 and s F1 follow their own party's computation at once).
+  // Flat 2 ms past 5 ms: c F0 0..12, c F1 12..22, s F0 12..24 (it waited
+  // since the last batch's s F1), s F1 24..34.
+  Plan p = overlapping(10e-3, 10e-3);
+  p.platform.wake_cost = {{5e-3, 2e-3}};
+  Metrics m = simulate_steady(p);
+  EXPECT_NEAR(m.time_per_batch_s / 34e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 22e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("server")->busy_s_per_batch / 22e-3, 1.0, kPlatformRel);
+  // Rising to 4 ms at 20 ms (0.2 s per second of wait): each party waits
+  // 10 ms plus the other's cost w, so w = 0.2 (10 ms + w) = 2.5 ms, reached
+  // within 0.2^2 per batch from the first batch's 2 ms.
+  p.platform.wake_cost = {{20e-3, 4e-3}};
+  p.iterations = 24;
+  p.warmup = 12;
+  m = simulate_steady(p);
+  EXPECT_NEAR(m.time_per_batch_s / 35e-3, 1.0, kPlatformRel);
+  EXPECT_NEAR(m.party("client")->busy_s_per_batch / 22.5e-3, 1.0, kPlatformRel);
 }
 
 }  // namespace
