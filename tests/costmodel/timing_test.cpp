@@ -71,6 +71,23 @@ TEST(TimingTest, ACompanionLoadComputesBesideTheTimingAndStopsWithIt) {
   EXPECT_LT(after_cpu, 0.1 * after_wall) << "the companion stopped with the profile";
 }
 
+TEST(TimingTest, WakeCostIsOnePointPerGapAsSlept) {
+  std::vector<std::string> lines;
+  const std::vector<double> gaps = {1e-3, 4e-3};
+  const std::vector<WakePoint> w = measure_wake_cost(
+      resnet20(), 4, 1, [&](const std::string& l) { lines.push_back(l); }, gaps, 5);
+  ASSERT_EQ(w.size(), 2u);
+  for (size_t i = 0; i < w.size(); ++i) {
+    EXPECT_GE(w[i].gap_s, gaps[i]) << "a sleep is never shorter than asked";
+    EXPECT_LT(w[i].gap_s, gaps[i] + 0.5) << "the gap as slept, not a time that includes the op";
+    EXPECT_GE(w[i].seconds, 0);
+    EXPECT_LT(w[i].seconds, 0.5);
+  }
+  EXPECT_GT(w[1].gap_s, w[0].gap_s);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("wake cost (conv1"), std::string::npos) << lines[0];
+}
+
 TEST(TimingTest, CodecsAreTimedAsExecRunsThem) {
   CodecSpec q8;
   q8.method = CodecMethod::kQuantize;  // 8 bits

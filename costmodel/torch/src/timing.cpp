@@ -2,17 +2,18 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <new>
 #include <thread>
 
-#include <torch/torch.h>
-
 #include "splitsim/costmodel/codec_module.h"
 #include "splitsim/costmodel/errors.h"
+#include "splitsim/costmodel/format.h"
 #include "splitsim/costmodel/heap.h"
 #include "splitsim/costmodel/median.h"
 #include "splitsim/costmodel/model_zoo.h"
@@ -165,6 +166,61 @@ CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape
   t.sender_backward_s = median(sender);
   t.receiver_backward_s = median(receiver);
   return t;
+}
+
+std::vector<WakePoint> measure_wake_cost(const ModelSpec& spec, int64_t batch, int threads,
+                                         const std::function<void(const std::string&)>& progress,
+                                         const std::vector<double>& gaps, int repeats) {
+  hold_freed_heap_memory();
+  torch::set_num_threads(threads);
+  SplitModel model = build_model(spec, /*seed=*/0);
+  model.train(true);
+  const torch::Tensor input = model.make_input(batch, 1);
+  // The probe is a computation as a stage runs one: the forward of the
+  // model's first units, as many as make 0.3 ms (each touches weights of
+  // its own), repeated when the whole model takes less.
+  constexpr double kProbeS = 3e-4;
+  int last = 0;
+  const auto op_s = [&](int times) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < times; ++i) model.forward(input, 0, last);
+    return since(t0);
+  };
+  op_s(3);  // warm-up
+  while (last + 1 < model.size() && op_s(1) < kProbeS) {
+    ++last;
+    op_s(1);  // the new unit's warm-up
+  }
+  const int times =
+      static_cast<int>(std::clamp(std::ceil(kProbeS / std::max(op_s(1), 1e-7)), 1.0, 1e4));
+  std::vector<double> hot;
+  std::vector<std::vector<double>> cold(gaps.size()), slept(gaps.size());
+  for (int r = 0; r < repeats; ++r) {
+    op_s(times);
+    hot.push_back(op_s(times));
+    for (size_t g = 0; g < gaps.size(); ++g) {
+      const auto t0 = Clock::now();
+      std::this_thread::sleep_for(std::chrono::duration<double>(gaps[g]));
+      slept[g].push_back(since(t0));
+      cold[g].push_back(op_s(times));
+    }
+  }
+  std::vector<WakePoint> points;
+  const double base = median(hot);
+  for (size_t g = 0; g < gaps.size(); ++g) {
+    const double gap = median(slept[g]);
+    if (!points.empty() && !(gap > points.back().gap_s)) continue;
+    points.push_back({gap, std::max(0.0, median(cold[g]) - base)});
+  }
+  std::string units = model.names.front();
+  if (last > 0) units += ".." + model.names[static_cast<size_t>(last)];
+  std::string line = "wake cost (" + units + " forward" +
+                     (times > 1 ? " x" + std::to_string(times) : "") + ", " + format_seconds(base) +
+                     " back to back):";
+  for (const WakePoint& w : points)
+    line += " " + format_seconds(w.seconds) + " after " + format_seconds(w.gap_s);
+  progress(line);
+  return points;
 }
 
 DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,

@@ -47,6 +47,19 @@ double measure_memory_bandwidth();
 CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape, int64_t batch,
                        int threads = 1, int repeats = 7);
 
+// What a computation pays after its core waited (exec/validate/README.md
+// "Idle cores"): the forward of the model's first units at `batch`, as many
+// as take 0.3 ms (the whole model repeated when it takes less), with
+// `threads` threads, timed back to back and after
+// sleeping each of `gaps` seconds, `repeats` rounds interleaved. Each point
+// is a gap as slept (the median) and the difference of the medians, not
+// below 0. `progress` gets one line.
+std::vector<WakePoint> measure_wake_cost(const ModelSpec& spec, int64_t batch, int threads,
+                                         const std::function<void(const std::string&)>& progress,
+                                         const std::vector<double>& gaps = {0.001, 0.003, 0.01,
+                                                                            0.03},
+                                         int repeats = 40);
+
 // Times every unit of `spec` (resolved) at `opts.batch` on this machine's CPU
 // with `opts.threads` threads. `progress` gets one line per step.
 DeviceProfile profile_this_machine(const ModelSpec& spec, const ProfileOptions& opts,
