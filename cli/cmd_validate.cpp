@@ -37,8 +37,9 @@ Command add_validate_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "validate",
       "Predict variants with this machine's measured CPU profile (one thread per party), the "
-      "host work per byte measured by a link probe and the co-compute slowdown of two parties "
-      "on one machine; run each for real --repeat times, interleaved (splitsim exec: server and "
+      "host work per byte measured by a link probe, the co-compute slowdown of two parties "
+      "on one machine and the cost of a computation after a wait (the wake cost); run each for "
+      "real --repeat times, interleaved (splitsim exec: server and "
       "client pinned to separate cores, joined as root by a veth pair between two network "
       "namespaces shaped with tc htb or tbf, else by unshaped loopback); print predicted vs "
       "measured per metric with the error %, the spread and the machine's CPU steal. A "
@@ -114,8 +115,8 @@ Command add_validate_command(CLI::App& app) {
                 "do not keep the run's CPUs busy with SCHED_IDLE pollers: a waiting party's core "
                 "may idle, and on a VM compute after idling runs slower than the profile says");
   sub->add_flag("--no-platform-model", args->no_platform_model,
-                "predict without the link probe's host work per byte and without the co-compute "
-                "slowdown (the report always shows the error without them too)");
+                "predict without the link probe's host work per byte, the co-compute slowdown and "
+                "the wake cost (the report always shows the error without them too)");
   sub->add_flag("--reprofile", o.reprofile, "measure this machine again, ignore the cache");
   sub->add_option("--profile-cache", o.profile_cache,
                   "directory of cached profiles (default $SPLITSIM_PROFILE_CACHE, else "

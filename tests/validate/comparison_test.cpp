@@ -363,6 +363,7 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
     r.predicted_plain_time_per_batch_s = 0.5;                        // 50 % off everywhere
     if (i > 0) r.predicted_link_time_per_batch_s = 1.0 + 0.2 * i;  // 20 and 40 % (one not run)
     if (i > 0) r.loss_rate = 0.01;  // the 10 and 30 % runs on a lossy link
+    if (i > 0) r.predicted_without_wake = two_party(0.9, 4000, 0.15);  // 10 %; client 25 %
     aggregate_repetitions(&r);
     runs.push_back(r);
   }
@@ -379,6 +380,10 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
   EXPECT_NEAR(s.median_abs_error_busy[0].second, 0.10, 1e-9);
   EXPECT_NEAR(s.median_abs_error_plain, 0.5, 1e-9);
   EXPECT_NEAR(s.median_abs_error_link, 0.3, 1e-9);
+  EXPECT_NEAR(s.median_abs_error_without_wake, 0.1, 1e-9);  // over the two runs that made one
+  ASSERT_EQ(s.median_abs_error_busy_without_wake.size(), 2u);
+  EXPECT_EQ(s.median_abs_error_busy_without_wake[0].first, "client");
+  EXPECT_NEAR(s.median_abs_error_busy_without_wake[0].second, 0.25, 1e-9);
   EXPECT_EQ(s.lossy_link.n, 2);
   EXPECT_NEAR(s.lossy_link.median, 0.2, 1e-9);
   EXPECT_NEAR(s.lossy_link.max, 0.3, 1e-9);
@@ -405,6 +410,27 @@ TEST(Matrix, SummaryPerModelBusyTimesAndConditions) {
   EXPECT_EQ(machine.at("kernel"), describe_this_machine().kernel);
   EXPECT_EQ(machine.at("cpus"), describe_this_machine().cpus);
   EXPECT_NE(table.str().find("without the platform model"), std::string::npos);
+  EXPECT_NE(table.str().find("without the wake cost (the platform model's cost of a computation "
+                             "after a wait): median 10.0%"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("busy time of client |error|: median 10.0% (target <= 10% met)\n"
+                             "  without the wake cost: median 25.0%\n"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NEAR(report.at("summary")
+                  .at("without_wake_cost")
+                  .at("median_abs_error_busy_pct")
+                  .at("client")
+                  .get<double>(),
+              25, 1e-9);
+  EXPECT_NEAR(report.at("runs")
+                  .at(1)
+                  .at("predicted_without_wake_cost")
+                  .at("busy_s_per_batch")
+                  .at("client")
+                  .get<double>(),
+              0.15, 1e-12);
   EXPECT_NE(table.str().find("with the link probe's model of one transfer in the link: median 30.0%"),
             std::string::npos);
 }

@@ -292,6 +292,12 @@ nlohmann::json validation_json(const ValidationRun& run) {
                                               run.predicted_spread.high_s};
   if (run.predicted_plain_time_per_batch_s > 0)
     j["predicted_without_platform_time_per_batch_s"] = run.predicted_plain_time_per_batch_s;
+  if (run.predicted_without_wake.time_per_batch_s > 0) {
+    nlohmann::json& w = j["predicted_without_wake_cost"];
+    w["time_per_batch_s"] = run.predicted_without_wake.time_per_batch_s;
+    for (const PartyMetrics& p : run.predicted_without_wake.parties)
+      w["busy_s_per_batch"][p.name] = p.busy_s_per_batch;
+  }
   if (run.link_fit.valid()) j["link_fit"] = link_fit_json(run.link_fit);
   j["goodput_fraction"] = run.goodput_fraction;
   if (run.loss_rate > 0) {
@@ -309,6 +315,8 @@ nlohmann::json validation_json(const ValidationRun& run) {
                    {"cpu_s_per_message_received", run.platform.cpu_s_per_message_received},
                    {"shared_machine", run.platform.shared_machine},
                    {"co_compute_slowdown", run.platform.co_compute_slowdown}};
+  for (const WakePoint& w : run.platform.wake_cost)
+    j["platform"]["wake_cost"].push_back({{"gap_s", w.gap_s}, {"seconds", w.seconds}});
   if (!run.memory.empty()) {
     nlohmann::json memory = nlohmann::json::object();
     for (const MemoryCheck& m : run.memory)

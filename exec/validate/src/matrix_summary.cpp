@@ -98,8 +98,8 @@ ErrorStats error_stats(const std::vector<double>& abs_errors) {
 MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   MatrixSummary s;
   s.machine = describe_this_machine();
-  std::vector<double> abs_errors, plain, bucket, peak, peak_link, average, lossy;
-  std::map<std::string, std::vector<double>> busy, by_model;
+  std::vector<double> abs_errors, plain, bucket, peak, peak_link, average, lossy, awake;
+  std::map<std::string, std::vector<double>> busy, busy_awake, by_model;
   std::vector<std::string> party_order, model_order;
   for (const auto& r : runs) {
     ++s.runs;
@@ -114,6 +114,9 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
     const double measured = r.errors.at(0).measured;
     if (r.predicted_plain_time_per_batch_s > 0 && measured > 0)
       plain.push_back(std::fabs(r.predicted_plain_time_per_batch_s - measured) / measured);
+    const Metrics& w = r.predicted_without_wake;
+    if (w.time_per_batch_s > 0 && measured > 0)
+      awake.push_back(std::fabs(w.time_per_batch_s - measured) / measured);
     if (r.predicted_link_time_per_batch_s > 0 && measured > 0)
       bucket.push_back(std::fabs(r.predicted_link_time_per_batch_s - measured) / measured);
     const std::string model = r.model.empty() ? "(model not recorded)" : r.model;
@@ -129,6 +132,8 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
       const std::string party = m.metric.substr(8, m.metric.size() - 8 - suffix.size());
       if (!busy.count(party)) party_order.push_back(party);
       busy[party].push_back(std::fabs(m.error));
+      if (const PartyMetrics* p = w.party(party); p != nullptr && w.time_per_batch_s > 0)
+        busy_awake[party].push_back(std::fabs(p->busy_s_per_batch - m.measured) / m.measured);
     }
     if (r.deterministic_bytes) {
       ++s.bytes_checked;
@@ -157,8 +162,12 @@ MatrixSummary summarise(const std::vector<ValidationRun>& runs) {
   s.lossy_link = error_stats(lossy);
   median_p90(plain, &s.median_abs_error_plain, &s.p90_abs_error_plain);
   median_p90(bucket, &s.median_abs_error_link, &s.p90_abs_error_link);
-  for (const auto& party : party_order)
+  median_p90(awake, &s.median_abs_error_without_wake, &s.p90_abs_error_without_wake);
+  for (const auto& party : party_order) {
     s.median_abs_error_busy.push_back({party, quantile(busy[party], 0.5)});
+    if (!busy_awake[party].empty())
+      s.median_abs_error_busy_without_wake.push_back({party, quantile(busy_awake[party], 0.5)});
+  }
   for (const auto& model : model_order) {
     const auto& e = by_model[model];
     s.by_model.push_back({model, static_cast<int>(e.size()), quantile(e, 0.5), quantile(e, 0.9)});
@@ -179,6 +188,9 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
                          {"max_predicted_overlap_ratio", b.max_predicted_ratio}});
   nlohmann::json busy = nlohmann::json::object();
   for (const auto& [party, e] : s.median_abs_error_busy) busy[party] = 100 * e;
+  nlohmann::json busy_without_wake = nlohmann::json::object();
+  for (const auto& [party, e] : s.median_abs_error_busy_without_wake)
+    busy_without_wake[party] = 100 * e;
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : s.by_model)
     models.push_back({{"model", m.model},
@@ -201,6 +213,10 @@ nlohmann::json matrix_json(const std::vector<ValidationRun>& runs) {
         {"peak_bandwidth", stats_json(s.peak_bandwidth)},
         {"average_bandwidth", stats_json(s.average_bandwidth)},
         {"lossy_link", stats_json(s.lossy_link)},
+        {"without_wake_cost",
+         {{"median_abs_error_time_per_batch_pct", 100 * s.median_abs_error_without_wake},
+          {"p90_abs_error_time_per_batch_pct", 100 * s.p90_abs_error_without_wake},
+          {"median_abs_error_busy_pct", busy_without_wake}}},
         {"without_platform_model",
          {{"median_abs_error_time_per_batch_pct", 100 * s.median_abs_error_plain},
           {"p90_abs_error_time_per_batch_pct", 100 * s.p90_abs_error_plain}}},
@@ -321,20 +337,19 @@ void print_time_summary(std::ostream& os, const std::vector<ValidationRun>& runs
                 s.inside_spread,
                 s.failed ? (", " + std::to_string(s.failed) + " variant(s) FAILED").c_str() : "");
   os << line;
-  if (s.median_abs_error_plain > 0) {
-    std::snprintf(line, sizeof line,
-                  "  without the platform model (host work per byte, co-compute slowdown): "
-                  "median %.1f%%, p90 %.1f%%\n",
-                  100 * s.median_abs_error_plain, 100 * s.p90_abs_error_plain);
+  // The same prediction with a part of the model left out or added (0: not made).
+  const auto alternative = [&](const char* what, double median, double p90) {
+    if (!(median > 0)) return;
+    std::snprintf(line, sizeof line, "  %s: median %.1f%%, p90 %.1f%%\n", what, 100 * median,
+                  100 * p90);
     os << line;
-  }
-  if (s.median_abs_error_link > 0) {
-    std::snprintf(line, sizeof line,
-                  "  with the link probe's model of one transfer in the link: median %.1f%%, "
-                  "p90 %.1f%%\n",
-                  100 * s.median_abs_error_link, 100 * s.p90_abs_error_link);
-    os << line;
-  }
+  };
+  alternative("without the platform model (host work per byte, co-compute slowdown, wake cost)",
+              s.median_abs_error_plain, s.p90_abs_error_plain);
+  alternative("without the wake cost (the platform model's cost of a computation after a wait)",
+              s.median_abs_error_without_wake, s.p90_abs_error_without_wake);
+  alternative("with the link probe's model of one transfer in the link", s.median_abs_error_link,
+              s.p90_abs_error_link);
   for (const auto& m : s.by_model) {
     std::snprintf(line, sizeof line, "  %s: %d variant(s), median %.1f%%, p90 %.1f%%\n",
                   m.model.c_str(), m.runs, 100 * m.median, 100 * m.p90);
@@ -358,6 +373,11 @@ void print_party_summary(std::ostream& os, const MatrixSummary& s) {
     std::snprintf(line, sizeof line, "busy time of %s |error|: median %.1f%% (target <= 10%% %s)\n",
                   party.c_str(), 100 * e, met(e <= kTargetBusy));
     os << line;
+    for (const auto& [p, w] : s.median_abs_error_busy_without_wake)
+      if (p == party) {
+        std::snprintf(line, sizeof line, "  without the wake cost: median %.1f%%\n", 100 * w);
+        os << line;
+      }
   }
   if (s.peak_bandwidth.n > 0) {
     const ErrorStats& e = s.peak_bandwidth;

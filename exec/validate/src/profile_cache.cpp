@@ -201,4 +201,11 @@ CodecTiming time_codec_pinned(const CodecSpec& codec, const std::vector<int64_t>
   return time_codec(codec, shape, batch, threads);
 }
 
+std::vector<WakePoint> measure_wake_cost_pinned(
+    const ModelSpec& spec, int64_t batch, int threads, int cpu,
+    const std::function<void(const std::string&)>& progress) {
+  ScopedAffinity pin(cpu);
+  return measure_wake_cost(spec, batch, threads, progress);
+}
+
 }  // namespace splitsim

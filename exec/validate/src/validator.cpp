@@ -26,6 +26,7 @@ struct Validator::Prepared {
   double rate = 0;
   int64_t iterations = 0;
   Metrics predicted_plain;  // the same plan without the platform model
+  Metrics predicted_without_wake;  // and without its wake cost only
   Metrics predicted_link;   // and with the link probe's model of one transfer
 };
 
@@ -95,6 +96,21 @@ const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded)
   return kept;
 }
 
+// Once per model, at the profile's micro-batch on the server's first CPU,
+// with the run's cores kept awake as during exec's runs.
+const std::vector<WakePoint>& Validator::wake_cost(const ValidationItem& item) {
+  const std::string key = item.variant->json.at("model").dump();
+  auto it = wake_costs_.find(key);
+  if (it != wake_costs_.end()) return it->second;
+  std::optional<AwakeCores> awake;
+  if (!options_.let_cores_idle) awake.emplace(all_cpus());
+  const Scenario& s = item.variant->scenario;
+  return wake_costs_
+      .emplace(key, measure_wake_cost_pinned(s.model, profile_point(s).microbatch, options_.threads,
+                                             endpoints_.server_cpus.front(), log_))
+      .first->second;
+}
+
 // Encode and decode of every codec at the plan's boundaries, in each
 // direction and at each micro-batch size, measured on this machine (once per
 // run of validate), in place of the codecs' formulas.
@@ -113,6 +129,9 @@ void Validator::add_codec_timings(const Plan& plan, DeviceProfile* device) {
                    .emplace(key, time_codec_pinned(*codec, at, batch, options_.threads,
                                                    endpoints_.server_cpus.front()))
                    .first;
+          log_("codec " + describe(*codec) + " at micro-batch " + std::to_string(batch) +
+               ": encode " + format_seconds(it->second.encode_s) + ", decode " +
+               format_seconds(it->second.decode_s));
           ++measured;
         }
         if (!device->codec_timing_for(std::get<0>(key), at, batch))
@@ -167,6 +186,7 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
       platform.co_compute_slowdown = it->second;
       r.profile += "; co-compute slowdown " + percent(platform.co_compute_slowdown - 1);
     }
+    platform.wake_cost = wake_cost(item);
   }
   r.platform = platform;
 
@@ -217,6 +237,11 @@ void Validator::prepare(const ValidationItem& item, Prepared* p) {
   if (const auto spreads = party_spreads(devices); largest_spread(spreads) > 0)
     r.predicted_spread = {simulate_time_per_batch(plan_at_spread(p->plan, spreads, -1)),
                           simulate_time_per_batch(plan_at_spread(p->plan, spreads, +1))};
+  if (!p->plan.platform.wake_cost.empty()) {
+    Plan awake = p->plan;
+    awake.platform.wake_cost.clear();
+    p->predicted_without_wake = compute_metrics(simulate(awake), awake, awake.warmup);
+  }
   Plan plain = p->plan;
   plain.platform = PlatformSpec{};
   p->predicted_plain = compute_metrics(simulate(plain), plain, plain.warmup);
@@ -363,6 +388,7 @@ std::vector<ValidationRun> Validator::run(const std::vector<ValidationItem>& ite
       if (p.plan.schedule == Schedule::kGpipe && p.plan.chunks() >= 4)
         r.overlap_ratio = overlap_ratio(r.measured, p.plan, p.rate);
       r.predicted_plain_time_per_batch_s = p.predicted_plain.time_per_batch_s;
+      r.predicted_without_wake = p.predicted_without_wake;
       r.predicted_link_time_per_batch_s = p.predicted_link.time_per_batch_s;
       r.predicted_link_peak_client_Bps = p.predicted_link.bandwidth_peak_client_Bps;
       r.predicted_link_peak_server_Bps = p.predicted_link.bandwidth_peak_server_Bps;

@@ -123,6 +123,9 @@ struct ValidationRun {
   // and its prediction without it (to show what the platform model adds).
   PlatformSpec platform;
   double predicted_plain_time_per_batch_s = 0;
+  // The prediction with the platform model but without its wake cost
+  // (time per batch 0: not made).
+  Metrics predicted_without_wake;
   // The link probe's model of one transfer (splitsim/costmodel/link_fit.h; invalid
   // when the probe did not run), and the prediction with it in the
   // simulator's link (0: not made).
@@ -216,6 +219,10 @@ struct MatrixSummary {
   double median_abs_error_link = 0, p90_abs_error_link = 0;
   // Per party: median |error| of busy_s_per_batch over the runs.
   std::vector<std::pair<std::string, double>> median_abs_error_busy;
+  // The same without the wake cost (predicted_without_wake), and the
+  // median |error| of time per batch without it (0: no run made one).
+  std::vector<std::pair<std::string, double>> median_abs_error_busy_without_wake;
+  double median_abs_error_without_wake = 0, p90_abs_error_without_wake = 0;
   // Per model family: runs, median and p90 |error| of time per batch.
   struct ByModel {
     std::string model;

@@ -52,4 +52,10 @@ CachedProfile profile_for_validation(const ModelSpec& spec, const ModelProfile& 
 CodecTiming time_codec_pinned(const CodecSpec& codec, const std::vector<int64_t>& shape,
                               int64_t batch, int threads, int cpu);
 
+// measure_wake_cost with `threads` threads, this thread pinned to `cpu`
+// meanwhile when cpu >= 0. Not cached on disk: about a second.
+std::vector<WakePoint> measure_wake_cost_pinned(
+    const ModelSpec& spec, int64_t batch, int threads, int cpu,
+    const std::function<void(const std::string&)>& progress);
+
 }  // namespace splitsim

@@ -120,6 +120,7 @@ class Validator {
   void median_profiles();
   std::vector<int> companion_cpus() const;
   std::vector<int> all_cpus() const;  // both parties'
+  const std::vector<WakePoint>& wake_cost(const ValidationItem& item);
 
   ValidatorOptions options_;
   Log log_;
@@ -139,6 +140,7 @@ class Validator {
   std::map<double, ProbedLink> probes_;      // by rate
   std::map<std::pair<double, double>, LossyLink> lossy_links_;  // by rate and loss
   std::map<std::string, double> slowdowns_;  // co-compute slowdown by model options
+  std::map<std::string, std::vector<WakePoint>> wake_costs_;  // by model options
   // (codec JSON, per-sample shape, micro-batch) -> measured encode/decode
   std::map<std::tuple<std::string, std::vector<int64_t>, int64_t>, CodecTiming> codecs_;
   std::string drift_;
