@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +9,8 @@
 #include <cmath>
 #include <new>
 #include <thread>
+
+#include <torch/torch.h>
 
 #include "splitsim/costmodel/codec_module.h"
 #include "splitsim/costmodel/errors.h"

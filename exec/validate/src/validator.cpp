@@ -25,9 +25,9 @@ struct Validator::Prepared {
   Plan plan;
   double rate = 0;
   int64_t iterations = 0;
-  Metrics predicted_plain;  // the same plan without the platform model
-  Metrics predicted_without_wake;  // and without its wake cost only
-  Metrics predicted_link;   // and with the link probe's model of one transfer
+  Metrics predicted_plain;         // the same plan without the platform model
+  Metrics predicted_without_wake;  // with it but without its wake cost
+  Metrics predicted_link;          // with the link probe's model of one transfer
 };
 
 namespace {
@@ -96,8 +96,8 @@ const CachedProfile& Validator::profile(const ValidationItem& item, bool loaded)
   return kept;
 }
 
-// Once per model, at the profile's micro-batch on the server's first CPU,
-// with the run's cores kept awake as during exec's runs.
+// Once per model (at its first variant's micro-batch) on the server's first
+// CPU, with the run's cores kept awake as during exec's runs.
 const std::vector<WakePoint>& Validator::wake_cost(const ValidationItem& item) {
   const std::string key = item.variant->json.at("model").dump();
   auto it = wake_costs_.find(key);

@@ -53,7 +53,7 @@ CodecTiming time_codec_pinned(const CodecSpec& codec, const std::vector<int64_t>
                               int64_t batch, int threads, int cpu);
 
 // measure_wake_cost with `threads` threads, this thread pinned to `cpu`
-// meanwhile when cpu >= 0. Not cached on disk: about a second.
+// meanwhile when cpu >= 0. Not cached on disk: a few seconds.
 std::vector<WakePoint> measure_wake_cost_pinned(
     const ModelSpec& spec, int64_t batch, int threads, int cpu,
     const std::function<void(const std::string&)>& progress);
