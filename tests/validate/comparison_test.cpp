@@ -148,10 +148,16 @@ TEST(Profiles, TheMedianUnitByUnitShrugsOffOneSlowMeasurement) {
   EXPECT_NEAR(median_profile({profile(2e-3, 8e-3)}).timings[0].fwd_s, 2e-3, 1e-15);
 }
 
-TEST(NetnsLinkBurst, OneMillisecondOfTrafficButAtLeast4KiB) {
-  EXPECT_EQ(NetnsLink::burst_bytes(2e8), 25000);
-  EXPECT_EQ(NetnsLink::burst_bytes(1e9), 125000);
-  EXPECT_EQ(NetnsLink::burst_bytes(5e6), 4096);
+TEST(NetnsLinkBurst, OnePacketOf128MicrosecondsOfTrafficButAtLeastOneSegment) {
+  EXPECT_EQ(NetnsLink::packet_segments(5e6), 1);
+  EXPECT_EQ(NetnsLink::packet_segments(1e8), 1);    // 1,600 B in 128 us
+  EXPECT_EQ(NetnsLink::packet_segments(3e8), 3);    // 4,800 B
+  EXPECT_EQ(NetnsLink::packet_segments(1e9), 11);   // 16,000 B
+  EXPECT_EQ(NetnsLink::packet_segments(1e10), 45);  // 160,000 B, more than a veth's 64 KiB
+  EXPECT_EQ(NetnsLink::burst_bytes(1e8), 1514);     // a frame as the shaper counts it
+  EXPECT_EQ(NetnsLink::burst_bytes(1e9), 1514);
+  EXPECT_EQ(NetnsLink::burst_bytes(2e8, Shaper::kTbf), 25000);  // tbf: 1 ms, at least 4 KiB
+  EXPECT_EQ(NetnsLink::burst_bytes(5e6, Shaper::kTbf), 4096);
 }
 
 TEST(NetnsLinkBurst, GsoPacketsAreWholeSegmentsThatFit) {

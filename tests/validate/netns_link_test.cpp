@@ -20,26 +20,28 @@ namespace {
 
 using namespace netns_testing;
 
-TEST(NetnsLinkTest, HtbSendsAWholeGsoPacketOnCredit) {
-  // What network.burst_packet_bytes stands for (sim/README.md
-  // "Platform"), on the real link: a message that TCP hands htb as one packet
-  // leaves whole while the class is out of debt, though it holds more than
-  // the bucket. TCP sizes its packets to about 1 ms of its pacing rate
-  // (cwnd / smoothed RTT), so they are whole GSO packets only while the
-  // round trips stay short, as here: small messages that never queue
-  // (exec/validate/README.md "The shaper's burst").
+TEST(NetnsLinkTest, ATransferCrossesNoFasterThanTheWire) {
+  // The link is a wire (exec/validate/README.md "The link is a wire"): after
+  // an idle spell htb lets through what its bucket holds (a frame) and the
+  // packet that spends it (packet_segments segments), and paces the rest at
+  // the rate. With 64 KiB packets and a bucket of 1 ms both messages
+  // crossed at once.
   SKIP_UNLESS_LINK_POSSIBLE();
-  NetnsLink link(5e7);  // htb: 6.25 MB/s, a bucket of 6,250 B
-  const int64_t packet = link.burst_packet_bytes();
-  EXPECT_EQ(packet, NetnsLink::gso_packet_bytes(65536, 1500));  // a veth's defaults
-  EXPECT_NE(link.description().find("packets up to " + std::to_string(packet) + " B"),
-            std::string::npos)
-      << link.description();
-  const size_t bytes = 16000;
-  const double without_credit = (bytes - NetnsLink::burst_bytes(5e7)) / (5e7 / 8);  // 1.56 ms
-  const double s = median_transfer_after_idle(link, bytes, 0.02, 20);
-  ASSERT_GT(s, 0);
-  EXPECT_LT(s, 0.5 * without_credit);
+  for (const auto& [rate, bytes] : {std::pair{5e7, size_t{16000}}, {1e9, size_t{65536}}}) {
+    NetnsLink link(rate);
+    const int segments = NetnsLink::packet_segments(rate);
+    EXPECT_EQ(link.burst_packet_bytes(), segments * NetnsLink::kSegmentBytes);
+    EXPECT_NE(link.description().find("packets up to " + std::to_string(link.burst_packet_bytes()) +
+                                      " B"),
+              std::string::npos)
+        << link.description();
+    const double at_rate = bytes / (rate / 8);  // 2.56 ms, 0.52 ms
+    const double fastest =
+        double(bytes - NetnsLink::burst_bytes(rate) - link.burst_packet_bytes()) / (rate / 8);
+    const double s = median_transfer_after_idle(link, bytes, 0.02, 20);
+    EXPECT_GE(s, fastest) << rate;
+    EXPECT_LT(s, 1.5 * at_rate) << rate;
+  }
   EXPECT_EQ(NetnsLink(5e7, Shaper::kTbf).burst_packet_bytes(), 0);  // tbf waits for tokens
 }
 
@@ -118,7 +120,8 @@ TEST_P(NetnsLinkShaperTest, ShapedTransfersTakeBytesOverRateInBothDirections) {
     const CommandResult qdisc = run_command({"tc", "-n", ns, "qdisc", "show"});
     EXPECT_NE(qdisc.out.find(name), std::string::npos) << qdisc.out;
   }
-  EXPECT_NE(link.description().find("tc " + name + " burst 6250 B"), std::string::npos)
+  const std::string burst = GetParam() == Shaper::kHtb ? "1514" : "6250";  // a frame; 1 ms
+  EXPECT_NE(link.description().find("tc " + name + " burst " + burst + " B"), std::string::npos)
       << link.description();
   const size_t bytes = 3'000'000;
   const double expected = bytes * 8 / 5e7;  // 0.48 s
@@ -141,12 +144,13 @@ INSTANTIATE_TEST_SUITE_P(BothShapers, NetnsLinkShaperTest,
 
 // A lossy link: an nftables rule in each namespace drops that share of
 // the TCP packets it receives (its counter shows the drops), TCP still
-// delivers every byte, one segment per packet; loss 0 removes the rules.
+// delivers every byte, one segment per packet; loss 0 removes the rules and
+// gives back the rate's packets (NetnsLink::packet_segments).
 TEST(NetnsLinkTest, LossDropsPacketsTcpRecoversAndZeroRemovesTheRules) {
   SKIP_UNLESS_LINK_POSSIBLE();
   if (!NetnsLink::loss_unavailable_reason().empty())
     GTEST_SKIP() << NetnsLink::loss_unavailable_reason();
-  NetnsLink link(5e7);
+  NetnsLink link(1e9);
   link.set_loss(0.02);
   EXPECT_NE(link.description().find("2.00% of TCP packets dropped"), std::string::npos)
       << link.description();
@@ -163,9 +167,10 @@ TEST(NetnsLinkTest, LossDropsPacketsTcpRecoversAndZeroRemovesTheRules) {
     const CommandResult left = run_command({"ip", "netns", "exec", ns, "nft", "list", "tables"});
     EXPECT_EQ(left.out.find("splitsim_loss"), std::string::npos) << left.out;
   }
-  EXPECT_EQ(
-      run_command({"ip", "-d", "-n", link.client_netns(), "link"}).out.find("gso_max_segs 1 "),
-      std::string::npos);
+  const std::string restored =
+      "gso_max_segs " + std::to_string(NetnsLink::packet_segments(1e9)) + " ";
+  EXPECT_NE(run_command({"ip", "-d", "-n", link.client_netns(), "link"}).out.find(restored),
+            std::string::npos);
   EXPECT_THROW(link.set_loss(0.5), std::invalid_argument);
 }
 

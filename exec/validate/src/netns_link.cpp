@@ -165,8 +165,11 @@ std::string default_congestion_control(const std::string& ns) {
 }
 
 void shape_device(const std::string& ns, const std::string& dev, double rate_bit_per_s,
-                  Shaper shaper, bool adding) {
-  const std::string burst = std::to_string(NetnsLink::burst_bytes(rate_bit_per_s));
+                  Shaper shaper, bool adding, int segments) {
+  if (segments <= 0) segments = NetnsLink::packet_segments(rate_bit_per_s);
+  run_checked(
+      {"ip", "-n", ns, "link", "set", "dev", dev, "gso_max_segs", std::to_string(segments)});
+  const std::string burst = std::to_string(NetnsLink::burst_bytes(rate_bit_per_s, shaper));
   const std::string rate = rate_arg(rate_bit_per_s);
   if (shaper == Shaper::kTbf) {
     const std::string latency =
@@ -215,7 +218,13 @@ std::string NetnsLink::unavailable_reason() {
   return "";
 }
 
-int64_t NetnsLink::burst_bytes(double rate_bit_per_s) {
+int NetnsLink::packet_segments(double rate_bit_per_s) {
+  const double segments = rate_bit_per_s / 8 * kPacketTimeS / kSegmentBytes;
+  return static_cast<int>(std::clamp(std::floor(segments), 1.0, 45.0));
+}
+
+int64_t NetnsLink::burst_bytes(double rate_bit_per_s, Shaper shaper) {
+  if (shaper == Shaper::kHtb) return kFrameBytes;
   const double one_ms = rate_bit_per_s / 8 * 1e-3;
   return std::max<int64_t>(static_cast<int64_t>(std::ceil(one_ms)), 4096);
 }
@@ -297,8 +306,15 @@ NetnsLink::NetnsLink(double rate_bit_per_s, Shaper shaper, const std::string& co
 NetnsLink::~NetnsLink() { remove(); }
 
 void NetnsLink::shape(bool adding) {
-  shape_device(server_ns_, kServerDev, rate_bit_per_s_, shaper_, adding);
-  shape_device(client_ns_, kClientDev, rate_bit_per_s_, shaper_, adding);
+  shape_device(server_ns_, kServerDev, rate_bit_per_s_, shaper_, adding, segments());
+  shape_device(client_ns_, kClientDev, rate_bit_per_s_, shaper_, adding, segments());
+}
+
+int NetnsLink::segments() const { return loss_ > 0 ? 1 : packet_segments(rate_bit_per_s_); }
+
+int64_t NetnsLink::burst_packet_bytes() const {
+  if (shaper_ != Shaper::kHtb) return 0;
+  return std::min(gso_packet_bytes_, segments() * kSegmentBytes);
 }
 
 void NetnsLink::set_rate(double rate_bit_per_s) {
@@ -320,14 +336,9 @@ void NetnsLink::set_loss(double loss) {
   if (loss > 0 && !loss_unavailable_reason().empty())
     throw std::runtime_error("NetnsLink: " + loss_unavailable_reason());
   const std::string per_100k = std::to_string(static_cast<int64_t>(std::llround(loss * 100000)));
-  for (const auto& [ns, dev] : {std::pair<std::string, std::string>{server_ns_, kServerDev},
-                                std::pair<std::string, std::string>{client_ns_, kClientDev}}) {
+  for (const std::string& ns : {server_ns_, client_ns_}) {
     if (loss_ > 0)
       run_checked({"ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "splitsim_loss"});
-    // One segment per packet under loss (a dropped GSO packet would be 44
-    // segments at once); the veth's default otherwise.
-    run_checked(
-        {"ip", "-n", ns, "link", "set", "dev", dev, "gso_max_segs", loss > 0 ? "1" : "65535"});
     if (loss > 0)
       run_checked({"ip", "netns", "exec", ns, "nft",
                    "add table inet splitsim_loss; add chain inet "
@@ -335,10 +346,10 @@ void NetnsLink::set_loss(double loss) {
                    "splitsim_loss input meta l4proto tcp numgen random mod 100000 < " +
                        per_100k + " counter drop"});
   }
+  // One segment per packet under loss (a dropped GSO packet would be
+  // several segments at once).
   loss_ = loss;
-  // htb's packets: one segment each under loss.
-  gso_packet_bytes_ =
-      loss > 0 ? gso_packet_bytes(1500, 1500) : device_gso_packet_bytes(server_ns_, kServerDev);
+  shape(false);
 }
 
 std::string NetnsLink::description() const {
@@ -351,12 +362,12 @@ std::string NetnsLink::description() const {
                 "veth %s each way, tc %s burst %lld B%s, TCP %s, receive buffers from %lld B "
                 "(netns %s <-> %s)",
                 format_link_rate(rate_bit_per_s_).c_str(), shaper_name(shaper_),
-                static_cast<long long>(burst_bytes(rate_bit_per_s_)),
+                static_cast<long long>(burst_bytes(rate_bit_per_s_, shaper_)),
                 burst_packet_bytes() > 0
                     ? (", packets up to " + std::to_string(burst_packet_bytes()) + " B").c_str()
                     : "",
-                tcp.c_str(), static_cast<long long>(kReceiveBufferBytes),
-                server_ns_.c_str(), client_ns_.c_str());
+                tcp.c_str(), static_cast<long long>(kReceiveBufferBytes), server_ns_.c_str(),
+                client_ns_.c_str());
   if (loss_ > 0)
     return std::string(buf) + ", " + format_percent(loss_, 2) +
            " of TCP packets dropped at random each way (nftables), one segment per packet";

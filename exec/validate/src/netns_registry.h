@@ -24,9 +24,11 @@ void configure_tcp(const std::string& ns, const std::string& congestion_control)
 // The namespace's default TCP congestion control ("cubic", ...).
 std::string default_congestion_control(const std::string& ns);
 // Shapes the egress of `dev` in `ns` at `rate` (tbf, or one htb class that
-// takes all traffic); `adding`: the first time, else a change.
+// takes all traffic, with NetnsLink::burst_bytes) and gives the device
+// packets of `segments` segments at most (gso_max_segs; 0: the rate's
+// NetnsLink::packet_segments); `adding`: the first time, else a change.
 void shape_device(const std::string& ns, const std::string& dev, double rate_bit_per_s,
-                  Shaper shaper, bool adding);
+                  Shaper shaper, bool adding, int segments = 0);
 // The largest GSO packet `dev` in `ns` hands a qdisc (NetnsLink::gso_packet_bytes).
 int64_t device_gso_packet_bytes(const std::string& ns, const std::string& dev);
 

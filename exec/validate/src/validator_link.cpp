@@ -111,7 +111,7 @@ void Validator::set_loss(double loss) {
 void Validator::set_rate(double rate, LinkInfo* info) {
   if (link_) {
     if (link_->rate_bit_per_s() != rate) link_->set_rate(rate);
-    link_info_ = {link_->description(), true, rate, NetnsLink::burst_bytes(rate),
+    link_info_ = {link_->description(), true, rate, NetnsLink::burst_bytes(rate, link_->shaper()),
                   link_->burst_packet_bytes()};
   } else {
     link_info_.rate_bit_per_s = rate;

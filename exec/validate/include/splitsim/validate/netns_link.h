@@ -26,9 +26,9 @@ namespace splitsim {
 
 // How a link is shaped. tbf cuts every GSO packet larger than its bucket
 // into frames and releases them one by one from a timer; htb paces whole
-// GSO packets (up to 64 KiB at once, at line rate, then waits), which costs
-// the cores far less per byte (exec/validate/README.md "Host work per byte
-// and per message").
+// GSO packets (of NetnsLink::packet_segments, at line rate, then waits),
+// which costs the cores less per byte (exec/validate/README.md "Host work
+// per byte and per message").
 enum class Shaper { kTbf, kHtb };
 const char* shaper_name(Shaper s);  // "tbf", "htb"
 // "tbf" or "htb"; throws std::invalid_argument naming the choices.
@@ -42,13 +42,27 @@ class NetnsLink {
   // PATH), else the reason ("not root", "no `ip` command (iproute2)").
   static std::string unavailable_reason();
 
-  // Token-bucket depth for a rate (htb: the class's burst and cburst):
-  // max(1 ms of traffic, 4 KiB), in bytes.
-  // 1 ms keeps the bucket's free burst (bytes that pass at line rate after
-  // an idle period) below 1% of a transfer of >= 100 ms at that rate, while
-  // staying far above one MTU-sized frame, which tbf needs (a packet larger
-  // than the bucket is dropped; larger GSO packets are segmented by tbf).
-  static int64_t burst_bytes(double rate_bit_per_s);
+  // The link is a wire: no transfer crosses faster than the rate by more
+  // than one packet. TCP may hand the shaper packets of packet_segments
+  // segments (the devices' gso_max_segs): as many as the rate carries in
+  // kPacketTimeS, at least 1 and at most a veth's 45. With the kernel's 64
+  // KiB packets and a bucket of 1 ms, a message up to both crossed at once
+  // after an idle spell (a 32 KiB one at 10x a 300 Mbit/s rate), so the
+  // fastest transfer of a run said nothing about the link
+  // (exec/validate/README.md "The link is a wire").
+  static constexpr double kPacketTimeS = 128e-6;
+  static constexpr int64_t kSegmentBytes = 1448;  // a veth's mtu 1500 less IPv4 and TCP headers
+  // A segment as the shaper counts it: with its Ethernet, IPv4 and TCP
+  // (timestamps) headers.
+  static constexpr int64_t kFrameBytes = kSegmentBytes + 66;
+  static int packet_segments(double rate_bit_per_s);
+  // The token bucket. htb's burst and cburst: one frame, whatever the rate
+  // (htb still sends the packet that spends it whole). tbf's bucket:
+  // max(1 ms at the rate, 4 KiB), as before the link was a wire: tbf
+  // releases a frame per timer expiry once the bucket is spent, and with a
+  // bucket of one frame it carried 69% of 200 Mbit/s. A tbf link lets
+  // that bucket through at once after an idle spell.
+  static int64_t burst_bytes(double rate_bit_per_s, Shaper shaper = Shaper::kHtb);
   // The largest packet TCP hands a qdisc on a device of `mtu` whose
   // segmentation offload takes up to `gso_max_size` bytes: whole segments of
   // mtu - 52 bytes (IPv4 and TCP headers with timestamps) that fit, 65,160 B
@@ -101,8 +115,8 @@ class NetnsLink {
   void set_rate(double rate_bit_per_s);
   // Drops `loss` (0 to 0.2) of the TCP packets each namespace receives, at
   // random (an nftables rule in its input hook: this kernel has no netem),
-  // with segmentation offload off on both ends, so that a drop is one
-  // segment; 0 removes the rule and restores the offload. Throws
+  // with packets of one segment on both ends, so that a drop is one
+  // segment; 0 removes the rule and restores packet_segments. Throws
   // std::runtime_error naming the command when nft is missing or refuses.
   void set_loss(double loss);
   double loss() const { return loss_; }
@@ -122,10 +136,10 @@ class NetnsLink {
   const std::string& namespace_default() const { return namespace_default_; }
   // What the simulator's link needs to act as this shaper
   // (network.burst_packet_bytes): htb sends a whole GSO packet whenever its
-  // class's tokens are not in debt (gso_packet_bytes of the veth's figures,
-  // read when the link is built); tbf waits for the tokens (0).
-  int64_t burst_packet_bytes() const { return shaper_ == Shaper::kHtb ? gso_packet_bytes_ : 0; }
-  // "veth 200mbit each way, tc htb burst 25000 B, packets up to 65160 B,
+  // class's tokens are not in debt (packet_segments of the rate, one under
+  // loss, no more than the veth's figures allow); tbf waits for the tokens (0).
+  int64_t burst_packet_bytes() const;
+  // "veth 200mbit each way, tc htb burst 1514 B, packets up to 2896 B,
   // TCP cubic, receive buffers from 4194304 B (netns A <-> B)"; "TCP cubic
   // set per socket (namespace default bbr)" where the host refused it as the
   // namespaces' default.
@@ -145,13 +159,14 @@ class NetnsLink {
 
  private:
   void shape(bool adding);  // both ends: the first time, or a change
+  int segments() const;     // the devices' gso_max_segs: packet_segments, 1 under loss
   void remove() noexcept;
 
   std::string server_ns_, client_ns_;
   std::string server_addr_, client_addr_;
   double rate_bit_per_s_;
   Shaper shaper_;
-  int64_t gso_packet_bytes_ = 0;
+  int64_t gso_packet_bytes_ = 0;  // the veth's largest packet (gso_packet_bytes)
   double loss_ = 0;
   std::string congestion_control_, namespace_default_;
   int slots_[2] = {-1, -1};  // both namespaces' in the signal handler's registry
