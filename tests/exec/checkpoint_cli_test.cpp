@@ -111,7 +111,7 @@ TEST_F(CheckpointCliTest, PartiesKilledMidRunResumeToTheUninterruptedWeightsBitF
   const std::vector<CheckpointFile> reference_state = final_state(whole);
 
   const int kills =
-      std::getenv("SPLITSIM_KILL_POINTS") ? std::atoi(std::getenv("SPLITSIM_KILL_POINTS")) : 3;
+      std::getenv("SPLITSIM_KILL_POINTS") ? std::atoi(std::getenv("SPLITSIM_KILL_POINTS")) : 2;
   std::random_device device;
   const unsigned seed = device();
   std::mt19937 rng(seed);

@@ -175,7 +175,7 @@ TEST_F(ExecCliTest, TcpCongestionControlIsSetOnEveryConnectionAndReported) {
 TEST_F(ExecCliTest, WrongTokenIsRefused) {
   const int port = free_port();
   // The server keeps waiting for a peer with its token until --timeout-s.
-  Child server(dir, "server", server_args(port, {"--token", "alpha", "--timeout-s", "10"}));
+  Child server(dir, "server", server_args(port, {"--token", "alpha", "--timeout-s", "4"}));
   Child client(dir, "client", client_args(port, {"--token", "beta"}));
   EXPECT_EQ(server.wait(110), 1);
   EXPECT_EQ(client.wait(20), 1);
@@ -205,7 +205,7 @@ TEST_F(ExecCliTest, StoreIsReachableOnTheListenAddressOnly) {
 // the peer its store holds.
 TEST_F(ExecCliTest, SilentPeerOnTheServerPortEndsItWithinTheTimeout) {
   const int port = free_port();
-  Child server(dir, "server", server_args(port, {"--timeout-s", "8"}));
+  Child server(dir, "server", server_args(port, {"--timeout-s", "5"}));
   int fd = -1;
   const auto t_start = Clock::now();
   while (fd < 0 && std::chrono::duration<double>(Clock::now() - t_start).count() < 60) {
@@ -226,9 +226,9 @@ TEST_F(ExecCliTest, SilentPeerOnTheServerPortEndsItWithinTheTimeout) {
   ASSERT_EQ(::send(fd, "\x01", 1, MSG_NOSIGNAL), 1);
   const auto t0 = Clock::now();
   EXPECT_EQ(server.wait(30), 1) << server.err();
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 8 + 4);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5 + 4);
   const std::string err = server.err();
-  EXPECT_NE(err.find("did not complete within 8 s"), std::string::npos) << err;
+  EXPECT_NE(err.find("did not complete within 5 s"), std::string::npos) << err;
   // Still open when the rendezvous gave up, or closed a moment before (both
   // deadlines are --timeout-s).
   EXPECT_TRUE(err.find("1 connected and sent no complete token yet") != std::string::npos ||
