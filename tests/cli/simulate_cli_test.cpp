@@ -1,11 +1,11 @@
 // `splitsim simulate` end to end: every shipped scenario and variant runs,
 // respects physical bounds, agrees with the plan's bytes, and keeps its
 // regression figures (tests/cli/expected_simulate.json, 1% tolerance).
+#include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <cctype>
+#include <filesystem>
 #include <sstream>
 
 #include "run_cli.h"
@@ -174,6 +174,29 @@ TEST(SimulateCliTest, TraceNeedsOneVariantAndWritesChromeJson) {
   EXPECT_TRUE(forward);
   EXPECT_TRUE(transfer);
   std::filesystem::remove(trace);
+}
+
+// A binary copied out of its build or install tree finds no shipped device
+// profiles: the error names the profile and says how to point at them.
+TEST(SimulateCliTest, WithoutTheShippedDevicesTheErrorSaysWhereToPointSplitsim) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("splitsim_no_data_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto copy = dir / "ushape.json";
+  std::filesystem::copy_file(source_path("scenarios/mobilenet_v2_ushape.json"), copy);
+  CliResult r = run_cli("simulate " + copy.string(), "SPLITSIM_DATA_DIR=" + dir.string() + " ");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no device profile \"xeon_40core\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("$SPLITSIM_DATA_DIR " + dir.string() + " has no devices/"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("set SPLITSIM_DATA_DIR to the repository's scenarios/ directory"),
+            std::string::npos)
+      << r.err;
+  // With the shipped profiles where it looks, the same copy runs.
+  r = run_cli("simulate " + copy.string(), "SPLITSIM_DATA_DIR=" + source_path("scenarios") + " ");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

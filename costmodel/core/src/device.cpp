@@ -396,7 +396,9 @@ DeviceProfile load_device(const std::string& name_or_file,
         known += (known.empty() ? "" : ", ") + entry.path().stem().string();
   }
   throw InputError(where, "no device profile \"" + name_or_file + "\"" +
-                              (is_file ? "" : "; known devices: " + known) +
+                              (is_file         ? ""
+                               : known.empty() ? "; no device profiles where it looked"
+                                               : "; known devices: " + known) +
                               " (or give a path to a .json file)");
 }
 

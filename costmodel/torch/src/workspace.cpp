@@ -8,6 +8,29 @@
 #include "splitsim/costmodel/planner.h"
 
 namespace splitsim {
+namespace {
+
+// load_device(), and where the shipped profiles are missing (a binary copied
+// out of its build or install tree), what to do about it.
+DeviceProfile load_device_explained(const std::string& name, const std::vector<std::string>& dirs,
+                                    const std::string& where) {
+  try {
+    return load_device(name, dirs, where);
+  } catch (const InputError& e) {
+    const std::string data = data_dir();
+    std::error_code ec;
+    if (!data.empty() && std::filesystem::is_directory(std::filesystem::path(data) / "devices", ec))
+      throw;
+    throw InputError(
+        e.where(),
+        e.message() + "; the shipped device profiles are not here (" +
+            (data.empty() ? "<the binary's directory>/../share/splitsim/scenarios is missing"
+                          : "$SPLITSIM_DATA_DIR " + data + " has no devices/") +
+            "): set SPLITSIM_DATA_DIR to the repository's scenarios/ directory");
+  }
+}
+
+}  // namespace
 
 Workspace::Workspace(const std::string& scenario_file, Progress progress, ScenarioNeeds needs)
     : Workspace(read_scenario_source(scenario_file), std::move(progress), needs) {}
@@ -70,7 +93,9 @@ std::map<std::string, DeviceProfile> Workspace::devices(const ScenarioVariant& v
   for (const auto& [party, name] : v.scenario.devices) {
     auto it = device_cache_.find(name);
     if (it == device_cache_.end())
-      it = device_cache_.emplace(name, load_device(name, device_dirs_, "$.devices." + party)).first;
+      it = device_cache_
+               .emplace(name, load_device_explained(name, device_dirs_, "$.devices." + party))
+               .first;
     out.emplace(party, it->second);
   }
   for (size_t i = 0; i < v.scenario.client_groups.size(); ++i) {
@@ -79,7 +104,8 @@ std::map<std::string, DeviceProfile> Workspace::devices(const ScenarioVariant& v
     auto it = device_cache_.find(g.device);
     if (it == device_cache_.end())
       it = device_cache_
-               .emplace(g.device, load_device(g.device, device_dirs_,
+               .emplace(g.device,
+                        load_device_explained(g.device, device_dirs_,
                                               "$.clients[" + std::to_string(i) + "].device"))
                .first;
     out.emplace(client_group_device_key(g), it->second);
