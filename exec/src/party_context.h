@@ -114,6 +114,24 @@ struct PartyContext {
   SplitModel& model_of(int stage, int client) {
     return replica_stages.count({stage, client}) != 0 ? replicas.at(client) : model;
   }
+  // Client `client`'s batch `batch` (input, target) on the device, drawn by
+  // the first of its local stages to ask and kept for the others; its
+  // earlier batches go. A last stage that drew the whole batch again for its
+  // target would pay for a second input inside its forward.
+  std::pair<torch::Tensor, torch::Tensor> shared_batch(int client, int64_t batch) {
+    std::lock_guard<std::mutex> lock(data_mutex);
+    auto it = drawn_batches.find({client, batch});
+    if (it == drawn_batches.end()) {
+      auto drawn = data->batch(client, batch, plan->batch_size);
+      drawn.first = drawn.first.to(device);
+      drawn.second = drawn.second.to(device);
+      for (auto old = drawn_batches.begin(); old != drawn_batches.end();)
+        old = old->first.first == client && old->first.second < batch ? drawn_batches.erase(old)
+                                                                      : std::next(old);
+      it = drawn_batches.emplace(std::make_pair(client, batch), std::move(drawn)).first;
+    }
+    return it->second;
+  }
 };
 
 struct InstanceResult {

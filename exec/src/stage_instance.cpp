@@ -12,6 +12,7 @@
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/exec/mixed_precision.h"
 #include "stage_checkpoint.h"
+#include "stage_update.h"
 #include "stage_wire.h"
 
 namespace splitsim::exec_internal {
@@ -196,24 +197,10 @@ class Instance {
   }
 
   // The current batch's data (input on stage 0, target on the last stage),
-  // drawn by the first of the client's local stages to ask (stage 0, before
-  // its forward's turn) and shared: a last stage that drew the whole batch
-  // again for its target paid for a second input inside its forward.
+  // the client's one draw that its local stages share.
   const std::pair<torch::Tensor, torch::Tensor>& data(int64_t batch) {
     if (batch != data_batch_) {
-      std::lock_guard<std::mutex> lock(ctx_.data_mutex);
-      auto it = ctx_.drawn_batches.find({c_, batch});
-      if (it == ctx_.drawn_batches.end()) {
-        auto drawn = ctx_.data->batch(c_, batch, plan_.batch_size);
-        drawn.first = drawn.first.to(ctx_.device);
-        drawn.second = drawn.second.to(ctx_.device);
-        auto& kept = ctx_.drawn_batches;
-        for (auto old = kept.begin(); old != kept.end();)  // the client's earlier batches go
-          old = old->first.first == c_ && old->first.second < batch ? kept.erase(old)
-                                                                      : std::next(old);
-        it = kept.emplace(std::make_pair(c_, batch), std::move(drawn)).first;
-      }
-      data_ = it->second;
+      data_ = ctx_.shared_batch(c_, batch);
       data_batch_ = batch;
     }
     return data_;
@@ -402,20 +389,6 @@ class Instance {
     record(EventKind::kWeight, op, t0, now_s());
   }
 
-  // Under loss scaling (the last stage scaled the loss, so every gradient
-  // upstream of it is scaled too): divides the gradients back; returns
-  // whether all of them are finite (an overflow skips the update).
-  bool unscale_gradients() {
-    if (loss_scale_ == 1) return true;
-    bool finite = true;
-    for (auto& p : parts_.params) {
-      if (!p.grad().defined()) continue;
-      p.mutable_grad().div_(loss_scale_);
-      finite = finite && torch::isfinite(p.grad()).all().item<bool>();
-    }
-    return finite;
-  }
-
   // fr replays the forward: its loss must not count twice in the stats.
   struct StashStats {
     StashStats(Instance* in, int64_t batch) : in_(in), batch_(batch) {
@@ -472,23 +445,7 @@ class Instance {
     while (sends_.size() > 1) wait_oldest_send();
     std::lock_guard<std::mutex> lock(ctx_.compute);
     const double t0 = compute_start();
-    if (stash_weights_) stash_live_weights(parts_);
-    if (!unscale_gradients()) {
-      ++out_->skipped_updates;
-    } else if (ctx_.options.keep_gradients) {
-      for (int u = parts_.first_unit; u <= parts_.last_unit; ++u) {
-        auto& g = out_->gradients[u];
-        g.clear();
-        for (const auto& p : model_.units[static_cast<size_t>(u)]->parameters())
-          g.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
-      }
-    } else if (parts_.optimizer) {
-      for (size_t i = 0; i < parts_.params.size(); ++i)
-        parts_.aliases[i].mutable_grad() = parts_.params[i].grad();
-      parts_.optimizer->step();
-    }
-    for (auto& p : parts_.params) p.mutable_grad() = torch::Tensor();
-    for (auto& a : parts_.aliases) a.mutable_grad() = torch::Tensor();
+    update_stage(parts_, model_, loss_scale_, stash_weights_, ctx_.options.keep_gradients, out_);
     record(EventKind::kUpdate, op, t0, now_s());
     out_->updated = op.batch + 1;
   }
