@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -162,10 +164,23 @@ TEST(ValidateCliTest, SeveralClientsInGroupsRunBehindASwitchAndCompareEachGroup)
   EXPECT_EQ(v["straggler"]["measured"][0].get<std::string>().rfind("slow (", 0), 0u)
       << v["straggler"];
   EXPECT_EQ(j["summary"]["bytes_exact"], j["summary"]["bytes_compared"]);
-  // The server's memory, planned with the stash of all four clients.
+  // The server's memory, planned with the stash of all four clients at once.
+  // How many of them coincide is the run's timing (a busy machine has made
+  // it three): what the server held is the plan less a whole number of
+  // client stashes, 0 to 3, within 10%.
+  const CliResult plan = run_cli("plan --json " + two_groups_file() + " --variant unsynchronised");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  nlohmann::json p = nlohmann::json::parse(plan.out);
+  if (p.is_array()) p = p[0];
+  double stash = 0;
+  for (const auto& st : p["stages"])
+    if (st["party"] == "server") stash += st["stash_bytes_per_microbatch"].get<double>();
+  ASSERT_GT(stash, 0);
   const double server = v["memory"]["server"]["predicted_peak_bytes"].get<double>();
   const double held = v["memory"]["server"]["measured_peak_tensor_bytes"].get<double>();
-  EXPECT_NEAR(server, held, 0.2 * held) << v["memory"];
+  const double missing = std::clamp(std::round((server - held) / stash), 0.0, 3.0);
+  EXPECT_NEAR(server - missing * stash, held, 0.1 * held)
+      << v["memory"] << "; a client's stash " << stash;
   EXPECT_TRUE(namespaces_of_dead_owners().empty());
   std::filesystem::remove_all(dir);
 }
