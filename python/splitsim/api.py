@@ -216,13 +216,16 @@ def calibrate(what, measured, *, variant="", leave_one_out=True, jobs=None, prog
 
 
 def validate(scenarios, *, variant="", link_rate=None, calibration=None, quick=False, repeat=3,
-             iterations=None, timeout_s=300, keep_going=False, progress=None):
+             iterations=None, timeout_s=300, keep_going=False, platform_model=True,
+             progress=None):
     """``splitsim validate --matrix``: the selected variants predicted and run
     for real (``splitsim exec``, client and server processes; as root over a
     shaped veth pair between two network namespaces, else over loopback),
     repeated and interleaved. scenarios: a scenario file, a Scenario read from
-    one, or a list of them (the parties read the files). A Validation
-    (.errors, .summary, .json, .ok)."""
+    one, or a list of them (the parties read the files). platform_model=False
+    is ``--no-platform-model``: no link probe, co-compute slowdown or wake
+    cost (each measured before the runs; the probe alone takes some 20 s). A
+    Validation (.errors, .summary, .json, .ok)."""
     items = scenarios if isinstance(scenarios, (list, tuple)) else [scenarios]
     files = []
     for item in items:
@@ -240,7 +243,8 @@ def validate(scenarios, *, variant="", link_rate=None, calibration=None, quick=F
             files, _text(variant, "variant"), _text(link_rate, "link_rate"), calibration_path,
             bool(quick), _count(repeat, "repeat", 3, 1, 100),
             _count(iterations, "iterations", 0, 1, 1 << 30),
-            _number(timeout_s, "timeout_s", 300, 1, 86400), bool(keep_going), bar)
+            _number(timeout_s, "timeout_s", 300, 1, 86400), bool(keep_going),
+            bool(platform_model), bar)
     return Validation(json.loads(report), ok)
 
 

@@ -387,7 +387,7 @@ void bind_running(py::module_& m) {
       "validate",
       [](std::vector<std::string> files, std::string variant, std::string link_rate,
          std::string calibration, bool quick, int repeat, int64_t iterations, double timeout_s,
-         bool keep_going, py::object progress) {
+         bool keep_going, bool platform_model, py::object progress) {
         ValidateRequest r;
         r.scenarios = std::move(files);
         r.variant = std::move(variant);
@@ -398,6 +398,7 @@ void bind_running(py::module_& m) {
         r.validator.iterations = iterations;
         r.validator.timeout_s = timeout_s;
         r.validator.keep_going = keep_going;
+        r.no_platform_model = !platform_model;
         const Reporter report(std::move(progress));
         py::gil_scoped_release release;
         return validate_files(std::move(r), report);
@@ -405,7 +406,7 @@ void bind_running(py::module_& m) {
       "(every run succeeded, validate --matrix --json's report)", py::arg("files"),
       py::arg("variant"), py::arg("link_rate"), py::arg("calibration"), py::arg("quick"),
       py::arg("repeat"), py::arg("iterations"), py::arg("timeout_s"), py::arg("keep_going"),
-      py::arg("progress"));
+      py::arg("platform_model"), py::arg("progress"));
 }
 
 }  // namespace
