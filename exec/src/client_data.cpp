@@ -73,6 +73,9 @@ class ClientImageSource : public BatchSource {
                                                 int64_t batch_size) override {
     return sources_.at(static_cast<size_t>(client))->batch(client, index, batch_size);
   }
+  torch::Tensor target(int client, int64_t index, int64_t batch_size) override {
+    return sources_.at(static_cast<size_t>(client))->target(client, index, batch_size);
+  }
 
  private:
   std::vector<std::unique_ptr<BatchSource>> sources_;

@@ -29,8 +29,25 @@ class ImageSource : public BatchSource {
       : data_(std::move(data)), shape_(std::move(shape)), seed_(seed), shuffle_(shuffle) {}
   std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
                                                 int64_t batch_size) override {
+    torch::Tensor idx = picks(client, index, batch_size);
+    torch::Tensor x = data_.images.index_select(0, idx);
+    const int64_t c = shape_.at(0), h = shape_.at(1), w = shape_.at(2);
+    if (x.size(2) != h || x.size(3) != w)
+      x = torch::nn::functional::interpolate(x, torch::nn::functional::InterpolateFuncOptions()
+                                                    .size(std::vector<int64_t>{h, w})
+                                                    .mode(torch::kBilinear)
+                                                    .align_corners(false));
+    if (x.size(1) != c) x = x.mean(1, true).expand({-1, c, -1, -1});
+    return {x.contiguous(), data_.labels.index_select(0, idx)};
+  }
+  torch::Tensor target(int client, int64_t index, int64_t batch_size) override {
+    return data_.labels.index_select(0, picks(client, index, batch_size));
+  }
+
+ private:
+  // The samples of batch `index`: a slice of the (permuted) samples.
+  torch::Tensor picks(int client, int64_t index, int64_t batch_size) {
     const int64_t n = data_.labels.size(0);
-    // The batch a slice of the (permuted) samples.
     const int64_t first = index * batch_size;
     std::vector<int64_t> picks;
     for (int64_t i = first; i < first + batch_size; ++i) {
@@ -48,19 +65,9 @@ class ImageSource : public BatchSource {
       }
       picks.push_back(perm_[i % n].item<int64_t>());
     }
-    torch::Tensor idx = torch::tensor(picks, torch::kLong);
-    torch::Tensor x = data_.images.index_select(0, idx);
-    const int64_t c = shape_.at(0), h = shape_.at(1), w = shape_.at(2);
-    if (x.size(2) != h || x.size(3) != w)
-      x = torch::nn::functional::interpolate(x, torch::nn::functional::InterpolateFuncOptions()
-                                                    .size(std::vector<int64_t>{h, w})
-                                                    .mode(torch::kBilinear)
-                                                    .align_corners(false));
-    if (x.size(1) != c) x = x.mean(1, true).expand({-1, c, -1, -1});
-    return {x.contiguous(), data_.labels.index_select(0, idx)};
+    return torch::tensor(picks, torch::kLong);
   }
 
- private:
   LabeledImages data_;
   std::vector<int64_t> shape_;
   uint64_t seed_;
@@ -76,12 +83,19 @@ class SyntheticSource : public BatchSource {
       : model_(model), seed_(seed), distinct_(distinct) {}
   std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
                                                 int64_t batch_size) override {
-    if (distinct_ > 0) index %= distinct_;
-    const uint64_t s = seed_ * 1000003 + static_cast<uint64_t>(client) * 7919 + index;
+    const uint64_t s = seed(client, index);
     return {model_.make_input(batch_size, s), model_.make_target(batch_size, s)};
+  }
+  torch::Tensor target(int client, int64_t index, int64_t batch_size) override {
+    return model_.make_target(batch_size, seed(client, index));  // its own generator
   }
 
  private:
+  uint64_t seed(int client, int64_t index) const {
+    if (distinct_ > 0) index %= distinct_;
+    return seed_ * 1000003 + static_cast<uint64_t>(client) * 7919 + index;
+  }
+
   const SplitModel& model_;
   uint64_t seed_;
   int64_t distinct_;

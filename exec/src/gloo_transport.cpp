@@ -128,6 +128,10 @@ class GlooTransfer : public Transfer {
     done_ = true;
   }
   ExecClock::time_point completed_at() const override { return at_; }
+  bool ready() const override {
+    return done_ || !abort_->reason().empty() ||
+           result_.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready;
+  }
 
  private:
   std::string what_;

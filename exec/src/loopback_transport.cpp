@@ -8,6 +8,7 @@ class DoneTransfer : public Transfer {
   DoneTransfer() : at_(ExecClock::now()) {}
   void wait(std::chrono::milliseconds) override {}
   ExecClock::time_point completed_at() const override { return at_; }
+  bool ready() const override { return true; }
 
  private:
   ExecClock::time_point at_;
@@ -25,6 +26,7 @@ class LoopbackRecv : public Transfer {
     done_ = true;
   }
   ExecClock::time_point completed_at() const override { return at_; }
+  bool ready() const override { return done_ || hub_->arrived(src_, dst_, tag_); }
 
  private:
   std::shared_ptr<LoopbackHub> hub_;
@@ -46,6 +48,11 @@ void LoopbackHub::deliver(int src, int dst, int tag, std::vector<torch::Tensor> 
   std::lock_guard<std::mutex> lock(mutex_);
   mail_[{src, dst, tag}] = std::move(copies);
   cv_.notify_all();
+}
+
+bool LoopbackHub::arrived(int src, int dst, int tag) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !failure_.empty() || mail_.count(std::make_tuple(src, dst, tag)) > 0;
 }
 
 void LoopbackHub::take(int src, int dst, int tag, std::vector<torch::Tensor>& into,

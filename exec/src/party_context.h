@@ -118,12 +118,16 @@ struct PartyContext {
   // the first of its local stages to ask and kept for the others; its
   // earlier batches go. A last stage that drew the whole batch again for its
   // target would pay for a second input inside its forward.
-  std::pair<torch::Tensor, torch::Tensor> shared_batch(int client, int64_t batch) {
+  // `with_input` false (this party holds none of the client's first stage):
+  // the target alone, the input left undefined.
+  std::pair<torch::Tensor, torch::Tensor> shared_batch(int client, int64_t batch, bool with_input) {
     std::lock_guard<std::mutex> lock(data_mutex);
     auto it = drawn_batches.find({client, batch});
     if (it == drawn_batches.end()) {
-      auto drawn = data->batch(client, batch, plan->batch_size);
-      drawn.first = drawn.first.to(device);
+      auto drawn = with_input ? data->batch(client, batch, plan->batch_size)
+                              : std::make_pair(torch::Tensor(),
+                                               data->target(client, batch, plan->batch_size));
+      if (with_input) drawn.first = drawn.first.to(device);
       drawn.second = drawn.second.to(device);
       for (auto old = drawn_batches.begin(); old != drawn_batches.end();)
         old = old->first.first == client && old->first.second < batch ? drawn_batches.erase(old)

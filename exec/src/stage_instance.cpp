@@ -82,6 +82,7 @@ class Instance {
         ctx_.rounds->before_batch(k_, c_, batch = op.batch, out_);
         run_deferred_evaluation();
       }
+      drop_completed_sends();
       wait_turn(ctx_, c_, k_);
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
@@ -189,6 +190,13 @@ class Instance {
     sends_.push_back({transfer, e});
   }
 
+  // A sent tensor is freed once its transfer completed, not at the next
+  // update: a backward's input gradient would otherwise still be held
+  // during the next backward, which the plan does not count.
+  void drop_completed_sends() {
+    while (!sends_.empty() && sends_.front().transfer->ready()) wait_oldest_send();
+  }
+
   void wait_oldest_send() {
     PendingSend s = sends_.front();
     sends_.pop_front();
@@ -197,10 +205,13 @@ class Instance {
   }
 
   // The current batch's data (input on stage 0, target on the last stage),
-  // the client's one draw that its local stages share.
+  // the client's one draw that its local stages share; without the input
+  // where the client's stage 0 is on another party (the plan counts the
+  // batch's input on stage 0 alone).
   const std::pair<torch::Tensor, torch::Tensor>& data(int64_t batch) {
     if (batch != data_batch_) {
-      data_ = ctx_.shared_batch(c_, batch);
+      data_ = {};  // the old batch goes before the new is drawn
+      data_ = ctx_.shared_batch(c_, batch, !remote(0));
       data_batch_ = batch;
     }
     return data_;
@@ -358,7 +369,7 @@ class Instance {
     torch::Tensor labels;
     {
       std::lock_guard<std::mutex> lock(ctx_.data_mutex);
-      labels = ctx_.data->batch(c_, op.batch, plan_.batch_size).second;
+      labels = ctx_.data->target(c_, op.batch, plan_.batch_size);
     }
     labels = labels.narrow(0, mb_offset(op.microbatch), mb_size(op.microbatch)).to(torch::kCPU);
     const torch::Tensor g = grad.detach().to(torch::kCPU).reshape({labels.size(0), -1});

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <thread>
 
 #include "exec_test_util.h"
 #include "splitsim/exec/gloo_transport.h"
@@ -46,11 +47,11 @@ TEST(TransportTest, LoopbackReceiveTimesOutWithAClearError) {
   }
 }
 
-TEST(TransportTest, GlooTwoRanksInOneProcess) {
-  const int port = free_port();
+// Ranks 0 and 1 of a Gloo group over 127.0.0.1, both in this process.
+auto gloo_pair() {
   GlooOptions o;
   o.host = "127.0.0.1";
-  o.port = port;
+  o.port = free_port();
   o.timeout = std::chrono::milliseconds(20000);
   auto client = std::async(std::launch::async, [o] {
     GlooOptions c = o;
@@ -58,8 +59,40 @@ TEST(TransportTest, GlooTwoRanksInOneProcess) {
     return GlooTransport::connect(c);
   });
   auto server = GlooTransport::connect(o);
-  auto peer = client.get();
+  return std::make_pair(std::move(server), client.get());
+}
+
+TEST(TransportTest, GlooTwoRanksInOneProcess) {
+  auto [server, peer] = gloo_pair();
   exchange_and_check(*server, *peer);
+}
+
+// ready() answers without blocking whether wait() would return: false for
+// a receive whose message has not come, true once it came and after wait().
+void ready_follows_the_transfer(Transport& a, Transport& b) {
+  torch::Tensor into = torch::zeros({64});
+  auto r = b.recv({into}, 0, 9);
+  EXPECT_FALSE(r->ready());
+  auto s = a.send({torch::ones({64})}, 1, 9);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!r->ready() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(r->ready());
+  r->wait(std::chrono::milliseconds(10000));
+  s->wait(std::chrono::milliseconds(10000));
+  EXPECT_TRUE(r->ready());
+  EXPECT_TRUE(s->ready());
+  EXPECT_TRUE(torch::equal(into, torch::ones({64})));
+}
+
+TEST(TransportTest, ReadyTellsWithoutWaitingWhetherATransferCompleted) {
+  {
+    auto hub = std::make_shared<LoopbackHub>(2);
+    LoopbackTransport a(hub, 0), b(hub, 1);
+    ready_follows_the_transfer(a, b);
+  }
+  auto [server, peer] = gloo_pair();
+  ready_follows_the_transfer(*server, *peer);
 }
 
 TEST(TransportTest, GlooConnectToNobodyFailsAfterTheTimeout) {

@@ -24,6 +24,9 @@ class BatchSource {
   // {input [B, ...], target [B]} of batch `index` for client `client`.
   virtual std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index,
                                                         int64_t batch_size) = 0;
+  // The target of that batch alone, for a party that holds a client's last
+  // stage but not its first: it neither draws nor keeps the input.
+  virtual torch::Tensor target(int client, int64_t index, int64_t batch_size) = 0;
 };
 
 struct LabeledImages {

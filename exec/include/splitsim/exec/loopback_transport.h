@@ -25,6 +25,8 @@ class LoopbackHub {
   // Copies the message (src, dst, tag) into `into`; waits at most `timeout`.
   void take(int src, int dst, int tag, std::vector<torch::Tensor>& into,
             std::chrono::milliseconds timeout);
+  // Whether take() would return (or throw) at once.
+  bool arrived(int src, int dst, int tag);
 
  private:
   int world_size_;

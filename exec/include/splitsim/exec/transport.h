@@ -33,6 +33,9 @@ class Transfer {
   virtual void wait(std::chrono::milliseconds timeout) = 0;
   // When the transfer completed (valid after wait() returned).
   virtual ExecClock::time_point completed_at() const = 0;
+  // Whether wait() would return (or throw) at once. Never blocks: a stage
+  // polls its sends with it to free their tensors as soon as they crossed.
+  virtual bool ready() const = 0;
 };
 
 class Transport {
