@@ -24,11 +24,14 @@ using namespace model_test;  // NOLINT: test helpers
 // Everything equal but the backward's working memory, which may differ by
 // what CPU kernels allocate and free inside one op (an embedding's backward
 // sorts its indices): within 1% and 64 bytes per sample. The working memory
-// is compared apart and then left out of the exact comparison.
-void expect_same_on_both(const ModelSpec& spec, int64_t batch = 2) {
+// is compared apart and then left out of the exact comparison. Returns
+// whether any unit has working memory (net of the stash its backward frees:
+// none where the parameters' gradients outweigh the activations).
+bool expect_same_on_both(const ModelSpec& spec, int64_t batch = 2) {
   nlohmann::json cpu = measure_model(spec, batch, false, MeasureOn::kCpu);
   nlohmann::json meta = measure_model(spec, batch, false, MeasureOn::kMeta);
-  ASSERT_EQ(cpu.at("units").size(), meta.at("units").size());
+  EXPECT_EQ(cpu.at("units").size(), meta.at("units").size());
+  if (cpu.at("units").size() != meta.at("units").size()) return false;
   bool some_work = false;
   for (size_t i = 0; i < cpu.at("units").size(); ++i) {
     nlohmann::json& c = cpu["units"][i];
@@ -40,9 +43,9 @@ void expect_same_on_both(const ModelSpec& spec, int64_t batch = 2) {
     c.erase("bwd_work_bytes_per_sample");
     m.erase("bwd_work_bytes_per_sample");
   }
-  EXPECT_TRUE(some_work);
   EXPECT_EQ(cpu, meta) << "first difference: "
                        << nlohmann::json::diff(cpu, meta).dump().substr(0, 400);
+  return some_work;
 }
 
 TEST(MeasureShapesTest, EveryTransformerAndFineTuningMeasuresTheSameOnMeta) {
@@ -51,6 +54,8 @@ TEST(MeasureShapesTest, EveryTransformerAndFineTuningMeasuresTheSameOnMeta) {
     ModelSpec s = small_transformer(name, 2);
     expect_same_on_both(s);  // full fine-tuning
     expect_same_on_both(s, 3);
+    // Activations that outweigh the weights' gradients: working memory.
+    EXPECT_TRUE(expect_same_on_both(s, 64));
     s.finetune.method = "lora";
     expect_same_on_both(s);  // adapters, frozen bases
     s.finetune.method = "full";

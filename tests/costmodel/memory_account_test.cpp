@@ -57,5 +57,40 @@ TEST(MemoryAccountTest, LiveAndPeakBytesFollowAHandCountThroughShuffledFrees) {
   }
 }
 
+// Net: a free of memory allocated before the account counts against what
+// was allocated since, and the peak is the highest point of that (a
+// backward's working memory above the stash it frees as it goes).
+TEST(MemoryAccountTest, NetCountsFreesOfEarlierMemoryAgainstNewAllocations) {
+  torch::Tensor stash;
+  {  // c10 reports the size of a free only where it saw the allocation
+    MemoryAccount forward;
+    MemoryAccount::Join forward_joined(forward);
+    stash = torch::empty({3000}, torch::kUInt8);
+  }
+  MemoryAccount net(/*net=*/true);
+  MemoryAccount::Join joined(net);
+  torch::Tensor a = torch::empty({1000}, torch::kUInt8);
+  stash = torch::Tensor();
+  EXPECT_EQ(net.live_bytes(), 1000 - 3000);
+  torch::Tensor b = torch::empty({2500}, torch::kUInt8);
+  EXPECT_EQ(net.live_bytes(), 500);
+  EXPECT_EQ(net.peak_bytes(), 1000);  // before the stash went
+}
+
+// StorageAccount's net mode on the meta device, where MemoryAccount sees no
+// allocation: an earlier storage an op reads and that then dies counts
+// against the created ones, at the end of the next op.
+TEST(MemoryAccountTest, StorageAccountNetCreditsEarlierStoragesThatDie) {
+  torch::Tensor stash = torch::empty({750}, torch::TensorOptions().device(torch::kMeta));
+  StorageAccount net(/*net=*/true);
+  torch::Tensor a = stash * 2;  // reads the stash: 3,000 bytes created
+  EXPECT_EQ(net.live_bytes(), 3000);
+  stash = torch::Tensor();
+  EXPECT_EQ(net.live_bytes(), 0);
+  torch::Tensor b = a.sum();  // 4 bytes
+  EXPECT_EQ(net.peak_bytes(), 3000);
+  EXPECT_EQ(net.live_bytes(), 4);
+}
+
 }  // namespace
 }  // namespace splitsim

@@ -59,12 +59,14 @@ class TensorBytes {
  public:
   // `existing`: what the step reads and did not create (the unit's input,
   // its parameters and buffers; the loss's logits and target).
-  TensorBytes(bool meta, const std::vector<torch::Tensor>& existing) {
+  // `net`: what was there before and is freed counts against what is
+  // allocated (the accounts' net mode).
+  TensorBytes(bool meta, const std::vector<torch::Tensor>& existing, bool net = false) {
     if (meta) {
-      storage_.emplace();
+      storage_.emplace(net);
       for (const torch::Tensor& t : existing) storage_->exclude(t);
     } else {
-      memory_.emplace();
+      memory_.emplace(net);
       joined_.emplace(*memory_);
     }
   }
@@ -243,7 +245,9 @@ void backward_units(SplitModel& model, bool meta, int64_t batch, UnitPass* pass,
     // backward: nothing before it trains either.
     if (i < n - 1 && !pass->outputs[i].requires_grad()) continue;
     split_backward(model, i, pass);
-    TensorBytes work(meta, {});
+    // Net of the stash the backward frees as it goes: a stage's peak is its
+    // stash plus this, not plus every byte its backward allocates.
+    TensorBytes work(meta, {}, /*net=*/true);
     MacCounter counter;
     if (i == n - 1) {
       pass->loss.backward();

@@ -16,6 +16,7 @@ namespace splitsim {
 struct MemoryAccount::Reporter : c10::MemoryReportingInfoBase {
   mutable std::mutex mutex;
   std::unordered_map<void*, int64_t> live;
+  bool net = false;
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
 
@@ -30,14 +31,19 @@ struct MemoryAccount::Reporter : c10::MemoryReportingInfoBase {
       return;
     }
     auto it = live.find(ptr);
-    if (it == live.end()) return;  // allocated before the account, or elsewhere
+    if (it == live.end()) {  // allocated before the account, or elsewhere
+      if (net) live_bytes += alloc_size;
+      return;
+    }
     live_bytes -= it->second;
     live.erase(it);
   }
   bool memoryProfilingEnabled() const override { return true; }
 };
 
-MemoryAccount::MemoryAccount() : reporter_(std::make_shared<Reporter>()) {}
+MemoryAccount::MemoryAccount(bool net) : reporter_(std::make_shared<Reporter>()) {
+  reporter_->net = net;
+}
 MemoryAccount::~MemoryAccount() = default;
 
 MemoryAccount::Join::Join(MemoryAccount& account)
@@ -63,6 +69,9 @@ struct StorageAccount::State {
   // one seen before. `created`: those first seen as an op's output.
   std::unordered_map<const c10::StorageImpl*, c10::weak_intrusive_ptr<c10::StorageImpl>> seen;
   std::vector<const c10::StorageImpl*> created;
+  // net: those first seen as an outermost op's input, with their bytes then.
+  bool net = false;
+  std::vector<std::pair<const c10::StorageImpl*, int64_t>> earlier;
   int depth = 0;     // ops started and not ended
   int64_t peak = 0;  // the most live_bytes() after any op
 
@@ -72,6 +81,8 @@ struct StorageAccount::State {
       const c10::intrusive_ptr<c10::StorageImpl> st = seen.at(p).lock();
       if (st) bytes += static_cast<int64_t>(st->nbytes());
     }
+    for (const auto& [p, nbytes] : earlier)
+      if (!seen.at(p).lock()) bytes -= nbytes;
     return bytes;
   }
 
@@ -113,7 +124,10 @@ std::unique_ptr<at::ObserverContext> storage_on_start(const at::RecordFunction& 
   if (s == nullptr || !is_op(fn)) return nullptr;
   if (s->depth++ == 0)
     for (const c10::IValue& v : fn.inputs())
-      for_each_storage(v, [&](const c10::Storage& st) { s->see(st); });
+      for_each_storage(v, [&](const c10::Storage& st) {
+        if (s->see(st) && s->net)
+          s->earlier.emplace_back(st.unsafeGetStorageImpl(), static_cast<int64_t>(st.nbytes()));
+      });
   return nullptr;
 }
 
@@ -130,7 +144,8 @@ void storage_on_end(const at::RecordFunction& fn, at::ObserverContext*) {
 
 }  // namespace
 
-StorageAccount::StorageAccount() : state_(std::make_unique<State>()) {
+StorageAccount::StorageAccount(bool net) : state_(std::make_unique<State>()) {
+  state_->net = net;
   assert(storage_state == nullptr && "one StorageAccount per thread");
   storage_state = state_.get();
   handle_ =

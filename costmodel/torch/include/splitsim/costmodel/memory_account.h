@@ -17,7 +17,11 @@ namespace splitsim {
 
 class MemoryAccount {
  public:
-  MemoryAccount();
+  // `net`: the frees of memory allocated before the account count too, so
+  // live_bytes() is the change since it began (negative where a step frees
+  // more than it allocates) and peak_bytes() the highest point of that: what
+  // a backward adds above the stash it releases as it goes.
+  explicit MemoryAccount(bool net = false);
   ~MemoryAccount();
   MemoryAccount(const MemoryAccount&) = delete;
   MemoryAccount& operator=(const MemoryAccount&) = delete;
@@ -52,7 +56,9 @@ class MemoryAccount {
 // (tests/costmodel/measure_shapes_test.cpp). One per thread at a time.
 class StorageAccount {
  public:
-  StorageAccount();
+  // `net`: as MemoryAccount's, storages first seen as an op's input that
+  // die while the account is alive count against the created ones.
+  explicit StorageAccount(bool net = false);
   ~StorageAccount();
   StorageAccount(const StorageAccount&) = delete;
   StorageAccount& operator=(const StorageAccount&) = delete;
