@@ -166,7 +166,9 @@ TEST_F(ExecCliTest, TrainSeveralSplitfedClientsOnTheirPartsOfTheData) {
   s["aggregate_every"] = 2;
   const std::string file = dir + "/splitfed.json";
   std::ofstream(file) << s.dump();
-  const std::vector<std::string> common = {"train",          file,  "--train-samples", "1024",
+  // 1,024 samples (16 rounds) left the averaged model at chance on one VM
+  // (train accuracy 29%, test 11%); 2,048 reach 47% there.
+  const std::vector<std::string> common = {"train",          file,  "--train-samples", "2048",
                                            "--test-samples", "256", "--json"};
   Child iid(dir, "iid", common);
   ASSERT_EQ(iid.wait(200), 0) << iid.err();
@@ -178,10 +180,10 @@ TEST_F(ExecCliTest, TrainSeveralSplitfedClientsOnTheirPartsOfTheData) {
   for (const auto& counts : a["clients"]["class_counts"]) {
     int64_t total = 0;
     for (const auto& n : counts) total += n.get<int64_t>();
-    EXPECT_EQ(total, 256);  // 1024 / 4
+    EXPECT_EQ(total, 512);  // 2048 / 4
   }
-  // An epoch: every sample once over the clients, 1024 / 4 / 16 rounds.
-  EXPECT_EQ(a["batches_per_epoch"], 16);
+  // An epoch: every sample once over the clients, 2048 / 4 / 16 = 32 rounds.
+  EXPECT_EQ(a["batches_per_epoch"], 32);
   ASSERT_EQ(a["evaluations"].size(), 1u);
   EXPECT_GT(a["best_test_accuracy"].get<double>(), 0.2);  // chance: 0.1
 
