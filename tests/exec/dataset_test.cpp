@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "exec_test_util.h"
 #include "splitsim/costmodel/errors.h"
 
 namespace splitsim::testing {
@@ -103,6 +105,47 @@ TEST(DatasetTest, SyntheticDataRepeatsAfterDistinctBatches) {
     ADD_FAILURE() << "--distinct-batches taken for a real dataset";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "distinct_batches");
+  }
+}
+
+// Counts the draws: whole batches (input and target) and targets alone.
+class CountingBatch : public BatchSource {
+ public:
+  explicit CountingBatch(std::unique_ptr<BatchSource> source) : source_(std::move(source)) {}
+  std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index, int64_t size) override {
+    ++batches;
+    return source_->batch(client, index, size);
+  }
+  torch::Tensor target(int client, int64_t index, int64_t size) override {
+    ++targets;
+    return source_->target(client, index, size);
+  }
+  std::atomic<int> batches{0}, targets{0};
+
+ private:
+  std::unique_ptr<BatchSource> source_;
+};
+
+// A party that holds a client's last stage but not its first draws the
+// target alone (the plan counts the batch's input on stage 0 only); a
+// U-shape's client draws the whole batch once for both of its stages. The
+// labels are those of the whole draw: training is the unsplit model's
+// (transparency_test.cpp, TwoPartSplitWithCodecNoneGivesTheUnsplitGradients,
+// runs this split).
+TEST(BatchDrawTest, OnlyTheFirstStagesPartyDrawsTheInput) {
+  Scenario sc = small_scenario("resnet20", 4);
+  const SplitModel model = build_model(sc.model, sc.seed);
+  for (const std::vector<int>& cuts : {std::vector<int>{3}, std::vector<int>{3, 6}}) {
+    CountingBatch data(make_synthetic_source(model, sc.seed));
+    RunOptions o;
+    o.timeout = std::chrono::milliseconds(20000);
+    o.data = &data;
+    for (const auto& r : run_loopback(
+             sc, make_test_plan(sc, cuts, CodecSpec{}, CodecSpec{}, 2, Schedule::kGpipe, 3), o))
+      ASSERT_TRUE(r.complete) << r.error;
+    const bool ushape = cuts.size() == 2;
+    EXPECT_EQ(data.batches.load(), 3) << cuts.size() << " cuts";
+    EXPECT_EQ(data.targets.load(), ushape ? 0 : 3) << cuts.size() << " cuts";
   }
 }
 

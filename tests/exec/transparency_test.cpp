@@ -3,7 +3,6 @@
 // gradients of sequential.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -419,46 +418,6 @@ TEST(LossScalingTest, ANonFiniteGradientSkipsTheUpdateOnEachSide) {
   const auto unscaled = train_through_a_poisoned_batch(1);
   for (const auto& r : unscaled) EXPECT_EQ(r.skipped_updates, 0);
   EXPECT_TRUE(std::isnan(head_stats(unscaled)[3].loss));
-}
-
-// Counts the draws: whole batches (input and target) and targets alone.
-class CountingBatch : public BatchSource {
- public:
-  explicit CountingBatch(std::unique_ptr<BatchSource> source) : source_(std::move(source)) {}
-  std::pair<torch::Tensor, torch::Tensor> batch(int client, int64_t index, int64_t size) override {
-    ++batches;
-    return source_->batch(client, index, size);
-  }
-  torch::Tensor target(int client, int64_t index, int64_t size) override {
-    ++targets;
-    return source_->target(client, index, size);
-  }
-  std::atomic<int> batches{0}, targets{0};
-
- private:
-  std::unique_ptr<BatchSource> source_;
-};
-
-// A party that holds a client's last stage but not its first draws the
-// target alone (the plan counts the batch's input on stage 0 only); a
-// U-shape's client draws the whole batch once for both of its stages. The
-// labels are those of the whole draw: training is the unsplit model's
-// (TwoPartSplitWithCodecNoneGivesTheUnsplitGradients runs this split).
-TEST(BatchDrawTest, OnlyTheFirstStagesPartyDrawsTheInput) {
-  Scenario sc = small_scenario("resnet20", 4);
-  const SplitModel model = build_model(sc.model, sc.seed);
-  for (const std::vector<int>& cuts : {std::vector<int>{3}, std::vector<int>{3, 6}}) {
-    CountingBatch data(make_synthetic_source(model, sc.seed));
-    RunOptions o;
-    o.timeout = std::chrono::milliseconds(20000);
-    o.data = &data;
-    for (const auto& r :
-         run_loopback(sc, make_test_plan(sc, cuts, none(), none(), 2, Schedule::kGpipe, 3), o))
-      ASSERT_TRUE(r.complete) << r.error;
-    const bool ushape = cuts.size() == 2;
-    EXPECT_EQ(data.batches.load(), 3) << cuts.size() << " cuts";
-    EXPECT_EQ(data.targets.load(), ushape ? 0 : 3) << cuts.size() << " cuts";
-  }
 }
 
 }  // namespace
