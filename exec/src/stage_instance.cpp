@@ -1,6 +1,5 @@
 // One (stage, client) instance: follows stage_ops() with real compute and
 // asynchronous transfers, recording a Timeline event for each step.
-#include <deque>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -12,6 +11,7 @@
 #include "splitsim/costmodel/schedule.h"
 #include "splitsim/exec/mixed_precision.h"
 #include "stage_checkpoint.h"
+#include "stage_transfers.h"
 #include "stage_update.h"
 #include "stage_wire.h"
 
@@ -29,18 +29,6 @@ struct Stash {
   torch::Tensor out, out_grad;
 };
 
-struct PostedRecv {
-  std::shared_ptr<Transfer> transfer;
-  std::vector<torch::Tensor> buffers;
-  double post_s = 0;
-  int64_t bytes = 0;
-};
-
-struct PendingSend {
-  std::shared_ptr<Transfer> transfer;
-  size_t event = 0;
-};
-
 class Instance {
  public:
   Instance(PartyContext& ctx, int k, int c, InstanceResult* out)
@@ -49,6 +37,7 @@ class Instance {
         parts_(ctx.parts(k, c)),
         model_(ctx.model_of(k, c)),
         wire_(ctx, k, c),
+        transfers_(ctx, wire_, out),
         slow_(ctx.options.compute_slowdown, torch::get_num_threads()),
         k_(k),
         c_(c),
@@ -82,7 +71,7 @@ class Instance {
         ctx_.rounds->before_batch(k_, c_, batch = op.batch, out_);
         run_deferred_evaluation();
       }
-      drop_completed_sends();
+      transfers_.drop_completed_sends();
       wait_turn(ctx_, c_, k_);
       if (op.kind == OpKind::kForward) forward(j, op);
       if (op.kind == OpKind::kBackward) backward(j, op);
@@ -95,9 +84,9 @@ class Instance {
       pass_turn(ctx_, c_);
       if (ctx_.rounds && op.kind == OpKind::kUpdate)
         ctx_.rounds->after_batch(k_, c_, op.batch, out_);
-      while (sends_.size() > static_cast<size_t>(4 * m_ + 4)) wait_oldest_send();
+      transfers_.wait_sends(static_cast<size_t>(4 * m_ + 4));
     }
-    while (!sends_.empty()) wait_oldest_send();
+    transfers_.wait_sends(0);
     if (ctx_.rounds) ctx_.rounds->after_last(k_, c_, out_);
     run_deferred_evaluation();
   }
@@ -111,97 +100,39 @@ class Instance {
     slow_.start();
     return now_s();
   }
-  double at_s(ExecClock::time_point t) const {
-    return std::chrono::duration<double>(t - ctx_.start).count();
-  }
   int64_t mb_size(int64_t mb) const { return wire_.mb_size(mb); }
   int64_t mb_offset(int64_t mb) const { return wire_.mb_offset(mb); }
-  int tag(int boundary, bool backward, const Op& op) const {
-    return wire_.tag(boundary, backward, op.batch, op.microbatch);
-  }
-  int party() const { return wire_.party(); }
   // Whether a gradient comes in from stage k+1 / goes back to stage k-1:
   // not where no stage up to the boundary trains (Plan's needs_gradient).
   bool gradient_in() const { return k_ < K_ - 1 && plan_.boundaries[k_].needs_gradient; }
   bool gradient_out() const { return k_ > 0 && plan_.boundaries[k_ - 1].needs_gradient; }
   bool remote(int other_stage) const { return wire_.remote(other_stage); }
 
-  size_t record(EventKind kind, const Op& op, double t0, double t1, int boundary = -1,
-                int backward = 0, int peer = -1, int64_t bytes = 0) {
+  // A compute event (a decode or encode at `boundary`, the gradient's when
+  // `backward`).
+  void record(EventKind kind, const Op& op, double t0, double t1, int boundary = -1,
+              int backward = 0) {
     if (is_compute(kind)) t1 = slow_.finish(t0, t1);  // in the computation's turn
-    TimelineEvent e;
-    e.kind = kind;
-    e.party = party();
-    e.peer = peer;
-    e.stage = k_;
+    TimelineEvent e = stage_event(wire_, kind, op, t0, t1);
     e.boundary = boundary;
     e.backward = backward;
-    e.client = c_;
-    e.batch = op.batch;
-    e.microbatch = op.microbatch;
-    e.bytes = bytes;
-    e.start_s = t0;
-    e.end_s = t1;
     out_->events.push_back(e);
-    return out_->events.size() - 1;
   }
 
   void post_receive(size_t j, const Op& op) {
-    const bool fwd = op.kind == OpKind::kForward && k_ > 0;
-    const bool bwd = op.kind == OpKind::kBackward && gradient_in();
-    if (!fwd && !bwd) return;
-    const int b = fwd ? k_ - 1 : k_;
-    const int peer_stage = fwd ? k_ - 1 : k_ + 1;
-    PostedRecv r;
-    r.buffers = wire_.buffers(b, bwd, op.batch, op.microbatch, &r.bytes);
-    r.post_s = now_s();
-    r.transfer = ctx_.transport->recv(r.buffers, wire_.rank_of(peer_stage), tag(b, bwd, op));
-    recvs_[j] = std::move(r);
+    if (op.kind == OpKind::kForward && k_ > 0)
+      transfers_.post_receive(j, op, k_ - 1, false, k_ - 1);
+    else if (op.kind == OpKind::kBackward && gradient_in())
+      transfers_.post_receive(j, op, k_, true, k_ + 1);
   }
 
-  // Waits for the receive of op j; returns its buffers on the device.
-  std::vector<torch::Tensor> take_receive(size_t j, const Op& op, int b, bool backward,
-                                          int peer_stage) {
-    PostedRecv r = std::move(recvs_.at(j));
-    recvs_.erase(j);
-    r.transfer->wait(ctx_.options.timeout);
-    if (remote(peer_stage))
-      record(EventKind::kRecv, op, r.post_s, at_s(r.transfer->completed_at()), b, backward,
-             wire_.party_of(peer_stage), r.bytes);
-    std::vector<torch::Tensor> out;
-    for (auto& t : r.buffers) out.push_back(t.to(ctx_.device));
-    return out;
-  }
-
-  // Packs are checked against the cost model's layout (the wire bytes
-  // formula) and sent; the send completes in the background. Called in the
-  // encode's turn on the party's processor (ctx_.compute held), as the
-  // receives are posted in one: the transport's calls are the stage's work
-  // on the processor, taken in turn with the other stage's compute, not
-  // left to the kernel's time slices (exec/validate/README.md, "A stage's
-  // turn on the processor").
+  // The send call is made in the encode's turn on the party's processor
+  // (ctx_.compute held), as the receives are posted in one: the transport's
+  // calls are the stage's work on the processor, taken in turn with the
+  // other stage's compute, not left to the kernel's time slices
+  // (exec/validate/README.md, "A stage's turn on the processor").
   void send(const Op& op, int b, bool backward, std::vector<torch::Tensor> wire, int peer_stage) {
-    const int64_t bytes = wire_.to_wire(b, backward, op.batch, op.microbatch, &wire);
-    const double t0 = now_s();
-    auto transfer = ctx_.transport->send(wire, wire_.rank_of(peer_stage), tag(b, backward, op));
-    if (!remote(peer_stage)) return;  // kept: the transfer object holds the tensors
-    const size_t e =
-        record(EventKind::kSend, op, t0, t0, b, backward, wire_.party_of(peer_stage), bytes);
-    sends_.push_back({transfer, e});
-  }
-
-  // A sent tensor is freed once its transfer completed, not at the next
-  // update: a backward's input gradient would otherwise still be held
-  // during the next backward, which the plan does not count.
-  void drop_completed_sends() {
-    while (!sends_.empty() && sends_.front().transfer->ready()) wait_oldest_send();
-  }
-
-  void wait_oldest_send() {
-    PendingSend s = sends_.front();
-    sends_.pop_front();
-    s.transfer->wait(ctx_.options.timeout);
-    out_->events[s.event].end_s = at_s(s.transfer->completed_at());
+    transfers_.send(op, b, backward, std::move(wire), peer_stage);
   }
 
   // The current batch's data (input on stage 0, target on the last stage),
@@ -265,7 +196,7 @@ class Instance {
     if (k_ == 0)
       s.input = data(op.batch).first.narrow(0, mb_offset(op.microbatch), mb_size(op.microbatch));
     else
-      received = take_receive(j, op, k_ - 1, false, k_ - 1);
+      received = transfers_.take_receive(j, op, k_ - 1, false, k_ - 1);
     std::lock_guard<std::mutex> lock(ctx_.compute);
     if (k_ > 0) {
       const double t0 = compute_start();
@@ -313,7 +244,7 @@ class Instance {
       record(EventKind::kRecompute, op, t0, now_s());
     }
     std::vector<torch::Tensor> received;
-    if (gradient_in()) received = take_receive(j, op, k_, true, k_ + 1);
+    if (gradient_in()) received = transfers_.take_receive(j, op, k_, true, k_ + 1);
     std::lock_guard<std::mutex> lock(ctx_.compute);
     torch::Tensor grad;
     if (gradient_in()) {
@@ -453,7 +384,7 @@ class Instance {
   // client until the gradient had crossed the link. The earlier ones are
   // done by then or nearly, and their buffers go before the step's.
   void step(const Op& op) {
-    while (sends_.size() > 1) wait_oldest_send();
+    transfers_.wait_sends(1);
     std::lock_guard<std::mutex> lock(ctx_.compute);
     const double t0 = compute_start();
     update_stage(parts_, model_, loss_scale_, stash_weights_, ctx_.options.keep_gradients, out_);
@@ -466,6 +397,7 @@ class Instance {
   StageParts& parts_;
   SplitModel& model_;  // the units parts_ runs on (splitfed_v1: the client's own copy)
   StageWire wire_;
+  StageTransfers transfers_;  // constructed after wire_, which it refers to
   SlowProcessor slow_;  // --compute-slowdown
   int k_, c_, K_ = 0;
   int64_t m_ = 1;
@@ -478,8 +410,6 @@ class Instance {
   size_t next_post_ = 0;
   int64_t eval_serial_ = 0;     // eval batches so far (their tags)
   int64_t deferred_eval_ = -1;  // splitfed: the evaluation after this many batches, still due
-  std::map<size_t, PostedRecv> recvs_;
-  std::deque<PendingSend> sends_;
   std::map<std::pair<int64_t, int64_t>, Stash> stash_;
   std::pair<torch::Tensor, torch::Tensor> data_;
   int64_t data_batch_ = -1;
