@@ -98,9 +98,9 @@ class GlooTransfer : public Transfer {
             for (c10d::Work* w : works) w->wait(timeout);
             done->set_value(ExecClock::now());
           } catch (const std::exception& e) {
-            done->set_exception(std::make_exception_ptr(
-                TransportError(what + " failed (peer gone or no progress within " +
-                               seconds_text(timeout) + "): " + error_reason(e))));
+            done->set_exception(std::make_exception_ptr(TransportError(
+                what + " failed (peer gone or no progress within " + seconds_text(timeout) +
+                "): " + error_reason(e) + kTransferTimeoutHint)));
           }
         });
   }
@@ -122,7 +122,8 @@ class GlooTransfer : public Transfer {
       const std::string why = abort_->reason();
       if (!why.empty()) throw TransportError(what_ + " stopped: " + why);
       if (ExecClock::now() > deadline)
-        throw TransportError(what_ + " timed out after " + seconds_text(timeout));
+        throw TransportError(what_ + " timed out after " + seconds_text(timeout) +
+                             kTransferTimeoutHint);
     }
     at_ = result_.get();
     done_ = true;

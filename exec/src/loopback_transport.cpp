@@ -65,7 +65,7 @@ void LoopbackHub::take(int src, int dst, int tag, std::vector<torch::Tensor>& in
   if (!arrived)
     throw TransportError("loopback receive from rank " + std::to_string(src) + " (tag " +
                          std::to_string(tag) + ") timed out after " +
-                         std::to_string(timeout.count()) + " ms");
+                         std::to_string(timeout.count()) + " ms" + kTransferTimeoutHint);
   std::vector<torch::Tensor> got = std::move(mail_[key]);
   mail_.erase(key);
   lock.unlock();

@@ -44,6 +44,7 @@ TEST(TransportTest, LoopbackReceiveTimesOutWithAClearError) {
     FAIL() << "no timeout";
   } catch (const TransportError& e) {
     EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("raise --timeout-s"), std::string::npos) << e.what();
   }
 }
 

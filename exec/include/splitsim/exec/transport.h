@@ -24,6 +24,12 @@ class TransportError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Ends a transfer's timeout error: a peer that is still computing cannot be
+// told from one that hangs.
+inline constexpr char kTransferTimeoutHint[] =
+    "; a peer still computing a slow batch (a large model; bf16 on a CPU without bf16 "
+    "instructions) looks the same: raise --timeout-s";
+
 // One posted send or receive.
 class Transfer {
  public:
