@@ -264,7 +264,13 @@ TEST(DeviceTest, JsonRoundTripKeepsTimings) {
 TEST(DeviceTest, MeasuredCodecsRoundTripAndAreChecked) {
   DeviceProfile d = unit_device();
   nlohmann::json q8 = {{"method", "quantize"}, {"bits", 8}};
-  d.codec_timings = {{codec_to_json(parse_codec(q8, "$")).dump(), {16, 8, 8}, 4, 1e-4, 2e-4}};
+  CodecTiming timing;
+  timing.codec = codec_to_json(parse_codec(q8, "$")).dump();
+  timing.shape = {16, 8, 8};
+  timing.batch = 4;
+  timing.encode_s = 1e-4;
+  timing.decode_s = 2e-4;
+  d.codec_timings = {timing};
   nlohmann::json j = d;
   ASSERT_TRUE(j.contains("measured_codecs"));
   const DeviceProfile back = parse_device(j, "$");

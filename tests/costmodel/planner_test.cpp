@@ -108,11 +108,21 @@ TEST(PlannerTest, MeasuredCodecTimingsWinOverTheFormulaWhereTheyMatch) {
   const std::string none = codec_to_json(s.compression[0].backward).dump();
   auto devs = devices();
   // Boundary 0 carries [8,4,4] per sample in micro-batches of 4.
-  devs["client"].codec_timings = {{q8, {8, 4, 4}, 4, 0.011, 0.5},     // encode on the client
-                                  {q8, {8, 4, 4}, 2, 0.9, 0.9},       // another micro-batch
-                                  {none, {8, 4, 4}, 4, 0.5, 0.013}};  // gradient decode
-  devs["server"].codec_timings = {{q8, {8, 4, 4}, 4, 0.5, 0.017},     // decode on the server
-                                  {none, {8, 4, 4}, 4, 0.019, 0.5}};  // gradient encode
+  // Timings of one encode and decode (none of the backward's).
+  auto timing = [](const std::string& codec, int64_t batch, double encode_s, double decode_s) {
+    CodecTiming t;
+    t.codec = codec;
+    t.shape = {8, 4, 4};
+    t.batch = batch;
+    t.encode_s = encode_s;
+    t.decode_s = decode_s;
+    return t;
+  };
+  devs["client"].codec_timings = {timing(q8, 4, 0.011, 0.5),     // encode on the client
+                                  timing(q8, 2, 0.9, 0.9),       // another micro-batch
+                                  timing(none, 4, 0.5, 0.013)};  // gradient decode
+  devs["server"].codec_timings = {timing(q8, 4, 0.5, 0.017),     // decode on the server
+                                  timing(none, 4, 0.019, 0.5)};  // gradient encode
   const Plan plan = make_plan(s, toy_model(), devs);
   const PlanBoundary& b = plan.boundaries[0];
   EXPECT_EQ(b.forward.encode_s, (std::vector<double>{0.011, 0.011}));

@@ -103,7 +103,9 @@ TEST(ScheduleTest, ZeroBubbleH1DefersKWeightPassesAtStageK) {
             << "k=" << k << " K=" << K << " m=" << m;
         const int64_t waiting = waiting_weight_passes(Schedule::kZbH1, k, K, m);
         EXPECT_LE(waiting, std::min<int64_t>(k + 1, m));
-        if (m >= K) EXPECT_EQ(waiting, k + 1) << "k=" << k << " K=" << K << " m=" << m;
+        if (m >= K) {
+          EXPECT_EQ(waiting, k + 1) << "k=" << k << " K=" << K << " m=" << m;
+        }
         EXPECT_EQ(waiting_weight_passes(Schedule::k1F1B, k, K, m), 0);
       }
 }
@@ -154,8 +156,9 @@ TEST(ScheduleTest, InterleavedOneFOneBFollowsMegatronsOrder) {
           std::set<std::pair<int64_t, int64_t>> forwarded;
           for (const Op& op : list) {
             if (op.kind == OpKind::kForward) forwarded.insert({op.batch, op.microbatch});
-            if (op.kind == OpKind::kBackward)
+            if (op.kind == OpKind::kBackward) {
               EXPECT_TRUE(forwarded.count({op.batch, op.microbatch})) << to_string(op);
+            }
           }
         }
       }
