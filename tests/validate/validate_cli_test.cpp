@@ -262,6 +262,7 @@ TEST(ValidateCliTest, OrchestratesServerAndClientAndWritesTheReport) {
 // permission): one line says so and the runs go over unshaped loopback, as
 // without root.
 TEST(ValidateCliTest, NoNamespacePermissionFallsBackToLoopbackInOneLine) {
+  // Not a test of the platform model: without it the run skips the link probe and the wake cost.
   if (geteuid() != 0) GTEST_SKIP() << "without root validate never tries the namespaces";
   const auto dir = temp_dir("no_netns");
   for (const char* tool : {"ip", "tc"}) {
@@ -272,7 +273,8 @@ TEST(ValidateCliTest, NoNamespacePermissionFallsBackToLoopbackInOneLine) {
   }
   const std::string report = (dir / "report.json").string();
   const CliResult r = run_cli("validate " + matrix_file() + " --variant '" + kVariant +
-                                  "' --iterations 5 --repeat 1 --timeout-s 120 --exec-bin " +
+                                  "' --iterations 5 --repeat 1 --timeout-s 120 "
+                                  "--no-platform-model --exec-bin " +
                                   write_standin(dir) + " --report " + report,
                               "PATH=" + dir.string() + ":$PATH ");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -318,11 +320,13 @@ TEST(ValidateCliTest, QuickMatrixTakesEverySeventhVariantRepeatedAndSummarisesPe
 }
 
 TEST(ValidateCliTest, OneVariantRunsAtItsOwnRateUnlessLinkRateIsGiven) {
+  // Not a test of the platform model: without it the run skips the link probe and the wake cost.
   if (geteuid() != 0) GTEST_SKIP() << "the shaped link needs root";
   const auto dir = temp_dir("ownrate");
   const std::string variant = "network.bandwidth_bit_per_s=50mbit compression=q8 chunks=4";
   const std::string base = "validate " + matrix_file() + " --variant '" + variant +
-                           "' --repeat 1 --iterations 5 --timeout-s 120 --exec-bin " +
+                           "' --repeat 1 --iterations 5 --timeout-s 120 --no-platform-model "
+                           "--exec-bin " +
                            write_standin(dir);
   const CliResult own = run_cli(base);
   ASSERT_EQ(own.exit_code, 0) << own.err;
@@ -344,10 +348,12 @@ TEST(ValidateCliTest, ReportToADirectoryIsRefusedBeforeTheRun) {
 }
 
 TEST(ValidateCliTest, LetCoresIdleRunsWithoutPollers) {
+  // Not a test of the platform model: without it the run skips the link probe and the wake cost.
   const auto dir = temp_dir("idle");
   const CliResult r = run_cli(
       "validate " + matrix_file() + " --variant '" + kVariant +
-      "' --iterations 5 --repeat 1 --timeout-s 120 --let-cores-idle --json --exec-bin " +
+      "' --iterations 5 --repeat 1 --timeout-s 120 --let-cores-idle --no-platform-model --json "
+      "--exec-bin " +
       write_standin(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["awake_cores"], 0);
