@@ -184,9 +184,10 @@ double timed_transfer(const Link& link, bool client_sends, size_t bytes) {
 }
 
 // The fastest of `tries` timed_transfer()s (negative if any fails). What
-// is checked is the shaper's rate: beside it a busy core (the other test of
-// `ctest -j2`) can only slow a transfer, by 26% in one CI run on a VM whose
-// kernel network work is dear, never speed it past the rate and burst.
+// is checked is the shaper's rate: other work on the machine can only slow
+// a transfer, never speed it past the rate and burst. Beside another test's
+// traffic it slowed them by 26-40% in CI runs, so the tests that time
+// transfers run alone (RUN_SERIAL, tests/CMakeLists.txt).
 template <typename Link>
 double fastest_transfer(const Link& link, bool client_sends, size_t bytes, int tries = 2) {
   double best = -1;
