@@ -27,6 +27,7 @@ TEST(NetnsLinkTest, ATransferCrossesNoFasterThanTheWire) {
   // the rate. With 64 KiB packets and a bucket of 1 ms both messages
   // crossed at once.
   SKIP_UNLESS_LINK_POSSIBLE();
+  std::string disturbed;
   for (const auto& [rate, bytes] : {std::pair{5e7, size_t{16000}}, {1e9, size_t{262144}}}) {
     NetnsLink link(rate);
     const int segments = NetnsLink::packet_segments(rate);
@@ -41,11 +42,18 @@ TEST(NetnsLinkTest, ATransferCrossesNoFasterThanTheWire) {
     const double at_rate = bytes / (rate / 8);
     const double fastest =
         double(bytes - NetnsLink::burst_bytes(rate) - link.burst_packet_bytes()) / (rate / 8);
-    const double s = median_transfer_after_idle(link, bytes, 0.02, 20);
+    double s = 0;
+    const std::string d =
+        measure_undisturbed([&] { s = median_transfer_after_idle(link, bytes, 0.02, 20); });
     EXPECT_GE(s, fastest) << rate;
-    EXPECT_LT(s, 1.5 * at_rate) << rate;
+    if (d.empty()) {
+      EXPECT_LT(s, 1.5 * at_rate) << rate;
+    } else {
+      disturbed = d;
+    }
   }
   EXPECT_EQ(NetnsLink(5e7, Shaper::kTbf).burst_packet_bytes(), 0);  // tbf waits for tokens
+  if (!disturbed.empty()) GTEST_SKIP() << upper_bounds_unchecked(disturbed);
 }
 
 TEST(NetnsLinkTest, NamespacesExistWhileAliveAndAreGoneAfterwards) {
@@ -128,15 +136,22 @@ TEST_P(NetnsLinkShaperTest, ShapedTransfersTakeBytesOverRateInBothDirections) {
       << link.description();
   const size_t bytes = 3'000'000;
   const double expected = bytes * 8 / 5e7;  // 0.48 s
-  const double up = fastest_transfer(link, /*client_sends=*/true, bytes);
-  const double down = fastest_transfer(link, /*client_sends=*/false, bytes);
-  EXPECT_NEAR(up, expected, 0.15 * expected) << "client -> server";
-  EXPECT_NEAR(down, expected, 0.15 * expected) << "server -> client";
+  double up = 0, down = 0;
+  std::string disturbed = measure_undisturbed([&] {
+    up = fastest_transfer(link, /*client_sends=*/true, bytes);
+    down = fastest_transfer(link, /*client_sends=*/false, bytes);
+  });
+  expect_at_rate(up, expected, disturbed, "client -> server");
+  expect_at_rate(down, expected, disturbed, "server -> client");
 
   link.set_rate(2e8);  // re-shaped in place: 25 MB/s
   const size_t more = 10'000'000;
   const double expected_fast = more * 8 / 2e8;  // 0.4 s
-  EXPECT_NEAR(fastest_transfer(link, true, more), expected_fast, 0.15 * expected_fast);
+  double fast = 0;
+  const std::string d = measure_undisturbed([&] { fast = fastest_transfer(link, true, more); });
+  expect_at_rate(fast, expected_fast, d, "at 200 Mbit/s");
+  if (disturbed.empty()) disturbed = d;
+  if (!disturbed.empty()) GTEST_SKIP() << upper_bounds_unchecked(disturbed);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothShapers, NetnsLinkShaperTest,

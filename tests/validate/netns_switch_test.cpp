@@ -57,11 +57,22 @@ TEST(NetnsSwitchTest, ATransferRunsAtTheSlowerOfItsPortAndTheServers) {
   NetnsSwitch sw(5e7, {2e8, 2.5e7});
   const size_t fast_bytes = 3'000'000, slow_bytes = 1'500'000;
   const double expected = 0.48;  // 3 MB at 50 Mbit/s, 1.5 MB at 25 Mbit/s
-  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 0}, true, fast_bytes), expected, 0.15 * expected);
-  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 1}, true, slow_bytes), expected, 0.15 * expected);
-  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 1}, false, slow_bytes), expected, 0.15 * expected);
+  double fast_up = 0, slow_up = 0, slow_down = 0;
+  std::string disturbed = measure_undisturbed([&] {
+    fast_up = fastest_transfer(ClientPort{sw, 0}, true, fast_bytes);
+    slow_up = fastest_transfer(ClientPort{sw, 1}, true, slow_bytes);
+    slow_down = fastest_transfer(ClientPort{sw, 1}, false, slow_bytes);
+  });
+  expect_at_rate(fast_up, expected, disturbed, "the fast client, behind the server's port");
+  expect_at_rate(slow_up, expected, disturbed, "the slow client sending");
+  expect_at_rate(slow_down, expected, disturbed, "the slow client receiving");
   sw.set_server_rate(2e8);  // now the fast client's own port: 3 MB at 200 Mbit/s
-  EXPECT_NEAR(fastest_transfer(ClientPort{sw, 0}, false, fast_bytes), 0.12, 0.15 * 0.12);
+  double fast_down = 0;
+  const std::string d = measure_undisturbed(
+      [&] { fast_down = fastest_transfer(ClientPort{sw, 0}, false, fast_bytes); });
+  expect_at_rate(fast_down, 0.12, d, "the fast client at its own port's rate");
+  if (disturbed.empty()) disturbed = d;
+  if (!disturbed.empty()) GTEST_SKIP() << upper_bounds_unchecked(disturbed);
 }
 
 // The signal handler detaches every namespace of a switch too: the switch,
