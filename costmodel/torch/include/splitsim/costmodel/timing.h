@@ -53,7 +53,9 @@ CodecTiming time_codec(const CodecSpec& codec, const std::vector<int64_t>& shape
 // `threads` threads, timed back to back and after
 // sleeping each of `gaps` seconds, `repeats` rounds interleaved. Each point
 // is a gap as slept (the median) and the difference of the medians, not
-// below 0. `progress` gets one line.
+// below 0; a gap whose median slept no longer than the previous one's (a
+// loaded machine oversleeps short sleeps) gives no point, so the points'
+// gaps increase. `progress` gets one line.
 std::vector<WakePoint> measure_wake_cost(const ModelSpec& spec, int64_t batch, int threads,
                                          const std::function<void(const std::string&)>& progress,
                                          const std::vector<double>& gaps = {0.001, 0.003, 0.01,
