@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -59,7 +60,12 @@ struct PartyContext {
   std::map<std::pair<int, int64_t>, std::pair<torch::Tensor, torch::Tensor>> drawn_batches;
   std::vector<StageParts> stages;  // by stage index; local ones filled
   std::mutex compute;              // one processor per party
-  ExecClock::time_point start;
+  ExecClock::time_point start;     // the run's time origin, common to the ranks (synchronise)
+  // Seconds from `start` to t, and to now: the times of every event.
+  double seconds_at(ExecClock::time_point t) const {
+    return std::chrono::duration<double>(t - start).count();
+  }
+  double now_s() const { return seconds_at(ExecClock::now()); }
   RunOptions options;
   torch::Device device{torch::kCPU};
   int64_t batches = 0;                            // iterations + cool-down

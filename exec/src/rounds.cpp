@@ -111,10 +111,6 @@ int Rounds::tag(int64_t batch, bool down, int client) const {
   return kTagBase + static_cast<int>(t % (int64_t{1} << 26));
 }
 
-double Rounds::now_s() const {
-  return std::chrono::duration<double>(ExecClock::now() - ctx_.start).count();
-}
-
 void Rounds::record(InstanceResult* out, EventKind kind, int party, int peer, int client,
                     int64_t batch, int64_t bytes, double t0, double t1) const {
   TimelineEvent e;
@@ -138,26 +134,26 @@ void Rounds::transfer(const torch::Tensor& weights, int to_rank, int client, int
   double t0 = 0;
   {
     std::lock_guard<std::mutex> lock(ctx_.compute);  // the send call is the party's work
-    t0 = now_s();
+    t0 = ctx_.now_s();
     t = ctx_.transport->send({weights}, to_rank, tag(batch, down, client));
   }
   t->wait(ctx_.options.timeout);
   const int from = down ? server_party_ : ctx_.topo->party_of(0, client);
   const int to = down ? ctx_.topo->party_of(0, client) : server_party_;
   record(out, EventKind::kSend, from, to, client, batch, static_cast<int64_t>(weights.nbytes()), t0,
-         std::chrono::duration<double>(t->completed_at() - ctx_.start).count());
+         ctx_.seconds_at(t->completed_at()));
 }
 
 torch::Tensor Rounds::receive(int from_rank, int client, int64_t batch, bool down,
                               InstanceResult* out) {
   torch::Tensor weights = torch::empty({bytes_ / 4}, torch::kFloat32);
-  const double t0 = now_s();
+  const double t0 = ctx_.now_s();
   auto t = ctx_.transport->recv({weights}, from_rank, tag(batch, down, client));
   t->wait(ctx_.options.timeout);
   const int from = down ? server_party_ : ctx_.topo->party_of(0, client);
   const int to = down ? ctx_.topo->party_of(0, client) : server_party_;
   record(out, EventKind::kRecv, to, from, client, batch, static_cast<int64_t>(weights.nbytes()), t0,
-         std::chrono::duration<double>(t->completed_at() - ctx_.start).count());
+         ctx_.seconds_at(t->completed_at()));
   return weights;
 }
 
@@ -236,7 +232,7 @@ void Rounds::average(int64_t b, InstanceResult* out) {
   {
     std::lock_guard<std::mutex> lock(ctx_.compute);
     torch::NoGradGuard no_grad;
-    const double t0 = now_s();
+    const double t0 = ctx_.now_s();
     mean = torch::stack(uploads).mean(0);
     if (v1 && n_ > 1) {
       const auto parts = server_params();
@@ -247,7 +243,7 @@ void Rounds::average(int64_t b, InstanceResult* out) {
         for (const auto& p : parts) p[i].detach().copy_(m);
       }
     }
-    out->events.push_back(average_event(server_party_, b, t0, now_s()));
+    out->events.push_back(average_event(server_party_, b, t0, ctx_.now_s()));
   }
   for (int c = 0; c < n_; ++c) transfer(mean, client_rank(c), c, b, true, out);
 }

@@ -80,7 +80,6 @@ class Rounds {
   void wait_server_updates(int64_t b);
   void record(InstanceResult* out, EventKind kind, int party, int peer, int client, int64_t batch,
               int64_t bytes, double t0, double t1) const;
-  double now_s() const;
 
   PartyContext& ctx_;
   int n_ = 1, server_rank_ = 0, server_party_ = 0, server_stages_ = 0, client_stages_ = 0;

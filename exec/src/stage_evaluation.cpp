@@ -60,7 +60,6 @@ void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int6
   const int k = wire.stage(), K = wire.stages();
   const bool last = k == K - 1;
   StageParts& parts = ctx.stages[static_cast<size_t>(k)];
-  auto now_s = [&] { return std::chrono::duration<double>(ExecClock::now() - ctx.start).count(); };
   std::vector<std::shared_ptr<torch::nn::Module>> modules;
   for (int u = parts.first_unit; u <= parts.last_unit; ++u)
     modules.push_back(ctx.model.units[static_cast<size_t>(u)]);
@@ -72,7 +71,7 @@ void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int6
 
   EvalStats stats;
   stats.after_batches = done;
-  stats.trained_s = now_s();
+  stats.trained_s = ctx.now_s();
   if (last) {  // the training batches since the previous evaluation
     double samples = 0, correct = 0, n = 0;
     for (const BatchStats& b : out->stats)
@@ -140,7 +139,7 @@ void evaluate_stage(PartyContext& ctx, const StageWire& wire, int64_t done, int6
   if (leak) measure_leakage(ctx, k, K, done, leaked, inputs, out);
   if (!last) return;
   if (stats.samples > 0) stats.loss /= stats.samples;
-  stats.eval_s = now_s() - stats.trained_s;
+  stats.eval_s = ctx.now_s() - stats.trained_s;
   out->evals.push_back(stats);
   if (ctx.options.on_eval) ctx.options.on_eval(stats);
 }

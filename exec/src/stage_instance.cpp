@@ -92,13 +92,10 @@ class Instance {
   }
 
  private:
-  double now_s() const {
-    return std::chrono::duration<double>(ExecClock::now() - ctx_.start).count();
-  }
-  // A computation's start: now_s(), and the slowed processor's clock.
+  // A computation's start: now, and the slowed processor's clock.
   double compute_start() {
     slow_.start();
-    return now_s();
+    return ctx_.now_s();
   }
   int64_t mb_size(int64_t mb) const { return wire_.mb_size(mb); }
   int64_t mb_offset(int64_t mb) const { return wire_.mb_offset(mb); }
@@ -204,7 +201,7 @@ class Instance {
       parts_.fwd_dec->set_step(op.batch);
       s.leaf = parts_.fwd_dec->unpack(received, mb_size(op.microbatch)).to(torch::kFloat).detach();
       s.leaf.requires_grad_(gradient_out());
-      record(EventKind::kDecode, op, t0, now_s(), k_ - 1, 0);
+      record(EventKind::kDecode, op, t0, ctx_.now_s(), k_ - 1, 0);
     }
     {
       const double t0 = compute_start();
@@ -213,7 +210,7 @@ class Instance {
       if (k_ < K_ - 1) parts_.fwd_enc->set_step(op.batch);
       if (stash_weights_) s.weights = parts_.live;
       compute_forward(&s, stage_input(s, op), op);
-      record(EventKind::kForward, op, t0, now_s());
+      record(EventKind::kForward, op, t0, ctx_.now_s());
     }
     if (k_ < K_ - 1) {
       const double t0 = compute_start();
@@ -222,7 +219,7 @@ class Instance {
         torch::NoGradGuard no_grad;
         wire = parts_.fwd_enc->pack(s.y.detach());
       }
-      record(EventKind::kEncode, op, t0, now_s(), k_, 0);
+      record(EventKind::kEncode, op, t0, ctx_.now_s(), k_, 0);
       send(op, k_, false, std::move(wire), k_ + 1);
     }
     if (fr_) s.y = s.loss = torch::Tensor();
@@ -241,7 +238,7 @@ class Instance {
       if (k_ > 0) s.leaf = s.leaf.detach().requires_grad_(gradient_out());
       StashStats guard(this, op.batch);
       compute_forward(&s, stage_input(s, op), op);
-      record(EventKind::kRecompute, op, t0, now_s());
+      record(EventKind::kRecompute, op, t0, ctx_.now_s());
     }
     std::vector<torch::Tensor> received;
     if (gradient_in()) received = transfers_.take_receive(j, op, k_, true, k_ + 1);
@@ -253,7 +250,7 @@ class Instance {
       parts_.bwd_dec->set_step(op.batch);
       grad = parts_.bwd_dec->expand(parts_.bwd_dec->unpack(received, mb_size(op.microbatch)))
                  .to(torch::kFloat);
-      record(EventKind::kDecode, op, t0, now_s(), k_, 1);
+      record(EventKind::kDecode, op, t0, ctx_.now_s(), k_, 1);
       observe_gradient(op, grad);
     }
     torch::Tensor input_grad;
@@ -274,7 +271,7 @@ class Instance {
         input_grad =
             torch::autograd::grad({s.out}, {s.leaf}, grads_of(s), /*retain_graph=*/true)[0];
       }
-      record(EventKind::kBackward, op, t0, now_s());
+      record(EventKind::kBackward, op, t0, ctx_.now_s());
     }
     if (split_) stash_[{op.batch, op.microbatch}] = std::move(s);  // until its W
     if (gradient_out()) {
@@ -285,7 +282,7 @@ class Instance {
         parts_.bwd_enc->set_step(op.batch);
         wire = parts_.bwd_enc->pack(parts_.bwd_enc->carry(input_grad));
       }
-      record(EventKind::kEncode, op, t0, now_s(), k_ - 1, 1);
+      record(EventKind::kEncode, op, t0, ctx_.now_s(), k_ - 1, 1);
       send(op, k_ - 1, true, std::move(wire), k_ - 1);
     }
   }
@@ -328,7 +325,7 @@ class Instance {
       torch::autograd::backward({s.out}, grads_of(s), /*retain_graph=*/false,
                                 /*create_graph=*/false, trainable_);
     s = Stash();  // the graph and the activations go inside the W's turn
-    record(EventKind::kWeight, op, t0, now_s());
+    record(EventKind::kWeight, op, t0, ctx_.now_s());
   }
 
   // fr replays the forward: its loss must not count twice in the stats.
@@ -388,7 +385,7 @@ class Instance {
     std::lock_guard<std::mutex> lock(ctx_.compute);
     const double t0 = compute_start();
     update_stage(parts_, model_, loss_scale_, stash_weights_, ctx_.options.keep_gradients, out_);
-    record(EventKind::kUpdate, op, t0, now_s());
+    record(EventKind::kUpdate, op, t0, ctx_.now_s());
     out_->updated = op.batch + 1;
   }
 

@@ -16,12 +16,6 @@ TimelineEvent stage_event(const StageWire& wire, EventKind kind, const Op& op, d
   return e;
 }
 
-double StageTransfers::now_s() const { return at_s(ExecClock::now()); }
-
-double StageTransfers::at_s(ExecClock::time_point t) const {
-  return std::chrono::duration<double>(t - ctx_.start).count();
-}
-
 size_t StageTransfers::record(EventKind kind, const Op& op, double t0, double t1, int b,
                               bool backward, int peer_stage, int64_t bytes) {
   TimelineEvent e = stage_event(wire_, kind, op, t0, t1);
@@ -36,7 +30,7 @@ size_t StageTransfers::record(EventKind kind, const Op& op, double t0, double t1
 void StageTransfers::post_receive(size_t j, const Op& op, int b, bool backward, int peer_stage) {
   PostedRecv r;
   r.buffers = wire_.buffers(b, backward, op.batch, op.microbatch, &r.bytes);
-  r.post_s = now_s();
+  r.post_s = ctx_.now_s();
   r.transfer = ctx_.transport->recv(r.buffers, wire_.rank_of(peer_stage), tag(b, backward, op));
   recvs_[j] = std::move(r);
 }
@@ -47,7 +41,7 @@ std::vector<torch::Tensor> StageTransfers::take_receive(size_t j, const Op& op, 
   recvs_.erase(j);
   r.transfer->wait(ctx_.options.timeout);
   if (wire_.remote(peer_stage))
-    record(EventKind::kRecv, op, r.post_s, at_s(r.transfer->completed_at()), b, backward,
+    record(EventKind::kRecv, op, r.post_s, ctx_.seconds_at(r.transfer->completed_at()), b, backward,
            peer_stage, r.bytes);
   std::vector<torch::Tensor> out;
   for (auto& t : r.buffers) out.push_back(t.to(ctx_.device));
@@ -57,7 +51,7 @@ std::vector<torch::Tensor> StageTransfers::take_receive(size_t j, const Op& op, 
 void StageTransfers::send(const Op& op, int b, bool backward, std::vector<torch::Tensor> wire,
                           int peer_stage) {
   const int64_t bytes = wire_.to_wire(b, backward, op.batch, op.microbatch, &wire);
-  const double t0 = now_s();
+  const double t0 = ctx_.now_s();
   auto transfer = ctx_.transport->send(wire, wire_.rank_of(peer_stage), tag(b, backward, op));
   if (!wire_.remote(peer_stage)) return;  // kept: the transfer object holds the tensors
   const size_t e = record(EventKind::kSend, op, t0, t0, b, backward, peer_stage, bytes);
@@ -77,7 +71,7 @@ void StageTransfers::wait_oldest_send() {
   PendingSend s = sends_.front();
   sends_.pop_front();
   s.transfer->wait(ctx_.options.timeout);
-  out_->events[s.event].end_s = at_s(s.transfer->completed_at());
+  out_->events[s.event].end_s = ctx_.seconds_at(s.transfer->completed_at());
 }
 
 }  // namespace splitsim::exec_internal

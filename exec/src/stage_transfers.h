@@ -58,8 +58,6 @@ class StageTransfers {
     size_t event = 0;
   };
 
-  double now_s() const;
-  double at_s(ExecClock::time_point t) const;
   int tag(int b, bool backward, const Op& op) const {
     return wire_.tag(b, backward, op.batch, op.microbatch);
   }
