@@ -191,8 +191,8 @@ double timed_transfer(const Link& link, bool client_sends, size_t bytes) {
 // nothing through faster than its rate and burst, whatever the machine
 // does: a test checks that always. How much slower a transfer may be is a
 // fact of the wire only when the machine ran the test: with 20% of the
-// CPUs stolen by the hypervisor, 3 MB at 50 Mbit/s took 0.57-0.63 s instead
-// of 0.48 (a quiet machine: 0.48-0.50).
+// CPUs stolen by the hypervisor, 3 MB at 50 Mbit/s took 0.56-0.63 s instead
+// of 0.48 (quiet, the same tests held within 15%).
 inline std::string measure_undisturbed(const std::function<void()>& measure, int tries = 3) {
   std::string disturbed;
   for (int i = 0; i < tries; ++i) {
